@@ -1,0 +1,39 @@
+# Two commands set everything up:  `make run` (the app) and `make test` (the whole test suite).
+# The virtualenv lives outside the app folder so Streamlit never watches it.
+PYTHON ?= python3
+VENV ?= $(HOME)/.venvs/attnviz
+BIN := $(VENV)/bin
+PORT ?= 8501
+
+.PHONY: run test lint format clean-venv
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.run-deps: requirements.txt | $(BIN)/python
+	$(BIN)/pip install --quiet -r requirements.txt
+	touch $@
+
+$(VENV)/.dev-deps: requirements.txt requirements-dev.txt | $(BIN)/python
+	$(BIN)/pip install --quiet -r requirements-dev.txt
+	touch $@
+
+run: $(VENV)/.run-deps
+	$(BIN)/streamlit run app.py --server.port $(PORT)
+
+test: $(VENV)/.dev-deps
+	bash scripts/system-deps.sh
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/python -m pytest
+
+lint: $(VENV)/.dev-deps
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(VENV)/.dev-deps
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+clean-venv:
+	rm -rf $(VENV)

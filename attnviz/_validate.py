@@ -1,0 +1,59 @@
+"""Input checks shared by the core: turn user data into tensors and say clearly what is wrong."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+from torch import Tensor
+
+
+def as_float_tensor(data: Any, name: str) -> Tensor:
+    """Convert tensors, arrays or nested lists to a floating tensor, with a clear error."""
+    if isinstance(data, Tensor):
+        tensor = data
+    else:
+        try:
+            tensor = torch.as_tensor(data)
+        except (TypeError, ValueError, RuntimeError) as exc:
+            raise ValueError(f"{name} must be numbers in a rectangular array; could not read it ({exc})") from None
+    if tensor.dtype == torch.bool or tensor.is_complex():
+        raise ValueError(f"{name} must hold real numbers; got dtype {tensor.dtype}")
+    if not tensor.is_floating_point() or tensor.dtype in (torch.float16, torch.bfloat16):
+        tensor = tensor.to(torch.float32)
+    return tensor
+
+
+def check_finite(tensor: Tensor, name: str) -> None:
+    """Raise ValueError naming the first NaN or infinite entry of `tensor`."""
+    bad = ~torch.isfinite(tensor)
+    if bool(bad.any()):
+        index = tuple(int(i) for i in bad.nonzero()[0])
+        value = tensor[index].item()
+        where = list(index) if len(index) != 1 else index[0]
+        raise ValueError(f"{name} must be finite numbers; found {value} at index {where}")
+
+
+def check_nonempty(tensor: Tensor, name: str) -> None:
+    """Raise ValueError if any axis of `tensor` has length 0."""
+    if tensor.numel() == 0:
+        raise ValueError(
+            f"{name} is empty (shape {tuple(tensor.shape)}); give at least one row with at least one number"
+        )
+
+
+def check_positive(value: Any, name: str) -> float:
+    """Return `value` as a float, raising ValueError unless it is finite and > 0."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a positive number; got {value!r}") from None
+    if not math.isfinite(number) or number <= 0:
+        raise ValueError(f"{name} must be a finite number > 0; got {value!r}")
+    return number
+
+
+def common_dtype(*tensors: Tensor) -> torch.dtype:
+    """The floating dtype all `tensors` should share (float64 wins over float32)."""
+    return torch.float64 if any(t.dtype == torch.float64 for t in tensors) else torch.float32

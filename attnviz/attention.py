@@ -1,0 +1,225 @@
+"""`attend`, the one function every page calls, and d2l's attention modules on top of it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from attnviz._validate import as_float_tensor, check_finite, check_nonempty, check_positive, common_dtype
+from attnviz.masking import causal_mask, lens_to_mask, softmax_where
+from attnviz.scores import LearnedScore, additive_scores, check_params, get_score
+from attnviz.trace import AttentionTrace
+
+
+def prepare_inputs(queries: Any, keys: Any, values: Any) -> tuple[Tensor, Tensor, Tensor, bool]:
+    """Validate (Q, d)/(K, d_k)/(K, v) or batched inputs; return 3-D tensors and whether they were batched."""
+    tensors = []
+    for name, data in (("queries", queries), ("keys", keys), ("values", values)):
+        tensor = as_float_tensor(data, name)
+        if tensor.dim() not in (2, 3):
+            axes = "(Q, d)" if name == "queries" else "(K, d)" if name == "keys" else "(K, v)"
+            raise ValueError(
+                f"{name} must have shape {axes} or (B, {axes[1:]}; got shape {tuple(tensor.shape)} "
+                f"({tensor.dim()} axes)"
+            )
+        check_nonempty(tensor, name)
+        check_finite(tensor, name)
+        tensors.append(tensor)
+    q, k, v = tensors
+    if not q.dim() == k.dim() == v.dim():
+        raise ValueError(
+            "queries, keys and values must all be batched (3 axes) or all unbatched (2 axes); got "
+            f"shapes {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}"
+        )
+    batched = q.dim() == 3
+    if not batched:
+        q, k, v = q.unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0)
+    if not q.shape[0] == k.shape[0] == v.shape[0]:
+        raise ValueError(
+            f"queries, keys and values must have the same batch size; got {q.shape[0]}, {k.shape[0]}, {v.shape[0]}"
+        )
+    if k.shape[1] != v.shape[1]:
+        raise ValueError(
+            f"keys and values must have the same number of items (one value per key); "
+            f"got {k.shape[1]} keys and {v.shape[1]} values"
+        )
+    dtype = common_dtype(q, k, v)
+    return q.to(dtype), k.to(dtype), v.to(dtype), batched
+
+
+def build_mask(
+    valid_lens: Any, causal: bool, batch: int, num_queries: int, num_keys: int, batched: bool = True
+) -> Tensor:
+    """Combine valid lengths and the causal mask into one (B, Q, K) boolean mask."""
+    mask = torch.ones(batch, num_queries, num_keys, dtype=torch.bool)
+    if valid_lens is not None:
+        lens = valid_lens
+        if not batched:
+            # Unbatched: an int applies to every query, a 1-D tensor gives one length per query.
+            lens = torch.as_tensor(valid_lens)
+            lens = lens.reshape(1) if lens.dim() == 0 else lens.unsqueeze(0)
+        mask &= lens_to_mask(lens, batch, num_queries, num_keys)
+    if causal:
+        mask &= causal_mask(num_queries, num_keys)
+    return mask
+
+
+def _resolve_score(score: Any, q: Tensor, k: Tensor, params: dict[str, Any]) -> tuple[str, dict, Tensor, float]:
+    """Compute raw scores (B, Q, K); return the score name, its parameters, the scores and the scale."""
+    if isinstance(score, nn.Module):
+        if params:
+            raise ValueError(f"a score module carries its own weights; got extra parameters {sorted(params)}")
+        name = getattr(score, "score_name", None)
+        if not hasattr(score, "score") or not name:
+            raise ValueError(
+                f"score module {type(score).__name__} has no score_name/score(); "
+                "pass a learned score module such as attnviz.AdditiveScore"
+            )
+        try:
+            with torch.no_grad():
+                scores = score.score(q, k)
+        except RuntimeError as exc:
+            raise ValueError(
+                f"the {name} score module does not fit queries of size {q.shape[-1]} and keys of size "
+                f"{k.shape[-1]} ({exc})"
+            ) from None
+        return name, dict(getattr(score, "params", {})), scores, 1.0
+    spec = get_score(score)
+    checked = check_params(params, spec.params, f"score {spec.name!r}")
+    if spec.same_dim and q.shape[-1] != k.shape[-1]:
+        raise ValueError(
+            f"score {spec.name!r} needs queries and keys of the same size d; got queries of size "
+            f"{q.shape[-1]} and keys of size {k.shape[-1]} (use a learned score such as 'additive' for different sizes)"
+        )
+    if spec.module is not None:
+        module = spec.module(q.shape[-1], k.shape[-1], **checked).to(q.dtype)
+        with torch.no_grad():
+            scores = module.score(q, k)
+    else:
+        scores = spec.fn(q, k, **checked)
+    return spec.name, checked, scores, spec.scale(q.shape[-1])
+
+
+def attend(
+    queries: Any,
+    keys: Any,
+    values: Any,
+    *,
+    score: Any = "scaled_dot",
+    valid_lens: Any = None,
+    causal: bool = False,
+    temperature: float = 1.0,
+    **score_params: Any,
+) -> AttentionTrace:
+    """Attention pooling of `values` by how well each query scores against each key, fully traced."""
+    q, k, v, batched = prepare_inputs(queries, keys, values)
+    temperature = check_positive(temperature, "temperature")
+    batch, num_queries, num_keys = q.shape[0], q.shape[1], k.shape[1]
+    mask = build_mask(valid_lens, bool(causal), batch, num_queries, num_keys, batched)
+    name, params, scores, scale = _resolve_score(score, q, k, score_params)
+    scaled = scores * scale  # (B, Q, K)
+    big = torch.finfo(scaled.dtype).max
+    logits = torch.nan_to_num(scaled / temperature, posinf=big, neginf=-big)
+    weights = softmax_where(scaled, mask, temperature)  # (B, Q, K)
+    output = weights @ v  # (B, Q, K) @ (B, K, v) -> (B, Q, v)
+    lens = None if valid_lens is None else torch.as_tensor(valid_lens).to(torch.long)
+    unbatch = (lambda t: t) if batched else (lambda t: t.squeeze(0))
+    return AttentionTrace(
+        queries=unbatch(q),
+        keys=unbatch(k),
+        values=unbatch(v),
+        scores=unbatch(scores),
+        logits=unbatch(logits),
+        mask=unbatch(mask),
+        weights=unbatch(weights),
+        output=unbatch(output),
+        score=name,
+        score_params=params,
+        scale=scale,
+        temperature=temperature,
+        causal=bool(causal),
+        valid_lens=lens,
+    )
+
+
+class DotProductAttention(nn.Module):
+    """Scaled dot-product attention with d2l's interface (dropout on the weights in training)."""
+
+    def __init__(self, dropout: float, num_heads: int | None = None, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.dropout = nn.Dropout(dropout)
+        self.num_heads = num_heads  # accepted for d2l compatibility; heads are split by MultiHeadAttention
+
+    def forward(self, queries: Tensor, keys: Tensor, values: Tensor, valid_lens: Tensor | None = None) -> Tensor:
+        """(B, Q, d), (B, K, d), (B, K, v) -> (B, Q, v); stores `.attention_weights` (B, Q, K)."""
+        q, k, v, _ = prepare_inputs(queries, keys, values)
+        mask = build_mask(valid_lens, False, q.shape[0], q.shape[1], k.shape[1])
+        scale = 1.0 / q.shape[-1] ** 0.5
+        scores = q @ k.transpose(1, 2)  # (B, Q, K), differentiable
+        self.attention_weights = softmax_where(scores * scale, mask)
+        self.trace = _module_trace(q, k, v, scores, scale, mask, self.attention_weights, "scaled_dot", {}, valid_lens)
+        return torch.bmm(self.dropout(self.attention_weights), v)
+
+
+class AdditiveAttention(nn.Module):
+    """Bahdanau's additive attention with d2l's constructor, attributes and forward."""
+
+    score_name = "additive"
+
+    def __init__(self, key_size: int, query_size: int, num_hiddens: int, dropout: float, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.W_k = nn.Linear(key_size, num_hiddens, bias=False)
+        self.W_q = nn.Linear(query_size, num_hiddens, bias=False)
+        self.w_v = nn.Linear(num_hiddens, 1, bias=False)
+        self.dropout = nn.Dropout(dropout)
+        self.params = {"num_hiddens": num_hiddens}
+
+    def score(self, queries: Tensor, keys: Tensor) -> Tensor:
+        """Raw additive scores (B, Q, K) with this module's weights."""
+        return additive_scores(queries, keys, self.W_q, self.W_k, self.w_v)
+
+    def forward(self, queries: Tensor, keys: Tensor, values: Tensor, valid_lens: Tensor | None = None) -> Tensor:
+        """(B, Q, d_q), (B, K, d_k), (B, K, v) -> (B, Q, v); stores `.attention_weights` (B, Q, K)."""
+        q, k, v, _ = prepare_inputs(queries, keys, values)
+        mask = build_mask(valid_lens, False, q.shape[0], q.shape[1], k.shape[1])
+        scores = self.score(q, k)
+        self.attention_weights = softmax_where(scores, mask)
+        self.trace = _module_trace(
+            q, k, v, scores, 1.0, mask, self.attention_weights, "additive", self.params, valid_lens
+        )
+        return torch.bmm(self.dropout(self.attention_weights), v)
+
+
+def _module_trace(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    scores: Tensor,
+    scale: float,
+    mask: Tensor,
+    weights: Tensor,
+    name: str,
+    params: dict,
+    valid_lens: Any,
+) -> AttentionTrace:
+    """A detached trace of a module's forward pass (without dropout)."""
+    weights = weights.detach()
+    return AttentionTrace(
+        queries=q.detach(),
+        keys=k.detach(),
+        values=v.detach(),
+        scores=scores.detach(),
+        logits=(scores * scale).detach(),
+        mask=mask,
+        weights=weights,
+        output=weights @ v.detach(),
+        score=name,
+        score_params=dict(params),
+        scale=scale,
+        valid_lens=None if valid_lens is None else torch.as_tensor(valid_lens).to(torch.long),
+    )
+
+
+__all__ = ["AdditiveAttention", "DotProductAttention", "LearnedScore", "attend", "build_mask", "prepare_inputs"]

@@ -1,0 +1,218 @@
+"""Multi-head attention: project, split into heads, attend per head, concatenate, project back."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from attnviz.attention import DotProductAttention, attend, prepare_inputs
+from attnviz.scores import _init_linear
+from attnviz.trace import AttentionTrace
+
+
+@dataclass(frozen=True)
+class MultiHeadTrace:
+    """Every step of multi-head attention (batched shapes; unbatched inputs drop the B axis)."""
+
+    queries: Tensor  # (B, Q, d)
+    keys: Tensor  # (B, K, d_k)
+    values: Tensor  # (B, K, v)
+    W_q: Tensor  # (d, d) — rows are outputs, like nn.Linear.weight
+    W_k: Tensor  # (d, d_k)
+    W_v: Tensor  # (v, v)
+    W_o: Tensor  # (v, v)
+    heads: list[AttentionTrace]  # one per head, on the projected, split inputs
+    weights: Tensor  # (B, h, Q, K)
+    mean_weights: Tensor  # (B, Q, K)
+    concat: Tensor  # (B, Q, v) heads' outputs side by side
+    delta: Tensor  # (B, Q, v) concat @ W_oᵀ, the attention result ΔE
+    output: Tensor  # (B, Q, v) delta, plus the queries when residual
+    residual: bool = False
+    projections: str = "identity"
+
+    @property
+    def num_heads(self) -> int:
+        """Number of heads."""
+        return len(self.heads)
+
+
+def projection_matrices(d_q: int, d_k: int, d_v: int, projections: str, seed: int) -> dict[str, Tensor]:
+    """W_q, W_k, W_v, W_o as identity or seeded random matrices (nn.Linear weight layout: out × in)."""
+    if projections == "identity":
+        if d_q != d_k:
+            raise ValueError(
+                f"identity projections need queries and keys of the same size; got {d_q} and {d_k} "
+                "(choose random projections)"
+            )
+        return {"W_q": torch.eye(d_q), "W_k": torch.eye(d_k), "W_v": torch.eye(d_v), "W_o": torch.eye(d_v)}
+    if projections == "random":
+        generator = torch.Generator().manual_seed(seed)
+        sizes = {"W_q": (d_q, d_q), "W_k": (d_k, d_q), "W_v": (d_v, d_v), "W_o": (d_v, d_v)}
+        return {
+            name: _init_linear(nn.Linear(n_in, n_out, bias=False), generator).weight.detach()
+            for name, (n_in, n_out) in sizes.items()
+        }
+    raise ValueError(f"projections must be 'identity' or 'random'; got {projections!r}")
+
+
+def split_heads(x: Tensor, num_heads: int) -> Tensor:
+    """(B, T, h * s) -> (B, h, T, s)."""
+    batch, length, width = x.shape
+    return x.reshape(batch, length, num_heads, width // num_heads).transpose(1, 2)
+
+
+def multi_head_attend(
+    queries: Any,
+    keys: Any,
+    values: Any,
+    *,
+    num_heads: int = 1,
+    projections: str = "identity",
+    seed: int = 0,
+    score: Any = "scaled_dot",
+    valid_lens: Any = None,
+    causal: bool = False,
+    temperature: float = 1.0,
+    residual: bool = False,
+    **score_params: Any,
+) -> MultiHeadTrace:
+    """Multi-head attention with identity or seeded random projections, every head traced."""
+    q, k, v, batched = prepare_inputs(queries, keys, values)
+    if isinstance(num_heads, bool) or not isinstance(num_heads, int) or num_heads < 1:
+        raise ValueError(f"num_heads must be a whole number >= 1; got {num_heads!r}")
+    d_q, d_v = q.shape[-1], v.shape[-1]
+    for name, size in (("query/key size", d_q), ("value size", d_v)):
+        if size % num_heads:
+            raise ValueError(f"{num_heads} heads must divide the {name} {size} evenly")
+    mats = {n: m.to(q.dtype) for n, m in projection_matrices(d_q, k.shape[-1], d_v, projections, seed).items()}
+    q_proj, k_proj, v_proj = q @ mats["W_q"].T, k @ mats["W_k"].T, v @ mats["W_v"].T  # (B, T, width)
+    q_heads, k_heads, v_heads = (split_heads(t, num_heads) for t in (q_proj, k_proj, v_proj))  # (B, h, T, s)
+    if valid_lens is not None and not batched:
+        lens = torch.as_tensor(valid_lens)
+        valid_lens = lens.reshape(1) if lens.dim() == 0 else lens.unsqueeze(0)
+    heads = [
+        attend(
+            q_heads[:, h],
+            k_heads[:, h],
+            v_heads[:, h],
+            score=score,
+            valid_lens=valid_lens,
+            causal=causal,
+            temperature=temperature,
+            **score_params,
+        )
+        for h in range(num_heads)
+    ]
+    weights = torch.stack([t.weights for t in heads], dim=1)  # (B, h, Q, K)
+    concat = torch.cat([t.output for t in heads], dim=-1)  # (B, Q, v)
+    delta = concat @ mats["W_o"].T
+    if residual and delta.shape[-1] != d_q:
+        raise ValueError(f"the residual E + ΔE needs values of the query size {d_q}; got values of size {d_v}")
+    output = q + delta if residual else delta
+    unbatch = (lambda t: t) if batched else (lambda t: t.squeeze(0))
+    if not batched:
+        heads = [_unbatch_trace(t) for t in heads]
+    return MultiHeadTrace(
+        queries=unbatch(q),
+        keys=unbatch(k),
+        values=unbatch(v),
+        heads=heads,
+        weights=unbatch(weights),
+        mean_weights=unbatch(weights.mean(dim=1)),
+        concat=unbatch(concat),
+        delta=unbatch(delta),
+        output=unbatch(output),
+        residual=bool(residual),
+        projections=projections,
+        **mats,
+    )
+
+
+def _unbatch_trace(trace: AttentionTrace) -> AttentionTrace:
+    """Drop the batch axis of size 1 from every tensor of a trace."""
+    fields = {
+        name: getattr(trace, name).squeeze(0)
+        for name in ("queries", "keys", "values", "scores", "logits", "mask", "weights", "output")
+    }
+    lens = trace.valid_lens.squeeze(0) if trace.valid_lens is not None else None
+    return AttentionTrace(
+        **fields,
+        score=trace.score,
+        score_params=trace.score_params,
+        scale=trace.scale,
+        temperature=trace.temperature,
+        causal=trace.causal,
+        valid_lens=lens,
+    )
+
+
+def self_attention(x: Any, **kwargs: Any) -> MultiHeadTrace:
+    """Self-attention: queries, keys and values are all the sequence `x`."""
+    return multi_head_attend(x, x, x, **kwargs)
+
+
+def cross_attention(queries: Any, source: Any, *, residual: bool = False, **kwargs: Any) -> MultiHeadTrace:
+    """Cross-attention: `queries` (e.g. a target sentence) attend over `source`, which gives keys and values."""
+    return multi_head_attend(queries, source, source, residual=residual, **kwargs)
+
+
+class MultiHeadAttention(nn.Module):
+    """d2l's multi-head attention: W_q, W_k, W_v, W_o and scaled dot-product attention per head."""
+
+    def __init__(
+        self,
+        num_hiddens: int,
+        num_heads: int,
+        dropout: float = 0.0,
+        bias: bool = False,
+        *,
+        query_size: int | None = None,
+        key_size: int | None = None,
+        value_size: int | None = None,
+        **kwargs: Any,
+    ):
+        super().__init__(**kwargs)
+        if num_hiddens % num_heads:
+            raise ValueError(f"num_heads ({num_heads}) must divide num_hiddens ({num_hiddens}) evenly")
+        self.num_heads = num_heads
+        self.attention = DotProductAttention(dropout)
+
+        def linear(size: int | None) -> nn.Module:
+            return nn.LazyLinear(num_hiddens, bias=bias) if size is None else nn.Linear(size, num_hiddens, bias=bias)
+
+        self.W_q, self.W_k, self.W_v = linear(query_size), linear(key_size), linear(value_size)
+        self.W_o = (
+            nn.LazyLinear(num_hiddens, bias=bias)
+            if value_size is None
+            else nn.Linear(num_hiddens, num_hiddens, bias=bias)
+        )
+
+    def transpose_qkv(self, X: Tensor) -> Tensor:
+        """(B, T, num_hiddens) -> (B * h, T, num_hiddens / h), as in d2l."""
+        X = split_heads(X, self.num_heads)  # (B, h, T, s)
+        return X.reshape(-1, X.shape[2], X.shape[3])
+
+    def transpose_output(self, X: Tensor) -> Tensor:
+        """(B * h, T, s) -> (B, T, h * s), as in d2l."""
+        X = X.reshape(-1, self.num_heads, X.shape[1], X.shape[2]).transpose(1, 2)
+        return X.reshape(X.shape[0], X.shape[1], -1)
+
+    def forward(self, queries: Tensor, keys: Tensor, values: Tensor, valid_lens: Tensor | None = None) -> Tensor:
+        """(B, Q, d_q), (B, K, d_k), (B, K, d_v) -> (B, Q, num_hiddens)."""
+        queries = self.transpose_qkv(self.W_q(queries))
+        keys = self.transpose_qkv(self.W_k(keys))
+        values = self.transpose_qkv(self.W_v(values))
+        if valid_lens is not None:
+            # One copy of each batch row's lengths per head, matching the (B * h) layout.
+            valid_lens = torch.repeat_interleave(torch.as_tensor(valid_lens), repeats=self.num_heads, dim=0)
+        output = self.attention(queries, keys, values, valid_lens)  # (B * h, Q, s)
+        return self.W_o(self.transpose_output(output))
+
+    @property
+    def attention_weights(self) -> Tensor:
+        """Per-head weights of the last forward pass: (B, h, Q, K)."""
+        weights = self.attention.attention_weights
+        return weights.reshape(-1, self.num_heads, weights.shape[1], weights.shape[2])

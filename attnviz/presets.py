@@ -1,0 +1,303 @@
+"""Every worked example of the study notes, with their numbers, as a one-click preset.
+
+A preset holds its inputs (so the app can load them into its editors) and `run()` recomputes the
+example through the public API. `expected` records the numbers the notes themselves state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from attnviz.attention import AdditiveAttention, DotProductAttention, attend
+from attnviz.kernel import make_toy_data, nadaraya_watson
+from attnviz.multihead import MultiHeadTrace, cross_attention, multi_head_attend
+from attnviz.text import embed_tokens, tokenize
+from attnviz.trace import AttentionTrace
+
+
+@dataclass(frozen=True)
+class Preset:
+    """One example from the notes: inputs, settings, the notes' stated results, and how to run it."""
+
+    key: str
+    title: str
+    page: str  # "self", "cross" or "kernel"
+    source: str  # which note, and where in it
+    description: str
+    queries: Tensor
+    keys: Tensor
+    values: Tensor
+    settings: dict[str, Any] = field(default_factory=dict)  # score/kernel, params, valid_lens, ...
+    query_labels: list[str] | None = None
+    key_labels: list[str] | None = None
+    expected: dict[str, Any] = field(default_factory=dict)
+    runner: Callable[[Preset], AttentionTrace | MultiHeadTrace] | None = None
+
+    def run(self) -> AttentionTrace | MultiHeadTrace:
+        """Recompute the example through attnviz's public API."""
+        if self.runner is not None:
+            return self.runner(self)
+        if self.page == "kernel":
+            return nadaraya_watson(self.queries, self.keys, self.values, **self.settings)
+        return multi_head_attend(self.queries, self.keys, self.values, **self.settings)
+
+
+def _seeded_normal(seed: int, *shape: int) -> Tensor:
+    return torch.normal(0.0, 1.0, shape, generator=torch.Generator().manual_seed(seed))
+
+
+# --- Note "Attention Score" (一维样本): waist -> weight --------------------------------------------
+WAIST = torch.tensor([51.0, 56.0, 58.0])
+WEIGHT = torch.tensor([40.0, 43.0, 48.0])
+
+# --- Note "Attention Score" (二维样本): (waist, chest) -> (weight, height), as printed -----------------
+WAIST_CHEST = torch.tensor([[51.0, 70.0], [56.0, 82.0], [56.0, 82.0]])
+WEIGHT_HEIGHT = torch.tensor([[40.0, 155.0], [43.0, 159.0], [48.0, 162.0]])
+WAIST_CHEST_QUERIES = torch.tensor([[57.0, 83.0], [55.0, 76.0]])
+
+# --- d2l's attention-scoring example, reproduced in the "Attention Score Code" note ------------------
+D2L_KEYS = torch.ones(2, 10, 2)
+D2L_VALUES = torch.arange(40, dtype=torch.float32).reshape(1, 10, 4).repeat(2, 1, 1)
+D2L_VALID_LENS = torch.tensor([2, 6])
+
+# --- Note "Attention核心思想": the unit-normalised sentences it printed, shape (2, 4, 10) -----------
+UNIT_SENTS = torch.tensor(
+    [
+        [
+            [0.1696, 0.0125, 0.1379, 0.3478, 0.3790, 0.2276, 0.4528, 0.2270, 0.4609, 0.4082],
+            [0.0771, 0.2745, 0.1747, 0.4133, 0.1001, 0.1052, 0.4344, 0.0607, 0.4888, 0.5148],
+            [0.3007, 0.0279, 0.0811, 0.3120, 0.4506, 0.3386, 0.4638, 0.2450, 0.0686, 0.4554],
+            [0.4082, 0.3927, 0.4035, 0.1330, 0.3023, 0.3567, 0.0814, 0.0258, 0.1728, 0.4929],
+        ],
+        [
+            [0.3552, 0.3260, 0.0076, 0.2821, 0.1292, 0.4619, 0.3386, 0.4913, 0.2997, 0.1095],
+            [0.4076, 0.1469, 0.2115, 0.5363, 0.1666, 0.5930, 0.0947, 0.2785, 0.0444, 0.1096],
+            [0.0576, 0.4700, 0.0063, 0.1463, 0.3560, 0.2613, 0.4805, 0.0120, 0.3639, 0.4427],
+            [0.4564, 0.5436, 0.0129, 0.1896, 0.2353, 0.3753, 0.2794, 0.4229, 0.0830, 0.0102],
+        ],
+    ]
+)
+UNIT_SCORES = torch.tensor(
+    [
+        [
+            [1.0000, 0.8921, 0.9020, 0.6954],
+            [0.8921, 1.0000, 0.7390, 0.7076],
+            [0.9020, 0.7390, 1.0000, 0.7453],
+            [0.6954, 0.7076, 0.7453, 1.0000],
+        ],
+        [
+            [1.0000, 0.8352, 0.7078, 0.9250],
+            [0.8352, 1.0000, 0.5001, 0.7811],
+            [0.7078, 0.5001, 1.0000, 0.6655],
+            [0.9250, 0.7811, 0.6655, 1.0000],
+        ],
+    ]
+)
+UNIT_WEIGHTS = torch.tensor(
+    [
+        [
+            [0.2823, 0.2535, 0.2560, 0.2082],
+            [0.2629, 0.2929, 0.2256, 0.2186],
+            [0.2626, 0.2231, 0.2897, 0.2245],
+            [0.2263, 0.2290, 0.2378, 0.3068],
+        ],
+        [
+            [0.2839, 0.2408, 0.2120, 0.2634],
+            [0.2603, 0.3069, 0.1862, 0.2466],
+            [0.2433, 0.1977, 0.3259, 0.2332],
+            [0.2692, 0.2331, 0.2076, 0.2901],
+        ],
+    ]
+)
+
+
+def _run_d2l_additive(preset: Preset) -> AttentionTrace:
+    """d2l's code, unchanged: AdditiveAttention(2, 20, 8, 0.1) in eval mode, lens [2, 6]."""
+    with torch.random.fork_rng():  # d2l's module draws from the global generator; leave it untouched
+        torch.manual_seed(0)
+        attention = AdditiveAttention(key_size=2, query_size=20, num_hiddens=8, dropout=0.1)
+    attention.eval()
+    attention(preset.queries, preset.keys, preset.values, preset.settings["valid_lens"])
+    return attention.trace
+
+
+def _run_d2l_dot(preset: Preset) -> AttentionTrace:
+    """d2l's code, unchanged: DotProductAttention(dropout=0.5) in eval mode, lens [2, 6]."""
+    attention = DotProductAttention(dropout=0.5)
+    attention.eval()
+    attention(preset.queries, preset.keys, preset.values, preset.settings["valid_lens"])
+    return attention.trace
+
+
+def _run_attend(preset: Preset) -> AttentionTrace:
+    return attend(preset.queries, preset.keys, preset.values, **preset.settings)
+
+
+def _sentence(text: str, dim: int = 8) -> tuple[list[str], Tensor]:
+    tokens = tokenize(text)
+    return tokens, embed_tokens(tokens, dim=dim, seed=0)
+
+
+_TARGET_TOKENS, _TARGET = _sentence("the cat sat on the mat")
+_SOURCE_TOKENS, _SOURCE = _sentence("猫坐在垫子上")
+_DECODER_QUERY = _seeded_normal(1, 10, 1, 256)
+_ENCODER_STATES = _seeded_normal(2, 10, 12, 256)
+_SEQ_TOKENS = [f"h{i + 1}" for i in range(12)]
+
+PRESETS: dict[str, Preset] = {
+    p.key: p
+    for p in (
+        Preset(
+            "waist_weight",
+            "Waist → weight (1-D kernel regression)",
+            "kernel",
+            "Attention Score note, 一维样本",
+            "Keys are waists 51, 56, 58 and values weights 40, 43, 48. A query "
+            "of 57 sits halfway between 56 and 58, so the Gaussian kernel gives them weight ½ each, 51 almost "
+            "nothing, and the prediction is (43 + 48) / 2 = 45.5.",
+            torch.tensor([57.0]),
+            WAIST,
+            WEIGHT,
+            {"kernel": "gaussian", "bandwidth": 1.0},
+            expected={"output": [45.5], "weights": [[0.0, 0.5, 0.5]]},
+        ),
+        Preset(
+            "waist_chest_2d",
+            "(Waist, chest) → (weight, height) with dot-product scores",
+            "cross",
+            "Attention Score note, 二维样本",
+            "Two-dimensional keys (waist, chest) and values (weight, height) "
+            "as printed in the note (the second and third keys are equal), queried with (57, 83) and (55, 76) "
+            "under the plain dot product. Raw dot products of such large numbers differ by hundreds, so the "
+            "softmax is one-hot in effect: try scaled_dot or a higher temperature to soften it.",
+            WAIST_CHEST_QUERIES,
+            WAIST_CHEST,
+            WEIGHT_HEIGHT,
+            {"score": "dot"},
+            query_labels=["(57, 83)", "(55, 76)"],
+            key_labels=["(51, 70)", "(56, 82)", "(56, 82)"],
+            runner=_run_attend,
+        ),
+        Preset(
+            "d2l_additive",
+            "d2l: additive attention with valid lengths [2, 6]",
+            "cross",
+            "Attention Score Code note (d2l 10.3)",
+            "20-dimensional queries, ten identical 2-D keys and values "
+            "0…39; the first batch row may see 2 keys, the second 6. Equal keys score equally, so the weights are "
+            "uniform over the valid keys and the outputs are [2, 3, 4, 5] and [10, 11, 12, 13].",
+            _seeded_normal(0, 2, 1, 20),
+            D2L_KEYS,
+            D2L_VALUES,
+            {"score": "additive", "valid_lens": D2L_VALID_LENS},
+            expected={"output": [[[2.0, 3.0, 4.0, 5.0]], [[10.0, 11.0, 12.0, 13.0]]]},
+            runner=_run_d2l_additive,
+        ),
+        Preset(
+            "d2l_dot_product",
+            "d2l: scaled dot-product attention with valid lengths [2, 6]",
+            "cross",
+            "Attention Score Code note (d2l 10.3)",
+            "The same keys, values and valid lengths with 2-D queries and "
+            "the scaled dot product: again uniform weights over the valid keys.",
+            _seeded_normal(0, 2, 1, 2),
+            D2L_KEYS,
+            D2L_VALUES,
+            {"score": "scaled_dot", "valid_lens": D2L_VALID_LENS},
+            expected={"output": [[[2.0, 3.0, 4.0, 5.0]], [[10.0, 11.0, 12.0, 13.0]]]},
+            runner=_run_d2l_dot,
+        ),
+        Preset(
+            "unit_sentences",
+            "Self-attention on unit-normalised sentences",
+            "self",
+            "Attention核心思想 note",
+            "The note's two 'sentences' of four unit vectors (10-D). With identity "
+            "projections the dot product of a token with itself is 1 and the highest score in each row, so every "
+            "token attends most to itself.",
+            UNIT_SENTS,
+            UNIT_SENTS,
+            UNIT_SENTS,
+            {"score": "dot"},
+            query_labels=[f"w{i + 1}" for i in range(4)],
+            key_labels=[f"w{i + 1}" for i in range(4)],
+            expected={"scores": UNIT_SCORES.tolist(), "weights": UNIT_WEIGHTS.tolist()},
+        ),
+        Preset(
+            "decoder_state",
+            "Seq2seq: a decoder state attends over encoder states (dot)",
+            "cross",
+            "Attention note (主要组成: Q, K, V)",
+            "Batch 10, hidden size 256, 12 encoder states: one decoder "
+            "query per batch row through seeded W_q, W_k, W_v, dot-product scores. Outputs (10, 1, 256), "
+            "weights (10, 1, 12).",
+            _DECODER_QUERY,
+            _ENCODER_STATES,
+            _ENCODER_STATES,
+            {"score": "dot", "projections": "random", "seed": 0},
+            query_labels=["decoder"],
+            key_labels=_SEQ_TOKENS,
+        ),
+        Preset(
+            "decoder_state_cosine",
+            "Seq2seq: the same with cosine similarity",
+            "cross",
+            "Attention note (主要组成: Q, K, V)",
+            "The note's second attention type: cosine similarity of the "
+            "projected query and keys, so the scores lie in [−1, 1] and the weights stay soft.",
+            _DECODER_QUERY,
+            _ENCODER_STATES,
+            _ENCODER_STATES,
+            {"score": "cosine", "projections": "random", "seed": 0},
+            query_labels=["decoder"],
+            key_labels=_SEQ_TOKENS,
+        ),
+        Preset(
+            "concat_linear",
+            "Softmax(Linear([Q, K])) with query and key size 32",
+            "cross",
+            "Attention note (Input)",
+            "The note's Attn layer: query_size = key_size = 32 and value_size1 = 32 "
+            "positions of 64-dimensional values; each key is scored by one linear layer on [q; k].",
+            _seeded_normal(3, 1, 1, 32),
+            _seeded_normal(4, 1, 32, 32),
+            _seeded_normal(5, 1, 32, 64),
+            {"score": "concat", "seed": 0},
+            query_labels=["q"],
+            key_labels=[f"k{i + 1}" for i in range(32)],
+            runner=_run_attend,
+        ),
+        Preset(
+            "cross_residual",
+            "Cross-attention with the residual E + ΔE",
+            "cross",
+            "Cross Attention note",
+            "A target sentence (queries) attends over a source sentence in another "
+            "language (keys and values); the attended output ΔE is added back to the target embeddings E.",
+            _TARGET,
+            _SOURCE,
+            _SOURCE,
+            {"score": "scaled_dot", "residual": True},
+            query_labels=_TARGET_TOKENS,
+            key_labels=_SOURCE_TOKENS,
+            runner=lambda p: cross_attention(p.queries, p.keys, **p.settings),
+        ),
+        Preset(
+            "d2l_toy_regression",
+            "d2l's toy data: 2 sin(x) + x^0.8 with noise",
+            "kernel",
+            "Attention Score note (d2l 10.2)",
+            "50 noisy training points of f(x) = 2 sin(x) + x^0.8 on [0, 5) "
+            "and 50 query points; Gaussian kernel. Learn the bandwidth to see the fit improve.",
+            make_toy_data().x_test,
+            make_toy_data().x_train,
+            make_toy_data().y_train,
+            {"kernel": "gaussian", "bandwidth": 0.5},
+        ),
+    )
+}

@@ -1,0 +1,327 @@
+"""Scoring functions a(q, k): the registry the app shows, and the learned score modules.
+
+Every function maps queries (B, Q, d_q) and keys (B, K, d_k) to raw scores (B, Q, K). Scaling by
+1/sqrt(d) and the temperature are applied later, in `attend`, so the trace can show both steps.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """One parameter of a scoring function or kernel, with its range for forms and URL checks."""
+
+    name: str
+    default: float | int
+    kind: type  # int or float
+    minimum: float
+    maximum: float
+    help: str
+    exclusive_minimum: bool = False
+
+
+SEED = ParamSpec("seed", 0, int, 0, 2**31 - 1, "Seed of the random generator that draws the learned weights.")
+HIDDENS = ParamSpec("num_hiddens", 8, int, 1, 256, "Width h of the hidden layer.")
+BANDWIDTH = ParamSpec(
+    "bandwidth", 1.0, float, 0.0, 1e6, "Kernel width σ: larger σ spreads attention over more keys.", True
+)
+
+
+def _init_linear(linear: nn.Linear, generator: torch.Generator) -> nn.Linear:
+    """Draw a linear layer's weights like PyTorch's default init, but from a seeded generator."""
+    bound = 1.0 / math.sqrt(linear.in_features)
+    with torch.no_grad():
+        linear.weight.uniform_(-bound, bound, generator=generator)
+        if linear.bias is not None:
+            linear.bias.uniform_(-bound, bound, generator=generator)
+    return linear
+
+
+class LearnedScore(nn.Module):
+    """Base class of scores with weights; subclasses set `score_name` and implement `score`."""
+
+    score_name = ""
+
+    def forward(self, queries: Tensor, keys: Tensor) -> Tensor:
+        """Raw scores (B, Q, K)."""
+        return self.score(queries, keys)
+
+    def score(self, queries: Tensor, keys: Tensor) -> Tensor:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """The parameters that rebuild this module with `make_score_module`."""
+        return dict(self._params)
+
+
+class GeneralScore(LearnedScore):
+    """Luong's bilinear score qᵀ W k."""
+
+    score_name = "general"
+
+    def __init__(self, query_size: int, key_size: int, seed: int = 0):
+        super().__init__()
+        self.W = _init_linear(nn.Linear(key_size, query_size, bias=False), torch.Generator().manual_seed(seed))
+        self._params = {"seed": seed}
+
+    def score(self, queries: Tensor, keys: Tensor) -> Tensor:
+        return queries @ self.W(keys).transpose(-1, -2)  # (B, Q, d_q) @ (B, d_q, K) -> (B, Q, K)
+
+
+def additive_scores(queries: Tensor, keys: Tensor, W_q: nn.Linear, W_k: nn.Linear, w_v: nn.Linear) -> Tensor:
+    """Bahdanau's w_vᵀ tanh(W_q q + W_k k) for every query-key pair."""
+    features = W_q(queries).unsqueeze(2) + W_k(keys).unsqueeze(1)  # (B, Q, 1, h) + (B, 1, K, h) -> (B, Q, K, h)
+    return w_v(torch.tanh(features)).squeeze(-1)  # (B, Q, K)
+
+
+class AdditiveScore(LearnedScore):
+    """Bahdanau's additive score w_vᵀ tanh(W_q q + W_k k)."""
+
+    score_name = "additive"
+
+    def __init__(self, query_size: int, key_size: int, num_hiddens: int = 8, seed: int = 0):
+        super().__init__()
+        generator = torch.Generator().manual_seed(seed)
+        self.W_q = _init_linear(nn.Linear(query_size, num_hiddens, bias=False), generator)
+        self.W_k = _init_linear(nn.Linear(key_size, num_hiddens, bias=False), generator)
+        self.w_v = _init_linear(nn.Linear(num_hiddens, 1, bias=False), generator)
+        self._params = {"seed": seed, "num_hiddens": num_hiddens}
+
+    def score(self, queries: Tensor, keys: Tensor) -> Tensor:
+        return additive_scores(queries, keys, self.W_q, self.W_k, self.w_v)
+
+
+def _concat_pairs(queries: Tensor, keys: Tensor) -> Tensor:
+    """Every pair [q; k] as one vector: (B, Q, K, d_q + d_k)."""
+    batch, num_queries, _ = queries.shape
+    num_keys = keys.shape[1]
+    q = queries.unsqueeze(2).expand(batch, num_queries, num_keys, queries.shape[-1])
+    k = keys.unsqueeze(1).expand(batch, num_queries, num_keys, keys.shape[-1])
+    return torch.cat([q, k], dim=-1)
+
+
+class ConcatScore(LearnedScore):
+    """The notes' Softmax(Linear([Q, K])): one linear layer on the concatenation [q; k]."""
+
+    score_name = "concat"
+
+    def __init__(self, query_size: int, key_size: int, seed: int = 0):
+        super().__init__()
+        self.W = _init_linear(nn.Linear(query_size + key_size, 1), torch.Generator().manual_seed(seed))
+        self._params = {"seed": seed}
+
+    def score(self, queries: Tensor, keys: Tensor) -> Tensor:
+        return self.W(_concat_pairs(queries, keys)).squeeze(-1)  # (B, Q, K)
+
+
+class ConcatTanhScore(LearnedScore):
+    """The notes' Softmax(sum(tanh(Linear([Q, K])))): sum over h of tanh(W [q; k] + b)."""
+
+    score_name = "concat_tanh"
+
+    def __init__(self, query_size: int, key_size: int, num_hiddens: int = 8, seed: int = 0):
+        super().__init__()
+        self.W = _init_linear(nn.Linear(query_size + key_size, num_hiddens), torch.Generator().manual_seed(seed))
+        self._params = {"seed": seed, "num_hiddens": num_hiddens}
+
+    def score(self, queries: Tensor, keys: Tensor) -> Tensor:
+        return torch.tanh(self.W(_concat_pairs(queries, keys))).sum(dim=-1)  # (B, Q, K)
+
+
+def dot_scores(queries: Tensor, keys: Tensor) -> Tensor:
+    """q·k for every pair: (B, Q, K)."""
+    return queries @ keys.transpose(-1, -2)
+
+
+def cosine_scores(queries: Tensor, keys: Tensor) -> Tensor:
+    """Cosine similarity; a zero vector has similarity 0 with everything (never NaN)."""
+    return F.normalize(queries, dim=-1) @ F.normalize(keys, dim=-1).transpose(-1, -2)
+
+
+def squared_distances(queries: Tensor, keys: Tensor) -> Tensor:
+    """‖q − k‖² for every pair, computed from differences (exact for the notes' integers)."""
+    batch, num_queries, dim = queries.shape
+    if batch * num_queries * keys.shape[1] * dim <= 2**22:
+        return (queries.unsqueeze(2) - keys.unsqueeze(1)).pow(2).sum(-1)  # (B, Q, K)
+    # Large inputs: expand ‖q‖² + ‖k‖² − 2 q·k to avoid a (B, Q, K, d) temporary.
+    sq = queries.pow(2).sum(-1, keepdim=True) + keys.pow(2).sum(-1).unsqueeze(1) - 2 * dot_scores(queries, keys)
+    return sq.clamp_min(0.0)
+
+
+def gaussian_scores(queries: Tensor, keys: Tensor, bandwidth: float) -> Tensor:
+    """−‖q − k‖² / (2σ²): the log of a Gaussian kernel, so softmax gives Nadaraya–Watson weights."""
+    return -squared_distances(queries, keys) / (2 * bandwidth**2)
+
+
+@dataclass(frozen=True)
+class ScoreSpec:
+    """A scoring function with everything the app shows about it."""
+
+    name: str
+    label: str
+    formula: str
+    explanation: str
+    params: tuple[ParamSpec, ...] = ()
+    learned: bool = False
+    same_dim: bool = True
+    scaled: bool = False
+    fn: Callable[..., Tensor] | None = None
+    module: type[LearnedScore] | None = None
+
+    def scale(self, dim: int) -> float:
+        """Factor applied to raw scores before the softmax: 1/√d for scaled dot product, else 1."""
+        return 1.0 / math.sqrt(dim) if self.scaled else 1.0
+
+
+SCORES: dict[str, ScoreSpec] = {
+    spec.name: spec
+    for spec in (
+        ScoreSpec(
+            "dot",
+            "Dot product",
+            r"a(\mathbf q, \mathbf k) = \mathbf q^\top \mathbf k",
+            "Multiply matching coordinates and add them up. Large when the query and the key point the same "
+            "way and are long; no parameters. Queries and keys must have the same size d.",
+            fn=dot_scores,
+        ),
+        ScoreSpec(
+            "scaled_dot",
+            "Scaled dot product",
+            r"a(\mathbf q, \mathbf k) = \frac{\mathbf q^\top \mathbf k}{\sqrt{d}}",
+            "The Transformer's score: the dot product divided by √d. With d independent unit-variance "
+            "coordinates a dot product has variance d, so dividing by √d keeps the softmax from saturating "
+            "(one weight near 1, the rest near 0) as d grows.",
+            scaled=True,
+            fn=dot_scores,
+        ),
+        ScoreSpec(
+            "cosine",
+            "Cosine similarity",
+            r"a(\mathbf q, \mathbf k) = "
+            r"\frac{\mathbf q^\top \mathbf k}{\lVert \mathbf q \rVert \, \lVert \mathbf k \rVert}",
+            "The dot product of the unit vectors: only the angle counts, not the length, so scores lie in "
+            "[−1, 1]. A zero vector has no direction and scores 0 with every key.",
+            fn=cosine_scores,
+        ),
+        ScoreSpec(
+            "general",
+            "General (Luong)",
+            r"a(\mathbf q, \mathbf k) = \mathbf q^\top \mathbf W \mathbf k",
+            "A learned bilinear form: W (d_q × d_k) decides which coordinates of the query should match "
+            "which coordinates of the key, so queries and keys may have different sizes. W is drawn from "
+            "the seed here; in a trained model it is learned.",
+            params=(SEED,),
+            learned=True,
+            same_dim=False,
+            module=GeneralScore,
+        ),
+        ScoreSpec(
+            "additive",
+            "Additive (Bahdanau)",
+            r"a(\mathbf q, \mathbf k) = \mathbf w_v^\top \tanh(\mathbf W_q \mathbf q + \mathbf W_k \mathbf k)",
+            "A one-hidden-layer network scores each pair: project the query and the key into h hidden units, "
+            "add, squash with tanh, and read out one number with w_v. Works for queries and keys of "
+            "different sizes (d2l's AdditiveAttention).",
+            params=(SEED, HIDDENS),
+            learned=True,
+            same_dim=False,
+            module=AdditiveScore,
+        ),
+        ScoreSpec(
+            "concat",
+            "Linear on [q; k]",
+            r"a(\mathbf q, \mathbf k) = \mathbf w^\top [\mathbf q; \mathbf k] + b",
+            "One linear layer applied to the query and key stacked into a single vector, as in the study "
+            "notes' Softmax(Linear([Q, K])). Being linear, it adds a query part and a key part; the query "
+            "part is the same for every key and cancels in the softmax, so only the key part ranks keys.",
+            params=(SEED,),
+            learned=True,
+            same_dim=False,
+            module=ConcatScore,
+        ),
+        ScoreSpec(
+            "concat_tanh",
+            "Sum of tanh(Linear([q; k]))",
+            r"a(\mathbf q, \mathbf k) = "
+            r"\sum_{j=1}^{h} \tanh\left(\mathbf W [\mathbf q; \mathbf k] + \mathbf b\right)_j",
+            "The notes' Softmax(sum(tanh(Linear([Q, K])))): a linear layer with h outputs on [q; k], a tanh "
+            "on each, and their sum. The tanh mixes query and key, so unlike the plain linear score the "
+            "ranking of keys can depend on the query.",
+            params=(SEED, HIDDENS),
+            learned=True,
+            same_dim=False,
+            module=ConcatTanhScore,
+        ),
+        ScoreSpec(
+            "gaussian",
+            "Gaussian kernel",
+            r"a(\mathbf q, \mathbf k) = -\frac{\lVert \mathbf q - \mathbf k \rVert^2}{2\sigma^2}",
+            "Closer keys score higher: minus the squared distance, divided by 2σ². After the softmax the "
+            "weights are exactly Nadaraya–Watson's Gaussian-kernel weights; σ (bandwidth) sets how far a "
+            "query looks.",
+            params=(BANDWIDTH,),
+            fn=gaussian_scores,
+        ),
+    )
+}
+
+
+def get_score(name: str) -> ScoreSpec:
+    """Look up a scoring function by name, with a helpful error for unknown names."""
+    if not isinstance(name, str) or name not in SCORES:
+        raise ValueError(f"unknown score {name!r}; choose one of: {', '.join(SCORES)}")
+    return SCORES[name]
+
+
+def check_params(params: dict[str, Any], specs: tuple[ParamSpec, ...], owner: str) -> dict[str, Any]:
+    """Validate keyword parameters against their specs; return them with defaults filled in."""
+    known = {p.name: p for p in specs}
+    for name in params:
+        if name not in known:
+            takes = ", ".join(known) or "no parameters"
+            raise ValueError(f"{owner} takes {takes}; got unknown parameter {name!r}")
+    checked: dict[str, Any] = {}
+    for spec in specs:
+        value = params.get(spec.name, spec.default)
+        if spec.kind is int:
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, numbers.Real)
+                or not math.isfinite(value)
+                or float(value) != int(value)
+            ):
+                raise ValueError(f"{owner}: {spec.name} must be a whole number; got {value!r}")
+            value = int(value)
+        else:
+            try:
+                value = float(value)
+            except (TypeError, ValueError):
+                raise ValueError(f"{owner}: {spec.name} must be a number; got {value!r}") from None
+        low_ok = value > spec.minimum if spec.exclusive_minimum else value >= spec.minimum
+        if not (low_ok and value <= spec.maximum):  # also rejects NaN
+            low = f"> {spec.minimum}" if spec.exclusive_minimum else f">= {spec.minimum}"
+            raise ValueError(f"{owner}: {spec.name} must be {low} and <= {spec.maximum}; got {value!r}")
+        checked[spec.name] = value
+    return checked
+
+
+def make_score_module(name: str, query_size: int, key_size: int, **params: Any) -> LearnedScore:
+    """Build the seeded module of a learned score, exactly as `attend` does."""
+    spec = get_score(name)
+    if spec.module is None:
+        raise ValueError(
+            f"score {name!r} has no learned weights; learned scores are: "
+            + ", ".join(s.name for s in SCORES.values() if s.learned)
+        )
+    return spec.module(query_size, key_size, **check_params(params, spec.params, f"score {name!r}"))

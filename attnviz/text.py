@@ -1,0 +1,53 @@
+"""Text -> tokens -> deterministic embeddings, so sentence demos work offline."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+import torch
+from torch import Tensor
+
+MAX_TOKENS = 512
+
+# One CJK character per token (Han, kana, Hangul, CJK punctuation); a word is letters/digits with
+# inner apostrophes or hyphens; anything else that is not a space is a punctuation token of its own.
+_CJK = (
+    r"\u3000-\u303f\u3040-\u309f\u30a0-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+    r"\uff00-\uffef\uac00-\ud7af\U00020000-\U0002fa1f"
+)
+_TOKEN = re.compile(rf"[{_CJK}]|(?:(?![{_CJK}])[^\W_])+(?:['’\-](?:(?![{_CJK}])[^\W_])+)*|[^\s]")
+
+
+def tokenize(sentence: str, max_tokens: int = MAX_TOKENS) -> list[str]:
+    """Split a sentence into words, punctuation marks and single CJK characters."""
+    if not isinstance(sentence, str):
+        raise ValueError(f"sentence must be text; got {type(sentence).__name__}")
+    tokens = _TOKEN.findall(sentence)
+    if not tokens:
+        raise ValueError("the sentence is empty; type at least one word")
+    if len(tokens) > max_tokens:
+        raise ValueError(f"the sentence has {len(tokens)} tokens; the limit is {max_tokens}")
+    return tokens
+
+
+def _token_seed(token: str, seed: int) -> int:
+    """A stable 63-bit seed from the token text and the user's seed (not Python's salted hash)."""
+    digest = hashlib.blake2b(f"{seed}\x00{token.casefold()}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little") & (2**63 - 1)
+
+
+def embed_tokens(tokens: list[str], dim: int = 8, seed: int = 0, normalize: bool = False) -> Tensor:
+    """Deterministic N(0, 1/dim) vectors per token: same token, dim and seed -> same row. (n, dim)."""
+    if isinstance(dim, bool) or not isinstance(dim, int) or not 1 <= dim <= 4096:
+        raise ValueError(f"dim must be a whole number from 1 to 4096; got {dim!r}")
+    if not tokens:
+        raise ValueError("no tokens to embed")
+    rows = []
+    for token in tokens:
+        generator = torch.Generator().manual_seed(_token_seed(str(token), int(seed)))
+        rows.append(torch.randn(dim, generator=generator) / dim**0.5)
+    embeddings = torch.stack(rows)  # (n, dim)
+    if normalize:
+        embeddings = torch.nn.functional.normalize(embeddings, dim=-1)
+    return embeddings

@@ -1,0 +1,35 @@
+"""AttentionTrace: every intermediate tensor of one attention computation, named."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from torch import Tensor
+
+
+@dataclass(frozen=True)
+class AttentionTrace:
+    """What an attention computation did, step by step (shapes for batched inputs)."""
+
+    queries: Tensor  # (B, Q, d)
+    keys: Tensor  # (B, K, d_k)
+    values: Tensor  # (B, K, v)
+    scores: Tensor  # (B, Q, K) raw a(q, k)
+    logits: Tensor  # (B, Q, K) scores * scale / temperature, before masking
+    mask: Tensor  # (B, Q, K) bool, True = may attend
+    weights: Tensor  # (B, Q, K) softmax over allowed keys, 0 elsewhere
+    output: Tensor  # (B, Q, v) weights @ values
+    score: str
+    score_params: dict[str, Any] = field(default_factory=dict)
+    scale: float = 1.0
+    temperature: float = 1.0
+    causal: bool = False
+    valid_lens: Tensor | None = None
+    no_support: Tensor | None = None  # (B, Q) kernel regression: no key inside the kernel window
+    distances: Tensor | None = None  # (B, Q, K) kernel regression: |q − k|
+
+    @property
+    def batched(self) -> bool:
+        """True when the inputs had a batch axis (weights are then (B, Q, K))."""
+        return self.weights.dim() == 3
