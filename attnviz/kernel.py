@@ -10,6 +10,7 @@ import torch
 from torch import Tensor
 
 from attnviz._validate import as_float_tensor, check_finite, check_nonempty, check_positive, common_dtype
+from attnviz.masking import softmax_where
 from attnviz.scores import BANDWIDTH, ParamSpec, squared_distances
 from attnviz.trace import AttentionTrace
 
@@ -24,6 +25,7 @@ class KernelSpec:
     explanation: str
     fn: Callable[[Tensor], Tensor]
     compact: bool  # zero outside |u| <= 1: a query can find no key in its window
+    log_fn: Callable[[Tensor], Tensor] | None = None  # log K(u) for smooth kernels: weights without underflow
     params: tuple[ParamSpec, ...] = (BANDWIDTH,)
 
 
@@ -37,6 +39,7 @@ KERNELS: dict[str, KernelSpec] = {
             "Smooth bell: every key gets some weight, nearer keys much more.",
             lambda u: torch.exp(-0.5 * u**2),
             False,
+            lambda u: -0.5 * u**2,
         ),
         KernelSpec(
             "laplace",
@@ -45,6 +48,7 @@ KERNELS: dict[str, KernelSpec] = {
             "A sharper peak and heavier tails than the Gaussian.",
             lambda u: torch.exp(-u.abs()),
             False,
+            lambda u: -u.abs(),
         ),
         KernelSpec(
             "boxcar",
@@ -105,9 +109,15 @@ def nadaraya_watson(
     q, k, v = q.to(dtype), k.to(dtype), v.to(dtype)
     distances = squared_distances(q.unsqueeze(0), k.unsqueeze(0)).squeeze(0).sqrt()  # (Q, K)
     kernel_values = spec.fn(distances / sigma)  # (Q, K), >= 0
-    totals = kernel_values.sum(dim=-1, keepdim=True)  # (Q, 1)
-    no_support = totals.squeeze(-1) <= 0  # (Q,)
-    weights = torch.where(totals > 0, kernel_values / totals.clamp_min(torch.finfo(dtype).tiny), 0.0)
+    if spec.log_fn is not None:
+        # Smooth kernels: normalise in log space, so a far query (every K(u) underflowing to 0) still
+        # weights its nearest keys, exactly as the maths says.
+        weights = softmax_where(spec.log_fn(distances / sigma), None)
+        no_support = torch.zeros(q.shape[0], dtype=torch.bool)
+    else:
+        totals = kernel_values.sum(dim=-1, keepdim=True)  # (Q, 1)
+        no_support = totals.squeeze(-1) <= 0  # (Q,)
+        weights = torch.where(totals > 0, kernel_values / totals.clamp_min(torch.finfo(dtype).tiny), 0.0)
     output = weights @ v  # (Q, v)
     # No key in the window: no estimate. NaN, not 0, so that plots leave a gap instead of a wrong value.
     output = output.masked_fill(no_support.unsqueeze(-1), float("nan"))
@@ -142,10 +152,14 @@ def leave_one_out_loss(keys: Tensor, values: Tensor, log_sigma: Tensor, kernel: 
     """Mean squared error of predicting each training value from all the *other* points."""
     spec = get_kernel(kernel)
     distances = squared_distances(keys.unsqueeze(0), keys.unsqueeze(0)).squeeze(0).clamp_min(1e-12).sqrt()
-    kernel_values = spec.fn(distances / log_sigma.exp())
-    kernel_values = kernel_values * (1 - torch.eye(len(keys), dtype=keys.dtype))  # a point may not see itself
-    totals = kernel_values.sum(dim=-1, keepdim=True).clamp_min(1e-30)
-    predictions = (kernel_values / totals) @ values
+    others = ~torch.eye(len(keys), dtype=torch.bool)  # a point may not see itself
+    u = distances / log_sigma.exp()
+    if spec.log_fn is not None:
+        weights = softmax_where(spec.log_fn(u), others)
+    else:
+        kernel_values = spec.fn(u) * others
+        weights = kernel_values / kernel_values.sum(dim=-1, keepdim=True).clamp_min(1e-30)
+    predictions = weights @ values
     return ((predictions - values) ** 2).mean()
 
 

@@ -42,11 +42,6 @@ class MultiHeadTrace:
 def projection_matrices(d_q: int, d_k: int, d_v: int, projections: str, seed: int) -> dict[str, Tensor]:
     """W_q, W_k, W_v, W_o as identity or seeded random matrices (nn.Linear weight layout: out × in)."""
     if projections == "identity":
-        if d_q != d_k:
-            raise ValueError(
-                f"identity projections need queries and keys of the same size; got {d_q} and {d_k} "
-                "(choose random projections)"
-            )
         return {"W_q": torch.eye(d_q), "W_k": torch.eye(d_k), "W_v": torch.eye(d_v), "W_o": torch.eye(d_v)}
     if projections == "random":
         generator = torch.Generator().manual_seed(seed)
@@ -71,7 +66,7 @@ def multi_head_attend(
     *,
     num_heads: int = 1,
     projections: str = "identity",
-    seed: int = 0,
+    proj_seed: int = 0,
     score: Any = "scaled_dot",
     valid_lens: Any = None,
     causal: bool = False,
@@ -84,10 +79,10 @@ def multi_head_attend(
     if isinstance(num_heads, bool) or not isinstance(num_heads, int) or num_heads < 1:
         raise ValueError(f"num_heads must be a whole number >= 1; got {num_heads!r}")
     d_q, d_v = q.shape[-1], v.shape[-1]
-    for name, size in (("query/key size", d_q), ("value size", d_v)):
+    for name, size in (("query size", d_q), ("key size", k.shape[-1]), ("value size", d_v)):
         if size % num_heads:
             raise ValueError(f"{num_heads} heads must divide the {name} {size} evenly")
-    mats = {n: m.to(q.dtype) for n, m in projection_matrices(d_q, k.shape[-1], d_v, projections, seed).items()}
+    mats = {n: m.to(q.dtype) for n, m in projection_matrices(d_q, k.shape[-1], d_v, projections, proj_seed).items()}
     q_proj, k_proj, v_proj = q @ mats["W_q"].T, k @ mats["W_k"].T, v @ mats["W_v"].T  # (B, T, width)
     q_heads, k_heads, v_heads = (split_heads(t, num_heads) for t in (q_proj, k_proj, v_proj))  # (B, h, T, s)
     if valid_lens is not None and not batched:

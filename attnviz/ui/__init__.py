@@ -1,0 +1,1 @@
+"""Streamlit widgets of attnviz: the only part of the package that imports streamlit."""

@@ -1,0 +1,321 @@
+"""The self- and cross-attention pages: controls -> state -> attnviz -> figures."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import streamlit as st
+
+from attnviz import figures
+from attnviz.explain import explain_row
+from attnviz.pipeline import AttentionInputs, python_snippet, resolve_inputs, run_attention, weights_csv
+from attnviz.presets import PRESETS
+from attnviz.scores import SCORES
+from attnviz.state import (
+    MAX_DIM,
+    MAX_HEADS,
+    AttentionState,
+    apply_preset,
+    decode_attention,
+    encode_attention,
+    preset_batches,
+)
+from attnviz.ui.common import chart, publish, push_state, sync_from_url, value, widget_key
+from attnviz.ui.widgets import (
+    batch_selector,
+    lens_editor,
+    matrix_editor,
+    score_params,
+    score_picker,
+    selected_row,
+    share_box,
+    work_panel,
+)
+
+NO_PRESET = ""
+
+
+def _load_preset(page: str) -> None:
+    """Callback of the preset picker: load the preset's inputs and settings into every control."""
+    key = st.session_state[widget_key(page, "preset")]
+    state = st.session_state[f"state:{page}"]
+    if key:
+        push_state(page, apply_preset(state, key))
+    else:
+        push_state(page, replace(state, preset="", batch=0))
+
+
+def _load_batch(page: str) -> None:
+    state = st.session_state[f"state:{page}"]
+    push_state(
+        page, apply_preset(state, state.preset, batch=st.session_state[widget_key(page, "batch")], keep_controls=True)
+    )
+
+
+def _inputs_panel(page: str, state: AttentionState) -> AttentionState:
+    """Sentence or matrix inputs; returns the state with the typed inputs (the last good ones on error)."""
+    mode = st.radio(
+        "Input",
+        ["sentence", "numbers"],
+        key=widget_key(page, "mode"),
+        horizontal=True,
+        format_func={"sentence": "a sentence", "numbers": "numbers (a matrix)"}.get,
+    )
+    changes = {"mode": mode}
+    if mode == "sentence":
+        label = "Sentence" if page == "self" else "Query sentence (target)"
+        changes["sentence"] = st.text_input(
+            label,
+            key=widget_key(page, "sentence"),
+            max_chars=2000,
+            help="Words, punctuation and each Chinese or Japanese character "
+            "become tokens; each token gets a seeded random embedding.",
+        )
+        if page == "cross":
+            changes["source"] = st.text_input(
+                "Source sentence (keys and values)", key=widget_key(page, "source"), max_chars=2000
+            )
+        c1, c2 = st.columns(2)
+        changes["dim"] = c1.number_input("Embedding size d", 1, MAX_DIM, key=widget_key(page, "dim"))
+        changes["embed_seed"] = c2.number_input("Embedding seed", 0, 2**31 - 1, key=widget_key(page, "embed_seed"))
+    else:
+        if page == "self":
+            matrix = matrix_editor(
+                page,
+                "queries",
+                "Tokens x",
+                "t",
+                "Rows are tokens, columns are features. Self-attention uses x as queries, keys and values.",
+            )
+            if matrix is not None:
+                changes.update(queries=matrix, keys=matrix, values=matrix)
+        else:
+            for name, label, prefix in (("queries", "Queries", "q"), ("keys", "Keys", "k"), ("values", "Values", "k")):
+                matrix = matrix_editor(page, name, label, prefix, f"Rows are {name}, columns their features.")
+                if matrix is not None:
+                    changes[name] = matrix
+    return replace(state, **changes)
+
+
+def _controls(page: str, state: AttentionState, num_queries: int, num_keys: int) -> AttentionState:
+    """Scoring, temperature, masks, projections and heads."""
+    score = score_picker(page)
+    score_params(page, score)
+    temperature = st.number_input(
+        "Temperature T",
+        0.001,
+        1000.0,
+        key=widget_key(page, "temperature"),
+        step=0.1,
+        format="%.3g",
+        help="Logits are divided by T: small T sharpens the weights, large T flattens them.",
+    )
+    causal = st.toggle("Causal mask (query i sees keys 1…i)", key=widget_key(page, "causal"))
+    lens_mode, lens = lens_editor(page, num_queries, num_keys)
+    with st.expander(
+        "Projections and heads", expanded=value(page, "heads") > 1 or value(page, "projections") != "identity"
+    ):
+        projections = st.radio(
+            "W_q, W_k, W_v",
+            ["identity", "random"],
+            key=widget_key(page, "projections"),
+            horizontal=True,
+            format_func={"identity": "identity", "random": "seeded random"}.get,
+        )
+        st.number_input(
+            "Projection seed", 0, 2**31 - 1, key=widget_key(page, "proj_seed"), disabled=projections == "identity"
+        )
+        st.slider(
+            "Heads",
+            1,
+            MAX_HEADS,
+            key=widget_key(page, "heads"),
+            help="The feature size must be divisible by the number of heads.",
+        )
+        residual = page == "cross" and st.toggle(
+            "Add the result to the queries (E + ΔE)", key=widget_key(page, "residual")
+        )
+    compare = st.selectbox(
+        "Compare with another score",
+        ["", *SCORES],
+        key=widget_key(page, "compare"),
+        format_func=lambda n: "— off —" if not n else SCORES[n].label,
+    )
+    return replace(
+        state,
+        score=score,
+        score_seed=int(value(page, "score_seed")),
+        num_hiddens=int(value(page, "num_hiddens")),
+        bandwidth=float(value(page, "bandwidth")),
+        temperature=float(temperature),
+        causal=bool(causal),
+        lens_mode=lens_mode,
+        lens=tuple(lens),
+        projections=projections,
+        proj_seed=int(value(page, "proj_seed")),
+        heads=int(value(page, "heads")),
+        residual=bool(residual),
+        compare=compare,
+        row=int(value(page, "row")),
+    )
+
+
+def _draw(page: str, state: AttentionState, inputs: AttentionInputs) -> None:
+    """Compute and draw every figure of the page."""
+    try:
+        trace = run_attention(state, inputs)
+    except ValueError as exc:
+        st.error(str(exc), icon="🚫")
+        return
+    q_labels, k_labels = inputs.query_labels, inputs.key_labels
+    title = f"{SCORES[state.score].label}: attention weights"
+    if trace.num_heads == 1:
+        head = trace.heads[0]
+        chart(
+            figures.weights_heatmap(
+                head.weights.numpy(),
+                scores=head.scores.numpy(),
+                mask=head.mask.numpy(),
+                query_labels=q_labels,
+                key_labels=k_labels,
+                title=title,
+            ),
+            f"{page}_attention_weights",
+        )
+    else:
+        chart(
+            figures.heads_grid(
+                trace.weights.numpy(),
+                mask=trace.heads[0].mask.numpy(),
+                query_labels=q_labels,
+                key_labels=k_labels,
+                head_titles=[f"head {h + 1}" for h in range(trace.num_heads)],
+            ),
+            f"{page}_attention_heads",
+        )
+        chart(
+            figures.weights_heatmap(
+                trace.mean_weights.numpy(),
+                mask=trace.heads[0].mask.numpy(),
+                query_labels=q_labels,
+                key_labels=k_labels,
+                title="Average of the heads' weights",
+            ),
+            f"{page}_attention_mean",
+        )
+    head = trace.heads[0]
+    with st.expander("Raw scores, logits and outputs", expanded=False):
+        chart(
+            figures.matrix_heatmap(
+                head.scores.numpy(),
+                row_labels=q_labels,
+                col_labels=k_labels,
+                title="Raw scores a(q, k)" + (" (head 1)" if trace.num_heads > 1 else ""),
+                x_title="keys",
+                y_title="queries",
+            ),
+            f"{page}_raw_scores",
+        )
+        out_cols = [f"o{j + 1}" for j in range(trace.output.shape[-1])]
+        out_title = "Output E + ΔE" if trace.residual else "Output (attention-weighted values)"
+        chart(
+            figures.matrix_heatmap(
+                trace.output.numpy(),
+                row_labels=q_labels,
+                col_labels=out_cols,
+                title=out_title,
+                x_title="features",
+                y_title="queries",
+            ),
+            f"{page}_outputs",
+        )
+        if state.projections == "random":
+            cols = st.columns(4)
+            for col, name in zip(cols, ("W_q", "W_k", "W_v", "W_o"), strict=True):
+                with col:
+                    chart(
+                        figures.matrix_heatmap(getattr(trace, name).numpy(), title=name, show_values=False),
+                        f"{page}_{name}",
+                    )
+    if state.compare:
+        try:
+            other = run_attention(state, inputs, score=state.compare)
+        except ValueError as exc:
+            st.error(f"Comparison with {SCORES[state.compare].label}: {exc}", icon="🚫")
+        else:
+            st.subheader("Two scoring functions side by side")
+            chart(
+                figures.comparison_figure(
+                    trace.mean_weights.numpy(),
+                    other.mean_weights.numpy(),
+                    label_a=SCORES[state.score].label,
+                    label_b=SCORES[state.compare].label,
+                    mask=head.mask.numpy(),
+                    query_labels=q_labels,
+                    key_labels=k_labels,
+                ),
+                f"{page}_compare_{state.score}_{state.compare}",
+            )
+    st.subheader("Show your work")
+    row = selected_row(page, q_labels)
+    head_index = 0
+    if trace.num_heads > 1:
+        head_index = st.selectbox(
+            "Head", list(range(trace.num_heads)), format_func=lambda h: f"head {h + 1}", key=f"workhead:{page}"
+        )
+    work_panel(explain_row(trace.heads[head_index], row, q_labels[row], k_labels))
+    with st.expander("Export", expanded=False):
+        st.caption(
+            "PNG: use the camera icon of any chart. CSV: scores and weights of head 1. Python: the code "
+            "that recomputes this page with attnviz."
+        )
+        st.download_button(
+            "Download scores and weights (CSV)",
+            weights_csv(head, q_labels, k_labels),
+            file_name=f"attnviz_{page}_weights.csv",
+            mime="text/csv",
+        )
+        st.code(python_snippet(state), language="python")
+
+
+def attention_page(page: str) -> None:
+    """Draw the self- (`page="self"`) or cross-attention (`page="cross"`) page."""
+    state = sync_from_url(page, lambda params: decode_attention(params, page))
+    page_presets = [
+        k for k, p in PRESETS.items() if p.page in ("self", "cross") and (page == "cross" or p.page == "self")
+    ]
+    with st.sidebar:
+        st.selectbox(
+            "Preset from the study notes",
+            [NO_PRESET, *page_presets],
+            key=widget_key(page, "preset"),
+            format_func=lambda k: "— none —" if not k else PRESETS[k].title,
+            on_change=_load_preset,
+            args=(page,),
+        )
+        if state.preset:
+            st.caption(f"**{PRESETS[state.preset].source}.** {PRESETS[state.preset].description}")
+            batch_selector(page, preset_batches(state.preset), on_change=_load_batch)
+    left, right = st.columns([2, 3], gap="large")
+    with left:
+        state = _inputs_panel(page, state)
+        try:
+            inputs = resolve_inputs(replace(state, lens_mode="none"))
+        except ValueError as exc:
+            st.error(str(exc), icon="🚫")
+            inputs = None
+        num_q = inputs.queries.shape[0] if inputs else 1
+        num_k = inputs.keys.shape[0] if inputs else 1
+        state = _controls(page, state, num_q, num_k)
+    params = publish(page, state, encode_attention)
+    with right:
+        if inputs is not None:
+            try:
+                inputs = resolve_inputs(state)
+            except ValueError as exc:
+                st.error(str(exc), icon="🚫")
+            else:
+                if len(set(inputs.query_labels)) < len(inputs.query_labels):
+                    st.caption("Repeated tokens are numbered (·2, ·3…) on the axes so each keeps its own row.")
+                _draw(page, state, inputs)
+        share_box(params)

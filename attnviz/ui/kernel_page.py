@@ -1,0 +1,194 @@
+"""The kernel-attention page: Nadaraya–Watson regression, its weights, and learning the bandwidth."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pandas as pd
+import streamlit as st
+
+from attnviz import figures
+from attnviz.explain import explain_kernel_row
+from attnviz.kernel import KERNELS, BandwidthFit, fit_bandwidth, nadaraya_watson, toy_function
+from attnviz.pipeline import curve_points, run_kernel
+from attnviz.presets import PRESETS
+from attnviz.state import KernelState, apply_kernel_preset, decode_kernel, encode_kernel, parse_vector
+from attnviz.ui.common import chart, publish, push_state, sync_from_url, value, widget_key
+from attnviz.ui.widgets import share_box, work_panel
+
+PAGE = "kernel"
+KERNEL_PRESETS = ["", *[k for k, p in PRESETS.items() if p.page == "kernel"]]
+TOY = "d2l_toy_regression"
+_CONVERT = {"queries": lambda v: ", ".join(f"{x:.6g}" for x in v)}
+
+
+def _load_preset() -> None:
+    key = st.session_state[widget_key(PAGE, "preset")]
+    state = st.session_state[f"state:{PAGE}"]
+    push_state(PAGE, apply_kernel_preset(state, key) if key else replace(state, preset=""), _CONVERT)
+
+
+def _reload_toy() -> None:
+    state = replace(
+        st.session_state[f"state:{PAGE}"], toy_seed=int(value(PAGE, "toy_seed")), toy_n=int(value(PAGE, "toy_n"))
+    )
+    push_state(PAGE, apply_kernel_preset(state, TOY, keep_controls=True), _CONVERT)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def learned_bandwidth(keys: tuple[float, ...], values: tuple[float, ...], kernel: str, _progress=None) -> BandwidthFit:
+    """Leave-one-out fit of σ, cached by its inputs (a pure result)."""
+    return fit_bandwidth(list(keys), list(values), kernel=kernel, init=1.0, epochs=200, lr=0.05, progress=_progress)
+
+
+def _points_editor(state: KernelState) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
+    version = st.session_state.get(f"version:{PAGE}", 0)
+    frame = pd.DataFrame({"key (x)": list(state.keys), "value (y)": list(state.values)}, dtype="float64")
+    edited = st.data_editor(frame, num_rows="dynamic", key=f"points:{version}", width="stretch", height=240)
+    if edited.isna().any().any():
+        row = int(edited.isna().any(axis=1).to_numpy().nonzero()[0][0]) + 1
+        st.error(f"Training points, row {row}: a key or value is empty; type a number or delete the row.")
+        return None
+    if len(edited) < 1:
+        st.error("Add at least one training point (a key and its value).")
+        return None
+    if len(edited) > 512:
+        st.error(f"{len(edited)} training points; the limit is 512.")
+        return None
+    keys, values = edited["key (x)"].tolist(), edited["value (y)"].tolist()
+    if any(abs(x) > 1e6 for x in keys + values):
+        st.error("Training points must lie within ±1e6.")
+        return None
+    return tuple(float(x) for x in keys), tuple(float(y) for y in values)
+
+
+def kernel_page() -> None:
+    """Draw the kernel regression page."""
+    state: KernelState = sync_from_url(PAGE, decode_kernel, _CONVERT)
+    with st.sidebar:
+        st.selectbox(
+            "Preset",
+            KERNEL_PRESETS,
+            key=widget_key(PAGE, "preset"),
+            on_change=_load_preset,
+            format_func=lambda k: "— none —" if not k else PRESETS[k].title,
+        )
+        if state.preset:
+            st.caption(f"**{PRESETS[state.preset].source}.** {PRESETS[state.preset].description}")
+        if state.preset == TOY:
+            st.number_input("Data seed", 0, 2**31 - 1, key=widget_key(PAGE, "toy_seed"), on_change=_reload_toy)
+            st.number_input("Training points", 5, 200, key=widget_key(PAGE, "toy_n"), on_change=_reload_toy)
+    left, right = st.columns([2, 3], gap="large")
+    with left:
+        kernel = st.selectbox(
+            "Kernel", list(KERNELS), key=widget_key(PAGE, "kernel"), format_func=lambda k: KERNELS[k].label
+        )
+        st.latex(KERNELS[kernel].formula + r",\quad u = \frac{\lvert q - k \rvert}{\sigma}")
+        st.caption(KERNELS[kernel].explanation)
+        bandwidth = st.number_input("Bandwidth σ", 0.001, 10000.0, key=widget_key(PAGE, "bandwidth"), format="%.4g")
+        st.markdown("**Training points** (keys and their values)")
+        points = _points_editor(state)
+        query_text = st.text_input("Query points (comma-separated)", key=widget_key(PAGE, "queries"))
+        try:
+            queries = parse_vector(query_text, "query points")
+        except ValueError as exc:
+            st.error(f"{exc}. Example: 57, 52.5", icon="🚫")
+            queries = None
+    if points is not None:
+        state = replace(state, keys=points[0], values=points[1])
+    if queries is not None:
+        state = replace(state, queries=queries)
+    state = replace(state, kernel=kernel, bandwidth=float(bandwidth), row=int(value(PAGE, "row")))
+    with right:
+        if points is not None and queries is not None:
+            _draw(state)
+        share_box(publish(PAGE, state, encode_kernel))
+
+
+def _draw(state: KernelState) -> None:
+    trace = run_kernel(state)
+    grid = curve_points(state)
+    curve = nadaraya_watson(grid, list(state.keys), list(state.values), kernel=state.kernel, bandwidth=state.bandwidth)
+    fig = figures.kernel_regression_figure(
+        state.keys,
+        state.values,
+        grid.numpy(),
+        curve.output.numpy(),
+        y_true=toy_function(grid).numpy() if state.preset == TOY else None,
+        no_support=curve.no_support.numpy(),
+    )
+    fig.add_scatter(
+        x=list(state.queries),
+        y=trace.output.numpy(),
+        mode="markers",
+        name="queries",
+        marker={"symbol": "diamond", "size": 11, "color": "#d55e00"},
+    )
+    fit_key = (state.keys, state.values, state.kernel)
+    fitted = st.session_state.get("fit_request") == fit_key and state.kernel != "boxcar"
+    fit = learned_bandwidth(*fit_key) if fitted else None
+    if fit is not None:
+        learned = nadaraya_watson(
+            grid, list(state.keys), list(state.values), kernel=state.kernel, bandwidth=fit.bandwidth
+        )
+        fig.add_scatter(
+            x=grid.numpy(),
+            y=learned.output.numpy(),
+            mode="lines",
+            name=f"learned σ = {fit.bandwidth:.3g}",
+            line={"dash": "dash", "color": "#009e73"},
+        )
+    chart(fig, "kernel_regression")
+    labels = [f"{x:.4g}" for x in state.keys]
+    q_labels = [f"{x:.4g}" for x in state.queries]
+    if bool(trace.no_support.any()):
+        missing = ", ".join(q for q, flag in zip(q_labels, trace.no_support.tolist(), strict=True) if flag)
+        st.warning(
+            f"No training key lies inside the {state.kernel} window of query {missing}: no prediction there. Widen σ."
+        )
+    st.markdown(
+        "**Predictions**: "
+        + ", ".join(f"f({q}) = {y:.4g}" for q, y in zip(q_labels, trace.output.tolist(), strict=True))
+    )
+    chart(
+        figures.weights_heatmap(
+            trace.weights.numpy(),
+            scores=trace.scores.numpy(),
+            query_labels=q_labels,
+            key_labels=labels,
+            title="Attention weights (queries × training keys)",
+        ),
+        "kernel_weights",
+    )
+    st.subheader("Learn the bandwidth")
+    st.caption(
+        "Gradient descent on the leave-one-out squared error: each training point is predicted from the "
+        "others (otherwise σ → 0 just memorises the data)."
+    )
+    if st.button(
+        "Learn σ from the training points",
+        disabled=state.kernel == "boxcar" or len(state.keys) < 2,
+        help="Not available for the boxcar kernel (no gradient) or fewer than 2 points.",
+    ):
+        bar = st.progress(0.0, text="Training…")
+        learned_bandwidth(
+            *fit_key,
+            _progress=lambda epoch, loss: bar.progress(epoch / 200, text=f"Epoch {epoch}/200 · loss {loss:.4g}"),
+        )
+        bar.empty()
+        st.session_state["fit_request"] = fit_key
+        st.rerun()
+    if fit is not None:
+        chart(figures.loss_curve(fit.losses), "kernel_loss_curve")
+        st.success(f"Learned σ = {fit.bandwidth:.4g} (loss {fit.losses[0]:.4g} → {fit.losses[-1]:.4g}).")
+        st.button("Use the learned σ", on_click=_use_bandwidth, args=(fit.bandwidth,))
+    st.subheader("Show your work")
+    key = widget_key(PAGE, "row")
+    if st.session_state.get(key, 0) >= len(q_labels):
+        st.session_state[key] = 0
+    row = st.selectbox("Query to explain", list(range(len(q_labels))), key=key, format_func=lambda i: q_labels[i])
+    work_panel(explain_kernel_row(trace, row, labels))
+
+
+def _use_bandwidth(bandwidth: float) -> None:
+    st.session_state[widget_key(PAGE, "bandwidth")] = float(f"{bandwidth:.4g}")

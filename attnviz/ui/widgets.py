@@ -1,0 +1,195 @@
+"""Reusable controls: matrix editor, scoring picker, masks, share box, show-your-work panel."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from urllib.parse import urlencode
+
+import pandas as pd
+import segno
+import streamlit as st
+
+from attnviz.explain import Step
+from attnviz.pipeline import matrix_from_cells
+from attnviz.scores import SCORES
+from attnviz.state import MAX_COLS, MAX_ROWS, Matrix
+from attnviz.ui.common import md_escape, value, widget_key
+
+
+def _frame(matrix: Matrix, row_prefix: str) -> pd.DataFrame:
+    width = len(matrix[0]) if matrix else 0
+    columns = [f"d{j + 1}" for j in range(width)]
+    return pd.DataFrame([list(r) for r in matrix], columns=columns, dtype="float64")
+
+
+def matrix_editor(page: str, name: str, label: str, row_prefix: str, help: str) -> Matrix | None:
+    """An editable matrix (rows = tokens, columns = features). Returns the matrix or None after an error.
+
+    The editor's input is the matrix last loaded from the state (a link or a preset), never its own
+    return value: feeding the output back in loses every second edit.
+    """
+    version = st.session_state.get(f"version:{page}", 0)
+    loaded: Matrix = value(page, name)
+    cells_key = f"cells:{page}:{name}"
+    st.markdown(f"**{label}**", help=help)
+    width_key = f"width:{page}:{name}:{version}"
+    current_width = len(loaded[0]) if loaded else 1
+    width = st.number_input(f"Features (columns) of {label.lower()}", 1, MAX_COLS, current_width, key=width_key)
+    base = _frame(loaded, row_prefix)
+    if width != current_width:
+        # Resizing keeps what was typed: start from the last edited cells, pad with zeros or cut.
+        cells = st.session_state.get(cells_key) or [list(r) for r in loaded]
+        base = pd.DataFrame(
+            [(list(r) + [0.0] * width)[:width] for r in cells],
+            columns=[f"d{j + 1}" for j in range(width)],
+            dtype="float64",
+        )
+    edited = st.data_editor(
+        base,
+        key=f"editor:{page}:{name}:{version}:{width}",
+        num_rows="dynamic",
+        width="stretch",
+        column_config={c: st.column_config.NumberColumn(c, format="%.4g") for c in base.columns},
+    )
+    cells = edited.astype(object).where(edited.notna(), None).values.tolist()
+    st.session_state[cells_key] = cells
+    if len(cells) > MAX_ROWS:
+        st.error(f"{label} has {len(cells)} rows; the limit is {MAX_ROWS}. Remove some rows.")
+        return None
+    try:
+        return matrix_from_cells(cells, label, list(base.columns))
+    except ValueError as exc:
+        st.error(str(exc), icon="🚫")
+        return None
+
+
+def score_picker(page: str, field: str = "score", label: str = "Scoring function") -> str:
+    """Selectbox over SCORES with the formula and explanation of the chosen one."""
+    name = st.selectbox(label, list(SCORES), key=widget_key(page, field), format_func=lambda n: SCORES[n].label)
+    spec = SCORES[name]
+    st.latex(spec.formula)
+    st.caption(spec.explanation)
+    return name
+
+
+def score_params(page: str, name: str) -> None:
+    """Inputs for the chosen score's parameters (seed, hidden units, bandwidth)."""
+    spec = SCORES[name]
+    for param in spec.params:
+        if param.name == "seed":
+            st.number_input(
+                "Seed of the learned weights",
+                0,
+                int(param.maximum),
+                key=widget_key(page, "score_seed"),
+                help=param.help,
+            )
+        elif param.name == "num_hiddens":
+            st.number_input(
+                "Hidden units h",
+                int(param.minimum),
+                int(param.maximum),
+                key=widget_key(page, "num_hiddens"),
+                help=param.help,
+            )
+        elif param.name == "bandwidth":
+            st.number_input(
+                "Bandwidth σ", 0.001, 1000.0, key=widget_key(page, "bandwidth"), format="%.4g", help=param.help
+            )
+
+
+def lens_editor(page: str, num_queries: int, num_keys: int) -> tuple[str, tuple[int, ...]]:
+    """Valid lengths: none, one for every query, or one per query; returns (mode, lengths)."""
+    mode = st.radio(
+        "Valid lengths",
+        ["none", "all", "per_query"],
+        key=widget_key(page, "lens_mode"),
+        horizontal=True,
+        format_func={"none": "all keys", "all": "one length for every query", "per_query": "one per query"}.get,
+        help="Keys at index ≥ the valid length are masked: their weight is exactly 0.",
+    )
+    lens: tuple[int, ...] = tuple(value(page, "lens"))
+    if mode == "all":
+        current = min(lens[0], num_keys) if lens else num_keys
+        length = st.slider(
+            "Valid length",
+            0,
+            num_keys,
+            current,
+            key=f"lenall:{page}:{num_keys}:{st.session_state.get(f'version:{page}', 0)}",
+        )
+        return mode, (length,)
+    if mode == "per_query":
+        padded = [min(x, num_keys) for x in (list(lens) + [num_keys] * num_queries)[:num_queries]]
+        frame = pd.DataFrame({"valid length": padded}, index=[f"query {i + 1}" for i in range(num_queries)])
+        edited = st.data_editor(
+            frame,
+            key=f"lens:{page}:{num_queries}:{num_keys}:{st.session_state.get(f'version:{page}', 0)}",
+            column_config={"valid length": st.column_config.NumberColumn(min_value=0, max_value=num_keys, step=1)},
+        )
+        column = edited["valid length"].tolist()
+        bad = [i + 1 for i, x in enumerate(column) if x is None or x != x or not 0 <= x <= num_keys]
+        if bad:
+            st.error(f"Valid length of query {bad[0]} must be a whole number from 0 to {num_keys}.")
+            return mode, tuple(padded)
+        return mode, tuple(int(x) for x in column)
+    return mode, ()
+
+
+def share_box(params: dict[str, str]) -> None:
+    """The link that reproduces this page, and a QR code to project in class."""
+    base = st.context.url or ""
+    link = base + ("?" + urlencode(params) if params else "")
+    with st.expander("🔗 Share this demo", expanded=False):
+        st.caption(
+            "Everything on this page is in this link. Copy it (the copy icon on the right), or scan the QR code."
+        )
+        st.code(link, language=None, wrap_lines=True)
+        st.caption(f"Link length: {len(link)} characters.")
+        if len(link) <= 2000:
+            buffer = io.BytesIO()
+            segno.make(link, error="m").save(buffer, kind="png", scale=4, border=2)
+            st.image(buffer.getvalue(), caption="QR code of the link", width=220)
+        else:
+            st.info("This link is too long for a QR code; share it as text.")
+
+
+def work_panel(steps: list[Step]) -> None:
+    """Render 'show your work' steps: formula, note and numbers for each."""
+    for step in steps:
+        st.markdown(f"**{md_escape(step.title)}**")
+        st.latex(step.formula)
+        if step.note:
+            st.caption(step.note if step.note.startswith("First key") else md_escape(step.note))
+        if step.rows:
+            st.dataframe(pd.DataFrame(step.rows, columns=step.columns), hide_index=True, width="stretch")
+
+
+def batch_selector(page: str, batches: int, on_change: Callable[[str], None]) -> None:
+    """For a batched preset: which batch row to show."""
+    if batches > 1:
+        st.number_input(
+            f"Batch row (0 – {batches - 1})",
+            0,
+            batches - 1,
+            key=widget_key(page, "batch"),
+            help="This preset is a batch of sequences; the page shows one at a time.",
+            on_change=on_change,
+            args=(page,),
+        )
+
+
+def selected_row(page: str, labels: list[str]) -> int:
+    """Which query row to explain; clamped to the current number of queries."""
+    key = widget_key(page, "row")
+    if st.session_state.get(key, 0) >= len(labels):
+        st.session_state[key] = 0
+    return st.selectbox(
+        "Query row to explain", list(range(len(labels))), key=key, format_func=lambda i: f"{i + 1}: {labels[i]}"
+    )
+
+
+def errors_to_page(exc: Exception) -> None:
+    """Show a computation error to the user without a traceback."""
+    st.error(str(exc), icon="🚫")

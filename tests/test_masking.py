@@ -1,0 +1,243 @@
+"""attnviz.masked_softmax and sequence_mask against docs/api.md and a numpy reference."""
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+import attnviz
+import reference as ref
+
+SETTINGS = settings(max_examples=60, deadline=None)
+
+
+@st.composite
+def scores_and_lens(draw, lens_rank):
+    B = draw(st.integers(1, 3))
+    Q = draw(st.integers(1, 4))
+    K = draw(st.integers(1, 6))
+    scores = draw(arrays(np.float64, (B, Q, K),
+                         elements=st.floats(-1e3, 1e3, allow_nan=False, allow_infinity=False)))
+    lens_shape = (B,) if lens_rank == 1 else (B, Q)
+    lens = draw(arrays(np.int64, lens_shape, elements=st.integers(0, K)))
+    return scores, lens
+
+
+def _per_query_lens(lens, B, Q):
+    lens = np.asarray(lens)
+    return np.repeat(lens[:, None], Q, axis=1) if lens.ndim == 1 else lens
+
+
+def _check_masked_properties(weights, lens, shape):
+    B, Q, K = shape
+    w = ref.to_np(weights)
+    assert w.shape == shape
+    assert np.all(w >= 0)
+    per_query = _per_query_lens(lens, B, Q)
+    for b in range(B):
+        for q in range(Q):
+            n = int(per_query[b, q])
+            assert np.all(w[b, q, n:] == 0.0), (b, q, n, w[b, q])  # exactly zero, not approx
+            if n >= 1:
+                assert w[b, q, :n].sum() == pytest.approx(1.0, abs=1e-9)
+            else:
+                assert np.all(w[b, q] == 0.0)
+
+
+# ------------------------------------------------------------------ properties
+
+
+@SETTINGS
+@given(scores_and_lens(lens_rank=1))
+def test_masked_softmax_1d_lens_properties(data):
+    scores, lens = data
+    weights = attnviz.masked_softmax(torch.tensor(scores), torch.tensor(lens))
+    _check_masked_properties(weights, lens, scores.shape)
+
+
+@SETTINGS
+@given(scores_and_lens(lens_rank=2))
+def test_masked_softmax_2d_lens_properties(data):
+    scores, lens = data
+    weights = attnviz.masked_softmax(torch.tensor(scores), torch.tensor(lens))
+    _check_masked_properties(weights, lens, scores.shape)
+
+
+@SETTINGS
+@given(scores_and_lens(lens_rank=1))
+def test_masked_softmax_1d_lens_matches_reference(data):
+    scores, lens = data
+    got = attnviz.masked_softmax(torch.tensor(scores), torch.tensor(lens))
+    np.testing.assert_allclose(ref.to_np(got), ref.masked_softmax(scores, lens),
+                               rtol=1e-9, atol=1e-12)
+
+
+@SETTINGS
+@given(scores_and_lens(lens_rank=2))
+def test_masked_softmax_2d_lens_matches_reference(data):
+    scores, lens = data
+    got = attnviz.masked_softmax(torch.tensor(scores), torch.tensor(lens))
+    np.testing.assert_allclose(ref.to_np(got), ref.masked_softmax(scores, lens),
+                               rtol=1e-9, atol=1e-12)
+
+
+@SETTINGS
+@given(arrays(np.float64, st.tuples(st.integers(1, 3), st.integers(1, 4), st.integers(1, 6)),
+              elements=st.floats(-1e3, 1e3, allow_nan=False, allow_infinity=False)))
+def test_masked_softmax_without_lens_is_plain_softmax(scores):
+    got = attnviz.masked_softmax(torch.tensor(scores))
+    np.testing.assert_allclose(ref.to_np(got), ref.masked_softmax(scores), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(ref.to_np(got).sum(-1), 1.0, atol=1e-9)
+
+
+@SETTINGS
+@given(scores_and_lens(lens_rank=1))
+def test_1d_lens_applies_to_every_query(data):
+    scores, lens = data
+    B, Q, _ = scores.shape
+    one_d = attnviz.masked_softmax(torch.tensor(scores), torch.tensor(lens))
+    two_d = attnviz.masked_softmax(torch.tensor(scores),
+                                   torch.tensor(np.repeat(lens[:, None], Q, axis=1)))
+    np.testing.assert_array_equal(ref.to_np(one_d), ref.to_np(two_d))
+
+
+# ------------------------------------------------------------------ d2l's examples
+
+
+def test_d2l_example_1d_lens_shape_and_zeros():
+    torch.manual_seed(0)
+    scores = torch.rand(2, 2, 4)
+    weights = attnviz.masked_softmax(scores, torch.tensor([2, 3]))
+    assert tuple(weights.shape) == (2, 2, 4)
+    w = ref.to_np(weights)
+    assert np.all(w[0, :, 2:] == 0) and np.all(w[1, :, 3:] == 0)
+    np.testing.assert_allclose(w, ref.masked_softmax(scores, [2, 3]), atol=1e-6)
+
+
+def test_d2l_example_2d_lens_shape_and_zeros():
+    torch.manual_seed(1)
+    scores = torch.rand(2, 2, 4)
+    weights = attnviz.masked_softmax(scores, torch.tensor([[1, 3], [2, 4]]))
+    assert tuple(weights.shape) == (2, 2, 4)
+    w = ref.to_np(weights)
+    assert np.all(w[0, 0, 1:] == 0) and w[0, 0, 0] == pytest.approx(1.0, abs=1e-6)
+    assert np.all(w[0, 1, 3:] == 0)
+    assert np.all(w[1, 0, 2:] == 0)
+    assert np.all(w[1, 1] > 0)
+    np.testing.assert_allclose(w, ref.masked_softmax(scores, [[1, 3], [2, 4]]), atol=1e-6)
+
+
+def test_zero_length_gives_all_zero_row():
+    scores = torch.randn(2, 3, 4, dtype=torch.float64)
+    w = ref.to_np(attnviz.masked_softmax(scores, torch.tensor([0, 4])))
+    assert np.all(w[0] == 0)
+    np.testing.assert_allclose(w[1].sum(-1), 1.0, atol=1e-12)
+
+
+def test_integral_float_lengths_are_accepted():
+    scores = torch.randn(2, 2, 4, dtype=torch.float64)
+    as_float = attnviz.masked_softmax(scores, torch.tensor([2.0, 3.0]))
+    as_int = attnviz.masked_softmax(scores, torch.tensor([2, 3]))
+    np.testing.assert_array_equal(ref.to_np(as_float), ref.to_np(as_int))
+
+
+def test_masked_keys_are_exactly_zero_even_below_minus_1e6():
+    # a d2l-style fill value of -1e6 would give the masked key all the weight here
+    scores = torch.tensor([[[-1e7, 0.0]]], dtype=torch.float64)
+    w = ref.to_np(attnviz.masked_softmax(scores, torch.tensor([1])))
+    assert w[0, 0, 1] == 0.0
+    assert w[0, 0, 0] == pytest.approx(1.0, abs=1e-12)
+
+
+def test_huge_scores_give_finite_weights_summing_to_one():
+    scores = torch.tensor([[[1e30, -1e30, 0.0, 5.0], [-1e30, -1e30, 1e30, 1e30]]])
+    for lens in (None, torch.tensor([3])):
+        w = ref.to_np(attnviz.masked_softmax(scores, lens))
+        assert np.all(np.isfinite(w))
+        np.testing.assert_allclose(w.sum(-1), 1.0, atol=1e-6)
+        assert w[0, 0, 0] == pytest.approx(1.0, abs=1e-6)
+    w = ref.to_np(attnviz.masked_softmax(scores))
+    np.testing.assert_allclose(w[0, 1], [0.0, 0.0, 0.5, 0.5], atol=1e-6)
+
+
+def test_huge_negative_scores_only_still_sum_to_one():
+    scores = torch.full((1, 1, 3), -1e30)
+    w = ref.to_np(attnviz.masked_softmax(scores, torch.tensor([2])))
+    assert np.all(np.isfinite(w))
+    np.testing.assert_allclose(w[0, 0], [0.5, 0.5, 0.0], atol=1e-6)
+
+
+# ------------------------------------------------------------------ errors
+
+
+def _scores():
+    return torch.zeros(2, 2, 4)
+
+
+def test_negative_length_raises_naming_value():
+    with pytest.raises(ValueError, match="-1"):
+        attnviz.masked_softmax(_scores(), torch.tensor([2, -1]))
+
+
+def test_length_above_k_raises_naming_value():
+    with pytest.raises(ValueError, match=r"\b7\b"):
+        attnviz.masked_softmax(_scores(), torch.tensor([7, 1]))
+
+
+def test_length_above_k_in_2d_lens_raises():
+    with pytest.raises(ValueError, match=r"\b9\b"):
+        attnviz.masked_softmax(_scores(), torch.tensor([[1, 2], [9, 1]]))
+
+
+def test_non_integer_length_raises_naming_value():
+    with pytest.raises(ValueError, match=r"2\.5"):
+        attnviz.masked_softmax(_scores(), torch.tensor([2.5, 1.0]))
+
+
+def test_nan_length_raises():
+    with pytest.raises(ValueError, match=r"(?i)nan"):
+        attnviz.masked_softmax(_scores(), torch.tensor([1.0, math.nan]))
+
+
+def test_1d_lens_of_wrong_length_raises_naming_count():
+    with pytest.raises(ValueError, match=r"\b3\b"):
+        attnviz.masked_softmax(_scores(), torch.tensor([1, 2, 3]))
+
+
+def test_2d_lens_of_wrong_shape_raises_naming_shape():
+    with pytest.raises(ValueError, match=r"3,\s*5"):
+        attnviz.masked_softmax(_scores(), torch.ones(3, 5, dtype=torch.long))
+
+
+def test_nan_in_scores_raises():
+    scores = _scores()
+    scores[1, 0, 2] = math.nan
+    with pytest.raises(ValueError, match=r"(?i)nan"):
+        attnviz.masked_softmax(scores, torch.tensor([4, 4]))
+    with pytest.raises(ValueError, match=r"(?i)nan"):
+        attnviz.masked_softmax(scores)
+
+
+def test_inf_in_scores_raises():
+    scores = _scores()
+    scores[0, 1, 0] = math.inf
+    with pytest.raises(ValueError, match=r"(?i)inf|finite"):
+        attnviz.masked_softmax(scores, torch.tensor([4, 4]))
+
+
+# ------------------------------------------------------------------ sequence_mask (d2l)
+
+
+def test_sequence_mask_d2l_example():
+    X = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    got = attnviz.sequence_mask(X.clone(), torch.tensor([1, 2]))
+    np.testing.assert_array_equal(ref.to_np(got), [[1, 0, 0], [4, 5, 0]])
+
+
+def test_sequence_mask_custom_value():
+    X = torch.ones(2, 3)
+    got = attnviz.sequence_mask(X.clone(), torch.tensor([2, 0]), value=-7.0)
+    np.testing.assert_array_equal(ref.to_np(got), [[1, 1, -7], [-7, -7, -7]])
