@@ -17,7 +17,7 @@ from attnviz.scores import HIDDENS, SCORES, SEED
 from attnviz.text import MAX_TOKENS
 
 MAX_ROWS = 64  # tokens or points typed as numbers
-MAX_COLS = 64  # features per token
+MAX_COLS = 256  # features per token (the notes' seq2seq example has 256)
 MAX_TEXT = 2000  # characters of a sentence in a link
 MAX_PARAM = 20_000  # characters of any one URL parameter
 MAX_HEADS = 8
@@ -293,57 +293,66 @@ def default_attention_state(page: str) -> AttentionState:
     return AttentionState(page="self")
 
 
+def _attention_base(page: str, preset: str, batch: int) -> AttentionState:
+    """What a link's fields are relative to: the page default, or the preset as the notes define it."""
+    default = default_attention_state(page)
+    return apply_preset(default, preset, batch=batch) if preset else default
+
+
 def decode_attention(params: Mapping[str, Any], page: str) -> Decoded:
     """Read an attention page's state from URL parameters (bad fields fall back with a warning)."""
-    default = default_attention_state(page)
-    decoded = _decode(params, _ATTENTION_CODEC, default)
+    preset_part = _decode(
+        {k: v for k, v in params.items() if k in ("p", "b")}, _ATTENTION_CODEC, default_attention_state(page)
+    )
+    base = _attention_base(page, preset_part.state.preset, preset_part.state.batch)
+    decoded = _decode({k: v for k, v in params.items() if k not in ("p", "b")}, _ATTENTION_CODEC, base)
     state = decoded.state
-    if state.preset and "q" not in params and "k" not in params and "v" not in params:
-        state = apply_preset(state, state.preset, batch=state.batch, keep_controls=True)
     if state.page == "self":
         state = replace(state, keys=state.queries, values=state.queries)
-    decoded.state = state
-    return decoded
+    return Decoded(state, preset_part.warnings + decoded.warnings)
 
 
 def encode_attention(state: AttentionState) -> dict[str, str]:
-    """Compact URL parameters: only what differs from the page default; a preset's unedited inputs by name."""
-    default = default_attention_state(state.page)
-    skip = {"page"}
+    """Compact URL parameters: only what differs from the page default or the chosen preset."""
+    base = _attention_base(state.page, state.preset, state.batch)
+    skip = {"page", "preset", "batch"}
     if state.mode == "numbers":
         skip |= {"sentence", "source", "dim", "embed_seed"}
     else:
         skip |= {"queries", "keys", "values"}
     if state.page == "self":
         skip |= {"keys", "values", "source", "residual"}
-    if state.preset and state.mode == "numbers" and _preset_inputs_match(state):
-        skip |= {"queries", "keys", "values"}
-    params = _encode(state, _ATTENTION_CODEC, default, skip)
-    if state.page == "self" and "q" in params:
+    params = {}
+    if state.preset:
+        params["p"] = state.preset
+        if state.batch:
+            params["b"] = str(state.batch)
+    params.update(_encode(state, _ATTENTION_CODEC, base, skip))
+    if state.page == "self" and state.mode == "numbers" and state.queries != base.queries:
         params["q"] = format_matrix(state.queries)
     return params
 
 
+def _kernel_base(preset: str, toy_seed: int = 0, toy_n: int = 50) -> KernelState:
+    default = replace(KernelState(), toy_seed=toy_seed, toy_n=toy_n)
+    return apply_kernel_preset(default, preset) if preset else replace(default, preset="")
+
+
 def decode_kernel(params: Mapping[str, Any]) -> Decoded:
     """Read the kernel page's state from URL parameters."""
-    decoded = _decode(params, _KERNEL_CODEC, KernelState())
-    state = decoded.state
-    if state.preset and not {"k", "v", "q"} & set(params):
-        state = apply_kernel_preset(state, state.preset, keep_controls=True)
-    decoded.state = state
-    return decoded
+    head = _decode({k: v for k, v in params.items() if k in ("p", "ts", "tn")}, _KERNEL_CODEC, KernelState())
+    base = _kernel_base(head.state.preset, head.state.toy_seed, head.state.toy_n)
+    decoded = _decode({k: v for k, v in params.items() if k not in ("p", "ts", "tn")}, _KERNEL_CODEC, base)
+    return Decoded(decoded.state, head.warnings + decoded.warnings)
 
 
 def encode_kernel(state: KernelState) -> dict[str, str]:
     """Compact URL parameters for the kernel page."""
-    skip = set()
-    if state.preset and _kernel_preset_matches(state):
-        skip |= {"keys", "values", "queries"}
-    if state.preset != "d2l_toy_regression":
-        skip |= {"toy_seed", "toy_n"}
-    params = _encode(state, _KERNEL_CODEC, KernelState(), skip)
-    if state.preset != KernelState().preset:
-        params["p"] = state.preset
+    base = _kernel_base(state.preset, state.toy_seed, state.toy_n)
+    params = {"p": state.preset} if state.preset != KernelState().preset else {}
+    if state.preset == "d2l_toy_regression":
+        params.update({k: str(v) for k, v in (("ts", state.toy_seed), ("tn", state.toy_n)) if v != (0, 50)[k == "tn"]})
+    params.update(_encode(state, _KERNEL_CODEC, base, {"preset", "toy_seed", "toy_n"}))
     return params
 
 
@@ -399,12 +408,6 @@ def apply_preset(state: AttentionState, key: str, batch: int = 0, keep_controls:
     return replace(state, **changes)
 
 
-def _preset_inputs_match(state: AttentionState) -> bool:
-    preset = apply_preset(state, state.preset, state.batch, keep_controls=True)
-    same = preset.queries == state.queries
-    return same if state.page == "self" else same and preset.keys == state.keys and preset.values == state.values
-
-
 def apply_kernel_preset(state: KernelState, key: str, keep_controls: bool = False) -> KernelState:
     """Load a kernel preset (or regenerate the seeded toy data)."""
     from attnviz.kernel import make_toy_data
@@ -419,11 +422,6 @@ def apply_kernel_preset(state: KernelState, key: str, keep_controls: bool = Fals
     if not keep_controls:
         changes.update(kernel=PRESETS[key].settings["kernel"], bandwidth=PRESETS[key].settings["bandwidth"], row=0)
     return replace(state, **changes)
-
-
-def _kernel_preset_matches(state: KernelState) -> bool:
-    loaded = apply_kernel_preset(state, state.preset, keep_controls=True)
-    return (loaded.keys, loaded.values, loaded.queries) == (state.keys, state.values, state.queries)
 
 
 def state_fields(state: Any) -> list[str]:

@@ -1,4 +1,5 @@
 """d2l-compatible modules, MultiHeadAttention and the multi-head helpers."""
+
 import math
 
 import numpy as np
@@ -40,11 +41,9 @@ def test_additive_attention_matches_reference_from_its_weights():
     attention = attnviz.AdditiveAttention(key_size=2, query_size=20, num_hiddens=8, dropout=0.1)
     attention.eval()
     out = attention(queries, keys, values, valid_lens)
-    scores = ref.additive_scores(queries, keys, attention.W_q.weight, attention.W_k.weight,
-                                 attention.w_v.weight)
+    scores = ref.additive_scores(queries, keys, attention.W_q.weight, attention.W_k.weight, attention.w_v.weight)
     expected = ref.attention_from_scores(scores, values, valid_lens=[2, 6])
-    np.testing.assert_allclose(ref.to_np(attention.attention_weights), expected["weights"],
-                               atol=1e-6)
+    np.testing.assert_allclose(ref.to_np(attention.attention_weights), expected["weights"], atol=1e-6)
     np.testing.assert_allclose(ref.to_np(out), expected["output"], atol=1e-4)
     # equal keys -> uniform weights over the valid keys
     w = ref.to_np(attention.attention_weights)
@@ -62,11 +61,9 @@ def test_additive_attention_general_inputs_match_reference():
     attention = attnviz.AdditiveAttention(key_size=7, query_size=5, num_hiddens=9, dropout=0.0)
     attention.eval()
     out = attention(q, k, v, lens)
-    scores = ref.additive_scores(q, k, attention.W_q.weight, attention.W_k.weight,
-                                 attention.w_v.weight)
+    scores = ref.additive_scores(q, k, attention.W_q.weight, attention.W_k.weight, attention.w_v.weight)
     expected = ref.attention_from_scores(scores, v, valid_lens=ref.to_np(lens))
-    np.testing.assert_allclose(ref.to_np(attention.attention_weights), expected["weights"],
-                               atol=1e-5)
+    np.testing.assert_allclose(ref.to_np(attention.attention_weights), expected["weights"], atol=1e-5)
     np.testing.assert_allclose(ref.to_np(out), expected["output"], atol=1e-5)
 
 
@@ -110,8 +107,7 @@ def test_modules_store_trace():
     attention = attnviz.AdditiveAttention(2, 20, 8, 0.0)
     attention.eval()
     attention(queries, keys, values, valid_lens)
-    np.testing.assert_allclose(ref.to_np(attention.trace.weights),
-                               ref.to_np(attention.attention_weights), atol=1e-7)
+    np.testing.assert_allclose(ref.to_np(attention.trace.weights), ref.to_np(attention.attention_weights), atol=1e-7)
 
 
 # ------------------------------------------------------------------ DotProductAttention
@@ -124,8 +120,7 @@ def test_dot_product_attention_book_example():
     out = attention(queries, keys, values, valid_lens)
     np.testing.assert_allclose(ref.to_np(out), BOOK_OUTPUT, atol=1e-4)
     expected = ref.attention(queries, keys, values, score="scaled_dot", valid_lens=[2, 6])
-    np.testing.assert_allclose(ref.to_np(attention.attention_weights), expected["weights"],
-                               atol=1e-6)
+    np.testing.assert_allclose(ref.to_np(attention.attention_weights), expected["weights"], atol=1e-6)
 
 
 def test_dot_product_attention_matches_reference():
@@ -139,8 +134,7 @@ def test_dot_product_attention_matches_reference():
         lens_t = None if lens is None else torch.tensor(lens)
         out = attention(q, k, v, lens_t)
         expected = ref.attention(q, k, v, score="scaled_dot", valid_lens=lens)
-        np.testing.assert_allclose(ref.to_np(attention.attention_weights), expected["weights"],
-                                   atol=1e-9)
+        np.testing.assert_allclose(ref.to_np(attention.attention_weights), expected["weights"], atol=1e-9)
         np.testing.assert_allclose(ref.to_np(out), expected["output"], atol=1e-9)
 
 
@@ -187,10 +181,15 @@ def test_multi_head_attention_matches_reference_per_head(bias):
     out = mha(x, y, y, lens)
     assert tuple(out.shape) == (B, Q, hidden)
     assert tuple(mha.attention_weights.shape) == (B, heads, Q, K)
-    (W_q, b_q), (W_k, b_k), (W_v, b_v), (W_o, b_o) = (_linear(mha.W_q), _linear(mha.W_k),
-                                                      _linear(mha.W_v), _linear(mha.W_o))
-    exp_out, exp_w = ref.multi_head(x, y, y, W_q, W_k, W_v, W_o, heads, b_q=b_q, b_k=b_k,
-                                    b_v=b_v, b_o=b_o, valid_lens=[3, 6])
+    (W_q, b_q), (W_k, b_k), (W_v, b_v), (W_o, b_o) = (
+        _linear(mha.W_q),
+        _linear(mha.W_k),
+        _linear(mha.W_v),
+        _linear(mha.W_o),
+    )
+    exp_out, exp_w = ref.multi_head(
+        x, y, y, W_q, W_k, W_v, W_o, heads, b_q=b_q, b_k=b_k, b_v=b_v, b_o=b_o, valid_lens=[3, 6]
+    )
     np.testing.assert_allclose(ref.to_np(mha.attention_weights), exp_w, atol=1e-5)
     np.testing.assert_allclose(ref.to_np(out), exp_out, atol=1e-4)
 
@@ -205,8 +204,7 @@ def test_multi_head_attention_with_different_input_sizes():
     mha.eval()
     out = mha(q, k, v)
     assert tuple(out.shape) == (2, 3, 8)
-    exp_out, exp_w = ref.multi_head(q, k, v, mha.W_q.weight, mha.W_k.weight, mha.W_v.weight,
-                                    mha.W_o.weight, 2)
+    exp_out, exp_w = ref.multi_head(q, k, v, mha.W_q.weight, mha.W_k.weight, mha.W_v.weight, mha.W_o.weight, 2)
     np.testing.assert_allclose(ref.to_np(mha.attention_weights), exp_w, atol=1e-5)
     np.testing.assert_allclose(ref.to_np(out), exp_out, atol=1e-4)
 
@@ -221,16 +219,18 @@ def test_multi_head_attention_heads_must_divide_hiddens():
 
 def _inputs(B=2, Q=3, K=5, d=6, seed=6):
     rng = np.random.default_rng(seed)
-    return (torch.tensor(rng.normal(size=(B, Q, d))), torch.tensor(rng.normal(size=(B, K, d))),
-            torch.tensor(rng.normal(size=(B, K, d))))
+    return (
+        torch.tensor(rng.normal(size=(B, Q, d))),
+        torch.tensor(rng.normal(size=(B, K, d))),
+        torch.tensor(rng.normal(size=(B, K, d))),
+    )
 
 
 @pytest.mark.parametrize("score", ["scaled_dot", "dot", "cosine"])
 def test_identity_one_head_equals_attend(score):
     q, k, v = _inputs()
     lens = torch.tensor([2, 5])
-    mh = attnviz.multi_head_attend(q, k, v, num_heads=1, projections="identity", score=score,
-                                   valid_lens=lens)
+    mh = attnviz.multi_head_attend(q, k, v, num_heads=1, projections="identity", score=score, valid_lens=lens)
     plain = attnviz.attend(q, k, v, score=score, valid_lens=lens)
     np.testing.assert_allclose(ref.to_np(mh.output), ref.to_np(plain.output), atol=1e-10)
     np.testing.assert_allclose(ref.to_np(mh.weights)[:, 0], ref.to_np(plain.weights), atol=1e-10)
@@ -251,13 +251,11 @@ def test_identity_heads_split_features_into_chunks(heads):
         chunk = slice(i * c, (i + 1) * c)
         expected = ref.attention(q[..., chunk], k[..., chunk], v[..., chunk], score="scaled_dot")
         np.testing.assert_allclose(ref.to_np(mh.weights)[:, i], expected["weights"], atol=1e-10)
-        np.testing.assert_allclose(ref.to_np(mh.heads[i].weights), expected["weights"],
-                                   atol=1e-10)
+        np.testing.assert_allclose(ref.to_np(mh.heads[i].weights), expected["weights"], atol=1e-10)
         outs.append(expected["output"])
     np.testing.assert_allclose(ref.to_np(mh.concat), np.concatenate(outs, -1), atol=1e-10)
     np.testing.assert_allclose(ref.to_np(mh.output), np.concatenate(outs, -1), atol=1e-10)
-    np.testing.assert_allclose(ref.to_np(mh.mean_weights), ref.to_np(mh.weights).mean(1),
-                               atol=1e-12)
+    np.testing.assert_allclose(ref.to_np(mh.mean_weights), ref.to_np(mh.weights).mean(1), atol=1e-12)
 
 
 def test_unbatched_multi_head_weights_shape():
@@ -278,8 +276,7 @@ def test_random_projections_are_seeded():
     assert not np.allclose(ref.to_np(a.output), ref.to_np(c.output))
     np.testing.assert_allclose(ref.to_np(a.weights).sum(-1), 1.0, atol=1e-6)
     for i, head in enumerate(a.heads):
-        np.testing.assert_allclose(ref.to_np(a.weights)[:, i], ref.to_np(head.weights),
-                                   atol=1e-12)
+        np.testing.assert_allclose(ref.to_np(a.weights)[:, i], ref.to_np(head.weights), atol=1e-12)
 
 
 def test_residual_output_is_queries_plus_delta():
@@ -287,8 +284,7 @@ def test_residual_output_is_queries_plus_delta():
     plain = attnviz.multi_head_attend(q, k, v, num_heads=2)
     res = attnviz.multi_head_attend(q, k, v, num_heads=2, residual=True)
     np.testing.assert_allclose(ref.to_np(res.delta), ref.to_np(plain.output), atol=1e-10)
-    np.testing.assert_allclose(ref.to_np(res.output), ref.to_np(q) + ref.to_np(res.delta),
-                               atol=1e-10)
+    np.testing.assert_allclose(ref.to_np(res.output), ref.to_np(q) + ref.to_np(res.delta), atol=1e-10)
 
 
 def test_self_attention_is_multi_head_attend_on_x():
@@ -314,8 +310,7 @@ def test_cross_attention_residual_returns_e_plus_delta():
     trace = attnviz.cross_attention(q, source, residual=True, num_heads=1)
     expected = ref.attention(q, source, source)
     np.testing.assert_allclose(ref.to_np(trace.delta), expected["output"], atol=1e-10)
-    np.testing.assert_allclose(ref.to_np(trace.output), ref.to_np(q) + expected["output"],
-                               atol=1e-10)
+    np.testing.assert_allclose(ref.to_np(trace.output), ref.to_np(q) + expected["output"], atol=1e-10)
 
 
 def test_heads_not_dividing_d_raise():

@@ -1,0 +1,192 @@
+"""AppTest: every page runs, its charts hold the core's numbers, links restore state, bad input is reported."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from streamlit.testing.v1 import AppTest
+
+import attnviz
+from attnviz.state import decode_attention
+
+ROOT = Path(__file__).resolve().parent.parent
+SELF, CROSS, KERNEL = "pages/1_Self_attention.py", "pages/2_Cross_attention.py", "pages/3_Kernel_attention.py"
+
+
+def run_page(path: str, **params: str) -> AppTest:
+    """Run a page as a fresh session opened from a link with `params`."""
+    at = AppTest.from_file(str(ROOT / path), default_timeout=90)
+    for key, value in params.items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def _array(data) -> np.ndarray:
+    """Plotly JSON data (a list or a typed-array {dtype, bdata, shape}) as a float array."""
+    if isinstance(data, dict) and "bdata" in data:
+        array = np.frombuffer(base64.b64decode(data["bdata"]), dtype=np.dtype(data["dtype"]))
+        shape = data.get("shape")
+        if shape:
+            array = array.reshape([int(s) for s in str(shape).split(",")])
+        return array.astype(np.float64)
+    return np.array([[np.nan if v is None else v for v in row] for row in data], dtype=np.float64)
+
+
+def figures(at: AppTest) -> list[dict]:
+    """The Plotly figures a run drew, as dicts."""
+    return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+
+
+def first_weights(at: AppTest) -> np.ndarray:
+    """z of the weights trace of the page's first chart (masked cells are NaN there)."""
+    trace = figures(at)[0]["data"][0]
+    return _array(trace["z"])
+
+
+def core_weights(state) -> np.ndarray:
+    """Recompute the page's weights with the public API, independently of the page code."""
+    x = attnviz.embed_tokens(attnviz.tokenize(state.sentence), dim=state.dim, seed=state.embed_seed)
+    params = state.score_params()
+    trace = attnviz.attend(x, x, x, score=state.score, temperature=state.temperature, causal=state.causal, **params)
+    return trace.weights.numpy()
+
+
+def test_home_page_runs_and_works_the_waist_example():
+    at = run_page("app.py")
+    assert any("45.5" in latex.value for latex in at.latex)
+    weights = first_weights(at)
+    np.testing.assert_allclose(weights, [[0.0, 0.5, 0.5]], atol=1e-6)
+
+
+@pytest.mark.parametrize("score", list(attnviz.SCORES))
+def test_self_attention_chart_matches_core_for_every_score(score):
+    at = run_page(SELF, sc=score)
+    state = decode_attention({"sc": score}, "self").state
+    np.testing.assert_allclose(first_weights(at), core_weights(state), atol=1e-6)
+
+
+def test_self_attention_causal_mask_is_drawn_as_masked():
+    at = run_page(SELF, c="1")
+    weights = first_weights(at)
+    upper = np.triu(np.ones_like(weights, dtype=bool), k=1)
+    assert np.isnan(weights[upper]).all()
+    assert not np.isnan(weights[~upper]).any()
+    np.testing.assert_allclose(np.nansum(weights, axis=1), 1.0, atol=1e-5)
+
+
+def test_valid_length_per_query_masks_and_zero_length_row():
+    at = run_page(SELF, m="numbers", q="1,0;0,1;1,1", lm="per_query", vl="1,0,3")
+    weights = first_weights(at)
+    assert np.isnan(weights[0, 1:]).all() and weights[0, 0] == pytest.approx(1.0)
+    assert np.isnan(weights[1]).all()  # a valid length of 0: nothing to attend to
+    expected = attnviz.attend(
+        torch.tensor([[1.0, 0], [0, 1], [1, 1]]),
+        torch.tensor([[1.0, 0], [0, 1], [1, 1]]),
+        torch.tensor([[1.0, 0], [0, 1], [1, 1]]),
+        valid_lens=[1, 0, 3],
+    ).weights.numpy()
+    np.testing.assert_allclose(weights[2], expected[2], atol=1e-6)
+
+
+@pytest.mark.parametrize("key", [k for k, p in attnviz.PRESETS.items() if p.page in ("self", "cross")])
+def test_attention_presets_draw_the_core_result(key):
+    preset = attnviz.PRESETS[key]
+    path = SELF if preset.page == "self" else CROSS
+    at = run_page(path, p=key, m="numbers", sc=preset.settings.get("score", "scaled_dot"))
+    assert figures(at), "no chart drawn"
+    if key in ("d2l_additive", "d2l_dot_product"):
+        weights = first_weights(at)
+        np.testing.assert_allclose(weights[0, :2], [0.5, 0.5], atol=1e-6)  # batch row 0: valid length 2
+        assert np.isnan(weights[0, 2:]).all()
+
+
+def test_unit_sentences_preset_shows_the_notes_weights():
+    at = run_page(SELF, p="unit_sentences", m="numbers", sc="dot")
+    printed = attnviz.presets.UNIT_WEIGHTS[0].numpy()  # the note's printed softmax, batch row 0
+    np.testing.assert_allclose(first_weights(at), printed, atol=2e-3)
+
+
+def test_kernel_page_predicts_45_5_for_waist_57():
+    at = run_page(KERNEL)
+    assert any("f(57) = 45.5" in md.value for md in at.markdown)
+    np.testing.assert_allclose(first_weights_by_title(at, "Attention weights"), [[0.0, 0.5, 0.5]], atol=1e-6)
+
+
+def first_weights_by_title(at: AppTest, title: str) -> np.ndarray:
+    for fig in figures(at):
+        if title in str(fig.get("layout", {}).get("title", {}).get("text", "")):
+            return _array(fig["data"][0]["z"])
+    raise AssertionError(f"no chart titled {title!r}")
+
+
+@pytest.mark.parametrize("kernel", list(attnviz.KERNELS))
+def test_kernel_page_every_kernel_matches_core(kernel):
+    at = run_page(KERNEL, kn=kernel, bw="3")
+    expected = attnviz.nadaraya_watson([57.0], [51.0, 56.0, 58.0], [40.0, 43.0, 48.0], kernel=kernel, bandwidth=3)
+    np.testing.assert_allclose(first_weights_by_title(at, "Attention weights"), expected.weights.numpy(), atol=1e-6)
+
+
+def test_kernel_page_boxcar_without_support_says_so():
+    at = run_page(KERNEL, kn="boxcar", bw="0.1")
+    assert any("No training key lies inside" in w.value for w in at.warning)
+
+
+def test_hostile_link_parameters_warn_and_fall_back():
+    at = run_page(SELF, sc="evil", T="abc", h="999", q="1,2;3", s="x" * 5000, m="numbers")
+    warnings = " ".join(w.value for w in at.warning)
+    for key in ("'sc'", "'T'", "'h'", "'q'", "'s'"):
+        assert key in warnings
+    assert figures(at), "the page must still draw with the defaults"
+
+
+def test_link_restores_state_into_the_controls():
+    at = run_page(SELF, sc="cosine", T="0.5", c="1", s="hello world again")
+    assert at.selectbox(key="w:self:score").value == "cosine"
+    assert at.number_input(key="w:self:temperature").value == pytest.approx(0.5)
+    assert at.toggle(key="w:self:causal").value is True
+    assert at.text_input(key="w:self:sentence").value == "hello world again"
+
+
+def test_changing_a_control_updates_the_url():
+    at = run_page(SELF)
+    at.selectbox(key="w:self:score").set_value("dot").run()
+    assert at.query_params["sc"] in ("dot", ["dot"])
+
+
+def test_bad_sentence_and_too_many_tokens_are_reported():
+    at = run_page(SELF, s="   ")
+    assert any("empty" in e.value for e in at.error)
+    at = run_page(SELF, s=" ".join(["w"] * 600))
+    assert any("600 tokens" in e.value for e in at.error)
+
+
+def test_heads_must_divide_features_is_reported():
+    at = run_page(SELF, h="3")  # 8-dimensional embeddings, 3 heads
+    assert any("divide" in e.value for e in at.error)
+
+
+def test_multi_head_page_shows_each_head():
+    at = run_page(SELF, h="2", pr="random")
+    grid = figures(at)[0]
+    assert sum(trace.get("type") == "heatmap" and trace.get("name") != "masked" for trace in grid["data"]) >= 2
+
+
+def test_cross_attention_residual_output():
+    at = run_page(CROSS, res="1", h="1")
+    assert figures(at)
+
+
+def test_python_snippet_reproduces_the_page(tmp_path):
+    at = run_page(SELF, sc="cosine", c="1")
+    snippet = next(code.value for code in at.code if "attnviz.self_attention" in code.value)
+    namespace: dict = {}
+    exec(compile(snippet, "snippet", "exec"), namespace)  # the app's own generated code, not user input
+    weights = namespace["trace"].weights[0].numpy()
+    np.testing.assert_allclose(np.nan_to_num(first_weights(at)), weights, atol=1e-6)
