@@ -388,7 +388,9 @@ def matrix_heatmap(
         "name": title or "matrix",
         "zmin": low,
         "zmax": high,
-        "hovertemplate": f"{y_title or 'row'}: %{{y}}<br>{x_title or 'column'}: %{{x}}<br>value: {shown}<extra></extra>",
+        "hovertemplate": (
+            f"{y_title or 'row'}: %{{y}}<br>{x_title or 'column'}: %{{x}}<br>value: {shown}<extra></extra>"
+        ),
     }
     if has_inf:
         trace_args["customdata"] = values

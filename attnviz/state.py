@@ -418,7 +418,11 @@ def apply_kernel_preset(state: KernelState, key: str, keep_controls: bool = Fals
     else:
         preset = PRESETS[key]
         keys, values, queries = preset.keys.tolist(), preset.values.tolist(), preset.queries.tolist()
-    changes: dict[str, Any] = dict(preset=key, keys=tuple(keys), values=tuple(values), queries=tuple(queries))
+
+    def short(xs: list[float]) -> tuple[float, ...]:  # 6 significant digits: what a link can carry exactly
+        return tuple(float(format_number(x)) for x in xs)
+
+    changes: dict[str, Any] = dict(preset=key, keys=short(keys), values=short(values), queries=short(queries))
     if not keep_controls:
         changes.update(kernel=PRESETS[key].settings["kernel"], bandwidth=PRESETS[key].settings["bandwidth"], row=0)
     return replace(state, **changes)

@@ -1,4 +1,5 @@
 """Make `import reference` and `import attnviz` work whatever pytest's import mode is."""
+
 import os
 import sys
 

@@ -3,6 +3,7 @@
 Written from docs/api.md and the study notes only; it never imports attnviz.
 Shapes follow the spec: batched (B, Q, d) / (B, K, d_k) / (B, K, v) or unbatched (Q, d) ...
 """
+
 from __future__ import annotations
 
 import math
@@ -109,8 +110,8 @@ def concat_pairs(q, k) -> np.ndarray:
     """[q; k] for every (query, key) pair: (..., Q, K, d_q + d_k)."""
     q, k = to_np(q), to_np(k)
     Q, K = q.shape[-2], k.shape[-2]
-    qe = np.broadcast_to(q[..., :, None, :], q.shape[:-2] + (Q, K, q.shape[-1]))
-    ke = np.broadcast_to(k[..., None, :, :], k.shape[:-2] + (Q, K, k.shape[-1]))
+    qe = np.broadcast_to(q[..., :, None, :], (*q.shape[:-2], Q, K, q.shape[-1]))
+    ke = np.broadcast_to(k[..., None, :, :], (*k.shape[:-2], Q, K, k.shape[-1]))
     return np.concatenate([qe, ke], axis=-1)
 
 
@@ -146,8 +147,7 @@ def score_scale(name: str, d: int) -> float:
 # --------------------------------------------------------------------------- attention
 
 
-def attention_from_scores(scores, values, *, scale=1.0, temperature=1.0, valid_lens=None,
-                          causal=False):
+def attention_from_scores(scores, values, *, scale=1.0, temperature=1.0, valid_lens=None, causal=False):
     """Everything attend() records, from raw scores. Works batched or unbatched."""
     scores = to_np(scores)
     values = to_np(values)
@@ -176,22 +176,22 @@ def attention_from_scores(scores, values, *, scale=1.0, temperature=1.0, valid_l
     return result
 
 
-def attention(q, k, v, *, score="scaled_dot", valid_lens=None, causal=False, temperature=1.0,
-              **params):
+def attention(q, k, v, *, score="scaled_dot", valid_lens=None, causal=False, temperature=1.0, **params):
     """Reference attend() for the non-learned scores."""
     q = to_np(q)
     scores = raw_scores(score, q, k, **params)
-    return attention_from_scores(scores, v, scale=score_scale(score, q.shape[-1]),
-                                 temperature=temperature, valid_lens=valid_lens, causal=causal)
+    return attention_from_scores(
+        scores, v, scale=score_scale(score, q.shape[-1]), temperature=temperature, valid_lens=valid_lens, causal=causal
+    )
 
 
-def multi_head(q, k, v, W_q, W_k, W_v, W_o, num_heads, *, b_q=None, b_k=None, b_v=None, b_o=None,
-               valid_lens=None):
+def multi_head(q, k, v, W_q, W_k, W_v, W_o, num_heads, *, b_q=None, b_k=None, b_v=None, b_o=None, valid_lens=None):
     """d2l/Transformer multi-head attention with nn.Linear-style weights (out, in).
 
     Head i uses feature columns [i*dh, (i+1)*dh) of the projected q, k, v; scaled dot product
     with scale 1/sqrt(dh). Returns (output (B, Q, h_out), weights (B, heads, Q, K)).
     """
+
     def proj(x, W, b):
         y = to_np(x) @ to_np(W).T
         return y + to_np(b) if b is not None else y
@@ -201,11 +201,10 @@ def multi_head(q, k, v, W_q, W_k, W_v, W_o, num_heads, *, b_q=None, b_k=None, b_
     dv = Vp.shape[-1] // num_heads
     outs, weights = [], []
     for i in range(num_heads):
-        qs = Qp[..., i * dh:(i + 1) * dh]
-        ks = Kp[..., i * dh:(i + 1) * dh]
-        vs = Vp[..., i * dv:(i + 1) * dv]
-        res = attention_from_scores(dot_scores(qs, ks), vs, scale=1.0 / math.sqrt(dh),
-                                    valid_lens=valid_lens)
+        qs = Qp[..., i * dh : (i + 1) * dh]
+        ks = Kp[..., i * dh : (i + 1) * dh]
+        vs = Vp[..., i * dv : (i + 1) * dv]
+        res = attention_from_scores(dot_scores(qs, ks), vs, scale=1.0 / math.sqrt(dh), valid_lens=valid_lens)
         outs.append(res["output"])
         weights.append(res["weights"])
     concat = np.concatenate(outs, axis=-1)
@@ -254,13 +253,11 @@ def nadaraya_watson(queries, keys, values, *, kernel_name="gaussian", bandwidth=
     support = np.isfinite(logk)
     no_support = ~support.any(axis=-1)
     weights = softmax_with_mask(np.where(support, logk, 0.0), support)
-    if v.ndim == 1:
-        output = weights @ v
-    else:
-        output = weights @ v
+    output = weights @ v
     output = np.where(no_support if v.ndim == 1 else no_support[:, None], np.nan, output)
-    return dict(distances=distances, kernel=kernel(kernel_name, u), weights=weights,
-                output=output, no_support=no_support)
+    return dict(
+        distances=distances, kernel=kernel(kernel_name, u), weights=weights, output=output, no_support=no_support
+    )
 
 
 def loo_mse(x, y, bandwidth, kernel_name="gaussian") -> float:

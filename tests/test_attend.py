@@ -1,20 +1,20 @@
 """attnviz.attend, AttentionTrace and SCORES against docs/api.md and a numpy reference."""
+
 import dataclasses
 import math
 
 import numpy as np
 import pytest
+import reference as ref
 import torch
 import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import attnviz
-import reference as ref
 
 SETTINGS = settings(max_examples=50, deadline=None)
-TABLE_SCORES = ["dot", "scaled_dot", "cosine", "general", "additive", "concat", "concat_tanh",
-                "gaussian"]
+TABLE_SCORES = ["dot", "scaled_dot", "cosine", "general", "additive", "concat", "concat_tanh", "gaussian"]
 LEARNED = ["general", "additive", "concat", "concat_tanh"]
 NON_LEARNED = ["dot", "scaled_dot", "cosine", "gaussian"]
 
@@ -26,9 +26,11 @@ def rand(*shape, seed=0):
 def qkv(B=2, Q=3, K=5, d=4, v=3, seed=0, batched=True):
     rng = np.random.default_rng(seed)
     lead = (B,) if batched else ()
-    return (torch.tensor(rng.normal(size=lead + (Q, d))),
-            torch.tensor(rng.normal(size=lead + (K, d))),
-            torch.tensor(rng.normal(size=lead + (K, v))))
+    return (
+        torch.tensor(rng.normal(size=(*lead, Q, d))),
+        torch.tensor(rng.normal(size=(*lead, K, d))),
+        torch.tensor(rng.normal(size=(*lead, K, v))),
+    )
 
 
 def is_batched(trace):
@@ -43,9 +45,24 @@ def test_trace_has_all_documented_fields():
     q, k, v = qkv()
     trace = attnviz.attend(q, k, v)
     names = {f.name for f in dataclasses.fields(trace)}
-    for name in ["queries", "keys", "values", "scores", "scale", "logits", "mask", "weights",
-                 "output", "score", "score_params", "temperature", "causal", "valid_lens",
-                 "no_support", "distances"]:
+    for name in [
+        "queries",
+        "keys",
+        "values",
+        "scores",
+        "scale",
+        "logits",
+        "mask",
+        "weights",
+        "output",
+        "score",
+        "score_params",
+        "temperature",
+        "causal",
+        "valid_lens",
+        "no_support",
+        "distances",
+    ]:
         assert name in names, name
 
 
@@ -169,16 +186,18 @@ def test_causal_matches_torch_sdpa_is_causal(Q, K):
     trace = attnviz.attend(q, k, v, score="scaled_dot", causal=True)
     expected = F.scaled_dot_product_attention(q, k, v, is_causal=True)
     np.testing.assert_allclose(ref.to_np(trace.output), ref.to_np(expected), atol=1e-5)
-    np.testing.assert_array_equal(ref.to_np(trace.mask).astype(bool),
-                                  np.broadcast_to(ref.causal_mask(Q, K), (2, Q, K)))
+    np.testing.assert_array_equal(ref.to_np(trace.mask).astype(bool), np.broadcast_to(ref.causal_mask(Q, K), (2, Q, K)))
 
 
 # ------------------------------------------------------------------ permutation property
 
 
 @SETTINGS
-@given(st.integers(2, 7).flatmap(lambda K: st.tuples(st.just(K), st.permutations(range(K)))),
-       st.integers(0, 2**31 - 1), st.sampled_from(["dot", "scaled_dot", "cosine", "gaussian"]))
+@given(
+    st.integers(2, 7).flatmap(lambda K: st.tuples(st.just(K), st.permutations(range(K)))),
+    st.integers(0, 2**31 - 1),
+    st.sampled_from(["dot", "scaled_dot", "cosine", "gaussian"]),
+)
 def test_permuting_keys_and_values_permutes_weight_columns(K_perm, seed, score):
     K, perm = K_perm
     perm = list(perm)
@@ -186,8 +205,7 @@ def test_permuting_keys_and_values_permutes_weight_columns(K_perm, seed, score):
     base = attnviz.attend(q, k, v, score=score)
     permuted = attnviz.attend(q, k[:, perm], v[:, perm], score=score)
     np.testing.assert_allclose(ref.to_np(permuted.output), ref.to_np(base.output), atol=1e-5)
-    np.testing.assert_allclose(ref.to_np(permuted.weights), ref.to_np(base.weights)[:, :, perm],
-                               atol=1e-6)
+    np.testing.assert_allclose(ref.to_np(permuted.weights), ref.to_np(base.weights)[:, :, perm], atol=1e-6)
 
 
 # ------------------------------------------------------------------ temperature
@@ -256,8 +274,7 @@ def test_non_learned_score_matches_reference(score, batched):
     trace = attnviz.attend(q, k, v, score=score, valid_lens=lens, temperature=0.7)
     expected = ref.attention(q, k, v, score=score, valid_lens=lens, temperature=0.7)
     for name in ("scores", "logits", "weights", "output"):
-        np.testing.assert_allclose(ref.to_np(getattr(trace, name)), expected[name],
-                                   atol=1e-9, err_msg=name)
+        np.testing.assert_allclose(ref.to_np(getattr(trace, name)), expected[name], atol=1e-9, err_msg=name)
     assert trace.score == score
 
 
@@ -360,8 +377,7 @@ def test_additive_attention_module_as_score_uses_its_weights():
     torch.manual_seed(11)
     module = attnviz.AdditiveAttention(key_size=5, query_size=3, num_hiddens=6, dropout=0.0)
     trace = attnviz.attend(q, k, v, score=module, valid_lens=torch.tensor([2, 4]))
-    expected_scores = ref.additive_scores(q, k, module.W_q.weight, module.W_k.weight,
-                                          module.w_v.weight)
+    expected_scores = ref.additive_scores(q, k, module.W_q.weight, module.W_k.weight, module.w_v.weight)
     np.testing.assert_allclose(ref.to_np(trace.scores), expected_scores, atol=1e-5)
     expected = ref.attention_from_scores(expected_scores, v, valid_lens=[2, 4])
     np.testing.assert_allclose(ref.to_np(trace.weights), expected["weights"], atol=1e-5)
@@ -379,11 +395,14 @@ def test_additive_score_module_as_score_uses_its_weights():
     np.testing.assert_allclose(ref.to_np(by_name.scores), expected_scores, atol=1e-5)
 
 
-@pytest.mark.parametrize("cls,name,kwargs", [
-    ("GeneralScore", "general", {}),
-    ("ConcatScore", "concat", {}),
-    ("ConcatTanhScore", "concat_tanh", {"num_hiddens": 7}),
-])
+@pytest.mark.parametrize(
+    "cls,name,kwargs",
+    [
+        ("GeneralScore", "general", {}),
+        ("ConcatScore", "concat", {}),
+        ("ConcatTanhScore", "concat_tanh", {"num_hiddens": 7}),
+    ],
+)
 def test_score_module_classes_as_score_use_their_weights(cls, name, kwargs):
     dq, dk = 3, 5
     q, k, v = _float_inputs(dq, dk)
@@ -477,12 +496,15 @@ def test_non_finite_inputs_raise(which, bad):
         attnviz.attend(*tensors)
 
 
-@pytest.mark.parametrize("shapes", [
-    ((3,), (3,), (3,)),                       # 1-D
-    ((1, 2, 3, 3), (1, 2, 4, 3), (1, 2, 4, 3)),  # 4-D
-    ((2, 3), (1, 4, 3), (1, 4, 3)),           # mixed ranks
-    ((1, 2, 3), (4, 3), (4, 3)),              # mixed ranks
-])
+@pytest.mark.parametrize(
+    "shapes",
+    [
+        ((3,), (3,), (3,)),  # 1-D
+        ((1, 2, 3, 3), (1, 2, 4, 3), (1, 2, 4, 3)),  # 4-D
+        ((2, 3), (1, 4, 3), (1, 4, 3)),  # mixed ranks
+        ((1, 2, 3), (4, 3), (4, 3)),  # mixed ranks
+    ],
+)
 def test_wrong_or_mixed_rank_raises(shapes):
     with pytest.raises(ValueError, match=r"(?i)rank|dim|shape|-D"):
         attnviz.attend(*(torch.zeros(s) for s in shapes))
@@ -494,8 +516,9 @@ def test_unknown_score_name_lists_valid_names():
         attnviz.attend(q, k, v, score="dott")
 
 
-@pytest.mark.parametrize("score,param", [("dot", "foo"), ("gaussian", "sigma"),
-                                         ("additive", "hidden"), ("scaled_dot", "bandwidth")])
+@pytest.mark.parametrize(
+    "score,param", [("dot", "foo"), ("gaussian", "sigma"), ("additive", "hidden"), ("scaled_dot", "bandwidth")]
+)
 def test_unknown_score_parameter_raises(score, param):
     q, k, v = qkv()
     with pytest.raises(ValueError, match=param):

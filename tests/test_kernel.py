@@ -1,15 +1,16 @@
 """Nadaraya-Watson kernel regression, fit_bandwidth and make_toy_data."""
+
 import math
 import warnings
 
 import numpy as np
 import pytest
+import reference as ref
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import attnviz
-import reference as ref
 
 KERNEL_NAMES = ["gaussian", "laplace", "boxcar", "epanechnikov"]
 
@@ -32,8 +33,7 @@ def test_waist_to_weight_from_the_notes():
     # the note: alpha(57, 51) = exp(-18) / (exp(-18) + 2 exp(-0.5))
     w51 = math.exp(-18) / (math.exp(-18) + 2 * math.exp(-0.5))
     assert ref.to_np(trace.weights).reshape(-1)[0] == pytest.approx(w51, rel=1e-3, abs=1e-12)
-    np.testing.assert_allclose(ref.to_np(trace.distances).reshape(-1), [6.0, 1.0, 1.0],
-                               atol=1e-6)
+    np.testing.assert_allclose(ref.to_np(trace.distances).reshape(-1), [6.0, 1.0, 1.0], atol=1e-6)
 
 
 def test_one_dimensional_values_give_one_dimensional_output():
@@ -49,11 +49,11 @@ def test_each_kernel_matches_reference(kernel_name, bandwidth):
     keys = np.sort(rng.uniform(0, 5, size=12))
     values = rng.normal(size=12)
     queries = np.linspace(0.1, 4.9, 9)  # every query has a key within 0.7 (checked below)
-    expected = ref.nadaraya_watson(queries, keys, values, kernel_name=kernel_name,
-                                   bandwidth=bandwidth)
+    expected = ref.nadaraya_watson(queries, keys, values, kernel_name=kernel_name, bandwidth=bandwidth)
     assert not expected["no_support"].any()
-    trace = attnviz.nadaraya_watson(torch.tensor(queries), torch.tensor(keys),
-                                    torch.tensor(values), kernel=kernel_name, bandwidth=bandwidth)
+    trace = attnviz.nadaraya_watson(
+        torch.tensor(queries), torch.tensor(keys), torch.tensor(values), kernel=kernel_name, bandwidth=bandwidth
+    )
     np.testing.assert_allclose(ref.to_np(trace.scores), expected["kernel"], atol=1e-10)
     np.testing.assert_allclose(ref.to_np(trace.weights), expected["weights"], atol=1e-10)
     np.testing.assert_allclose(ref.to_np(trace.output), expected["output"], atol=1e-10)
@@ -67,10 +67,10 @@ def test_kernel_weights_are_normalised_kernel_values(kernel_name, bandwidth, see
     keys = rng.uniform(-3, 3, size=7)
     values = rng.normal(size=7)
     queries = rng.uniform(-3, 3, size=5)
-    expected = ref.nadaraya_watson(queries, keys, values, kernel_name=kernel_name,
-                                   bandwidth=bandwidth)
-    trace = attnviz.nadaraya_watson(torch.tensor(queries), torch.tensor(keys),
-                                    torch.tensor(values), kernel=kernel_name, bandwidth=bandwidth)
+    expected = ref.nadaraya_watson(queries, keys, values, kernel_name=kernel_name, bandwidth=bandwidth)
+    trace = attnviz.nadaraya_watson(
+        torch.tensor(queries), torch.tensor(keys), torch.tensor(values), kernel=kernel_name, bandwidth=bandwidth
+    )
     w = ref.to_np(trace.weights)
     np.testing.assert_allclose(w, expected["weights"], atol=1e-9)
     ok = ~expected["no_support"]
@@ -86,8 +86,9 @@ def test_two_dimensional_inputs_use_euclidean_distance(kernel_name):
     values = rng.normal(size=(10, 3))
     queries = keys[:4] + 0.1
     expected = ref.nadaraya_watson(queries, keys, values, kernel_name=kernel_name, bandwidth=1.2)
-    trace = attnviz.nadaraya_watson(torch.tensor(queries), torch.tensor(keys),
-                                    torch.tensor(values), kernel=kernel_name, bandwidth=1.2)
+    trace = attnviz.nadaraya_watson(
+        torch.tensor(queries), torch.tensor(keys), torch.tensor(values), kernel=kernel_name, bandwidth=1.2
+    )
     assert tuple(trace.output.shape) == (4, 3)
     np.testing.assert_allclose(ref.to_np(trace.distances), expected["distances"], atol=1e-10)
     np.testing.assert_allclose(ref.to_np(trace.weights), expected["weights"], atol=1e-10)
@@ -115,8 +116,7 @@ def test_query_outside_compact_window_has_no_support(kernel_name):
 
 def test_boxcar_window_includes_its_edge():
     # |u| <= 1: a key exactly one bandwidth away is inside the window
-    trace = attnviz.nadaraya_watson([2.0], [0.0, 1.0, 3.5], [1.0, 2.0, 3.0], kernel="boxcar",
-                                    bandwidth=1.0)
+    trace = attnviz.nadaraya_watson([2.0], [0.0, 1.0, 3.5], [1.0, 2.0, 3.0], kernel="boxcar", bandwidth=1.0)
     np.testing.assert_allclose(ref.to_np(trace.weights).reshape(-1), [0.0, 1.0, 0.0], atol=1e-7)
     assert ref.to_np(trace.output).reshape(-1)[0] == pytest.approx(2.0, abs=1e-6)
 
@@ -126,8 +126,9 @@ def test_far_query_of_non_compact_kernel_is_finite_and_picks_nearest_key(kernel_
     # every key has a positive kernel value in exact arithmetic, so the estimate exists
     keys = torch.tensor([0.0, 1.0, 2.0], dtype=torch.float64)
     values = torch.tensor([10.0, 20.0, 30.0], dtype=torch.float64)
-    trace = attnviz.nadaraya_watson(torch.tensor([query], dtype=torch.float64), keys, values,
-                                    kernel=kernel_name, bandwidth=1.0)
+    trace = attnviz.nadaraya_watson(
+        torch.tensor([query], dtype=torch.float64), keys, values, kernel=kernel_name, bandwidth=1.0
+    )
     expected = ref.nadaraya_watson([query], keys, values, kernel_name=kernel_name, bandwidth=1.0)
     assert np.all(np.isfinite(ref.to_np(trace.output)))
     np.testing.assert_allclose(ref.to_np(trace.output), expected["output"], atol=1e-6)
@@ -188,8 +189,9 @@ def test_make_toy_data_without_noise_is_the_function():
 def test_fit_bandwidth_decreases_loss_and_reports_progress():
     data = attnviz.make_toy_data(seed=0)
     calls = []
-    fit = attnviz.fit_bandwidth(data.x_train, data.y_train, epochs=60,
-                                progress=lambda epoch, loss: calls.append((epoch, loss)))
+    fit = attnviz.fit_bandwidth(
+        data.x_train, data.y_train, epochs=60, progress=lambda epoch, loss: calls.append((epoch, loss))
+    )
     assert len(calls) == 60
     epochs = [c[0] for c in calls]
     assert epochs == sorted(epochs) and len(set(epochs)) == 60
@@ -217,5 +219,4 @@ def test_fit_bandwidth_first_loss_is_leave_one_out_error_at_init():
     n = len(ref.to_np(data.x_train))
     # squared error as a mean or a sum, possibly with d2l's factor 1/2
     candidates = [loo, loo / 2, loo * n, loo * n / 2]
-    assert any(float(fit.losses[0]) == pytest.approx(c, rel=1e-3) for c in candidates), (
-        fit.losses[0], candidates)
+    assert any(float(fit.losses[0]) == pytest.approx(c, rel=1e-3) for c in candidates), (fit.losses[0], candidates)

@@ -1,15 +1,16 @@
 """attnviz.masked_softmax and sequence_mask against docs/api.md and a numpy reference."""
+
 import math
 
 import numpy as np
 import pytest
+import reference as ref
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 import attnviz
-import reference as ref
 
 SETTINGS = settings(max_examples=60, deadline=None)
 
@@ -19,8 +20,7 @@ def scores_and_lens(draw, lens_rank):
     B = draw(st.integers(1, 3))
     Q = draw(st.integers(1, 4))
     K = draw(st.integers(1, 6))
-    scores = draw(arrays(np.float64, (B, Q, K),
-                         elements=st.floats(-1e3, 1e3, allow_nan=False, allow_infinity=False)))
+    scores = draw(arrays(np.float64, (B, Q, K), elements=st.floats(-1e3, 1e3, allow_nan=False, allow_infinity=False)))
     lens_shape = (B,) if lens_rank == 1 else (B, Q)
     lens = draw(arrays(np.int64, lens_shape, elements=st.integers(0, K)))
     return scores, lens
@@ -32,7 +32,7 @@ def _per_query_lens(lens, B, Q):
 
 
 def _check_masked_properties(weights, lens, shape):
-    B, Q, K = shape
+    B, Q, _K = shape
     w = ref.to_np(weights)
     assert w.shape == shape
     assert np.all(w >= 0)
@@ -71,8 +71,7 @@ def test_masked_softmax_2d_lens_properties(data):
 def test_masked_softmax_1d_lens_matches_reference(data):
     scores, lens = data
     got = attnviz.masked_softmax(torch.tensor(scores), torch.tensor(lens))
-    np.testing.assert_allclose(ref.to_np(got), ref.masked_softmax(scores, lens),
-                               rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(ref.to_np(got), ref.masked_softmax(scores, lens), rtol=1e-9, atol=1e-12)
 
 
 @SETTINGS
@@ -80,13 +79,17 @@ def test_masked_softmax_1d_lens_matches_reference(data):
 def test_masked_softmax_2d_lens_matches_reference(data):
     scores, lens = data
     got = attnviz.masked_softmax(torch.tensor(scores), torch.tensor(lens))
-    np.testing.assert_allclose(ref.to_np(got), ref.masked_softmax(scores, lens),
-                               rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(ref.to_np(got), ref.masked_softmax(scores, lens), rtol=1e-9, atol=1e-12)
 
 
 @SETTINGS
-@given(arrays(np.float64, st.tuples(st.integers(1, 3), st.integers(1, 4), st.integers(1, 6)),
-              elements=st.floats(-1e3, 1e3, allow_nan=False, allow_infinity=False)))
+@given(
+    arrays(
+        np.float64,
+        st.tuples(st.integers(1, 3), st.integers(1, 4), st.integers(1, 6)),
+        elements=st.floats(-1e3, 1e3, allow_nan=False, allow_infinity=False),
+    )
+)
 def test_masked_softmax_without_lens_is_plain_softmax(scores):
     got = attnviz.masked_softmax(torch.tensor(scores))
     np.testing.assert_allclose(ref.to_np(got), ref.masked_softmax(scores), rtol=1e-9, atol=1e-12)
@@ -97,10 +100,9 @@ def test_masked_softmax_without_lens_is_plain_softmax(scores):
 @given(scores_and_lens(lens_rank=1))
 def test_1d_lens_applies_to_every_query(data):
     scores, lens = data
-    B, Q, _ = scores.shape
+    _B, Q, _ = scores.shape
     one_d = attnviz.masked_softmax(torch.tensor(scores), torch.tensor(lens))
-    two_d = attnviz.masked_softmax(torch.tensor(scores),
-                                   torch.tensor(np.repeat(lens[:, None], Q, axis=1)))
+    two_d = attnviz.masked_softmax(torch.tensor(scores), torch.tensor(np.repeat(lens[:, None], Q, axis=1)))
     np.testing.assert_array_equal(ref.to_np(one_d), ref.to_np(two_d))
 
 

@@ -1,14 +1,12 @@
 """d2l-compatible modules, MultiHeadAttention and the multi-head helpers."""
 
-import math
-
 import numpy as np
 import pytest
+import reference as ref
 import torch
 from torch import nn
 
 import attnviz
-import reference as ref
 
 
 def d2l_example(query_size=20):

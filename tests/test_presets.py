@@ -1,13 +1,20 @@
 """Every preset runs, and the presets reproduce the study notes' numbers."""
+
 import numpy as np
 import pytest
-import torch
-
-import attnviz
 import reference as ref
 
-REQUIRED = ["waist_weight", "waist_chest_2d", "d2l_additive", "d2l_dot_product",
-            "unit_sentences", "decoder_state", "cross_residual"]
+import attnviz
+
+REQUIRED = [
+    "waist_weight",
+    "waist_chest_2d",
+    "d2l_additive",
+    "d2l_dot_product",
+    "unit_sentences",
+    "decoder_state",
+    "cross_residual",
+]
 
 
 def attention_part(trace):
@@ -59,8 +66,7 @@ def test_waist_weight_predicts_45_5_at_57():
     assert output[idx[0]] == pytest.approx(45.5, abs=1e-4)
     np.testing.assert_allclose(ref.to_np(trace.keys).reshape(-1), [51, 56, 58])
     np.testing.assert_allclose(ref.to_np(trace.values).reshape(-1), [40, 43, 48])
-    np.testing.assert_allclose(ref.to_np(trace.weights).reshape(-1, 3)[idx[0]], [0, 0.5, 0.5],
-                               atol=1e-6)
+    np.testing.assert_allclose(ref.to_np(trace.weights).reshape(-1, 3)[idx[0]], [0, 0.5, 0.5], atol=1e-6)
 
 
 def test_waist_chest_2d_matches_reference():
@@ -72,15 +78,11 @@ def test_waist_chest_2d_matches_reference():
     np.testing.assert_allclose(ref.to_np(trace.values).reshape(3, 2), values)
     np.testing.assert_allclose(ref.to_np(trace.queries).reshape(2, 2), queries)
     expected = ref.attention(queries, keys, values, score="dot")
-    np.testing.assert_allclose(ref.to_np(trace.scores).reshape(2, 3), expected["scores"],
-                               rtol=1e-6)
-    np.testing.assert_allclose(ref.to_np(trace.weights).reshape(2, 3), expected["weights"],
-                               atol=1e-6)
-    np.testing.assert_allclose(ref.to_np(trace.output).reshape(2, 2), expected["output"],
-                               atol=1e-3)
+    np.testing.assert_allclose(ref.to_np(trace.scores).reshape(2, 3), expected["scores"], rtol=1e-6)
+    np.testing.assert_allclose(ref.to_np(trace.weights).reshape(2, 3), expected["weights"], atol=1e-6)
+    np.testing.assert_allclose(ref.to_np(trace.output).reshape(2, 2), expected["output"], atol=1e-3)
     # by hand: q . (56, 82) beats q . (51, 70) by > 1000, the two equal keys share the weight
-    np.testing.assert_allclose(ref.to_np(trace.output).reshape(2, 2),
-                               [[45.5, 160.5], [45.5, 160.5]], atol=1e-3)
+    np.testing.assert_allclose(ref.to_np(trace.output).reshape(2, 2), [[45.5, 160.5], [45.5, 160.5]], atol=1e-3)
 
 
 # ------------------------------------------------------------------ note 004: d2l code
@@ -102,35 +104,56 @@ def test_d2l_presets_reproduce_book_output(key):
 
 # ------------------------------------------------------------------ note 003: unit sentences
 
-SENTS = np.array([
-    [[0.1696, 0.0125, 0.1379, 0.3478, 0.3790, 0.2276, 0.4528, 0.2270, 0.4609, 0.4082],
-     [0.0771, 0.2745, 0.1747, 0.4133, 0.1001, 0.1052, 0.4344, 0.0607, 0.4888, 0.5148],
-     [0.3007, 0.0279, 0.0811, 0.3120, 0.4506, 0.3386, 0.4638, 0.2450, 0.0686, 0.4554],
-     [0.4082, 0.3927, 0.4035, 0.1330, 0.3023, 0.3567, 0.0814, 0.0258, 0.1728, 0.4929]],
-    [[0.3552, 0.3260, 0.0076, 0.2821, 0.1292, 0.4619, 0.3386, 0.4913, 0.2997, 0.1095],
-     [0.4076, 0.1469, 0.2115, 0.5363, 0.1666, 0.5930, 0.0947, 0.2785, 0.0444, 0.1096],
-     [0.0576, 0.4700, 0.0063, 0.1463, 0.3560, 0.2613, 0.4805, 0.0120, 0.3639, 0.4427],
-     [0.4564, 0.5436, 0.0129, 0.1896, 0.2353, 0.3753, 0.2794, 0.4229, 0.0830, 0.0102]]])
+SENTS = np.array(
+    [
+        [
+            [0.1696, 0.0125, 0.1379, 0.3478, 0.3790, 0.2276, 0.4528, 0.2270, 0.4609, 0.4082],
+            [0.0771, 0.2745, 0.1747, 0.4133, 0.1001, 0.1052, 0.4344, 0.0607, 0.4888, 0.5148],
+            [0.3007, 0.0279, 0.0811, 0.3120, 0.4506, 0.3386, 0.4638, 0.2450, 0.0686, 0.4554],
+            [0.4082, 0.3927, 0.4035, 0.1330, 0.3023, 0.3567, 0.0814, 0.0258, 0.1728, 0.4929],
+        ],
+        [
+            [0.3552, 0.3260, 0.0076, 0.2821, 0.1292, 0.4619, 0.3386, 0.4913, 0.2997, 0.1095],
+            [0.4076, 0.1469, 0.2115, 0.5363, 0.1666, 0.5930, 0.0947, 0.2785, 0.0444, 0.1096],
+            [0.0576, 0.4700, 0.0063, 0.1463, 0.3560, 0.2613, 0.4805, 0.0120, 0.3639, 0.4427],
+            [0.4564, 0.5436, 0.0129, 0.1896, 0.2353, 0.3753, 0.2794, 0.4229, 0.0830, 0.0102],
+        ],
+    ]
+)
 
-PRINTED_SCORES = np.array([
-    [[1.0000, 0.8921, 0.9020, 0.6954],
-     [0.8921, 1.0000, 0.7390, 0.7076],
-     [0.9020, 0.7390, 1.0000, 0.7453],
-     [0.6954, 0.7076, 0.7453, 1.0000]],
-    [[1.0000, 0.8352, 0.7078, 0.9250],
-     [0.8352, 1.0000, 0.5001, 0.7811],
-     [0.7078, 0.5001, 1.0000, 0.6655],
-     [0.9250, 0.7811, 0.6655, 1.0000]]])
+PRINTED_SCORES = np.array(
+    [
+        [
+            [1.0000, 0.8921, 0.9020, 0.6954],
+            [0.8921, 1.0000, 0.7390, 0.7076],
+            [0.9020, 0.7390, 1.0000, 0.7453],
+            [0.6954, 0.7076, 0.7453, 1.0000],
+        ],
+        [
+            [1.0000, 0.8352, 0.7078, 0.9250],
+            [0.8352, 1.0000, 0.5001, 0.7811],
+            [0.7078, 0.5001, 1.0000, 0.6655],
+            [0.9250, 0.7811, 0.6655, 1.0000],
+        ],
+    ]
+)
 
-PRINTED_WEIGHTS = np.array([
-    [[0.2823, 0.2535, 0.2560, 0.2082],
-     [0.2629, 0.2929, 0.2256, 0.2186],
-     [0.2626, 0.2231, 0.2897, 0.2245],
-     [0.2263, 0.2290, 0.2378, 0.3068]],
-    [[0.2839, 0.2408, 0.2120, 0.2634],
-     [0.2603, 0.3069, 0.1862, 0.2466],
-     [0.2433, 0.1977, 0.3259, 0.2332],
-     [0.2692, 0.2331, 0.2076, 0.2901]]])
+PRINTED_WEIGHTS = np.array(
+    [
+        [
+            [0.2823, 0.2535, 0.2560, 0.2082],
+            [0.2629, 0.2929, 0.2256, 0.2186],
+            [0.2626, 0.2231, 0.2897, 0.2245],
+            [0.2263, 0.2290, 0.2378, 0.3068],
+        ],
+        [
+            [0.2839, 0.2408, 0.2120, 0.2634],
+            [0.2603, 0.3069, 0.1862, 0.2466],
+            [0.2433, 0.1977, 0.3259, 0.2332],
+            [0.2692, 0.2331, 0.2076, 0.2901],
+        ],
+    ]
+)
 
 
 def test_unit_sentences_inputs_are_the_printed_sents():
@@ -169,7 +192,10 @@ def test_decoder_state_matches_reference_on_its_inputs():
     trace = attention_part(run("decoder_state"))
     expected = ref.attention_from_scores(
         ref.raw_scores(trace.score, trace.queries, trace.keys, **trace.score_params),
-        trace.values, scale=trace.scale, temperature=trace.temperature)
+        trace.values,
+        scale=trace.scale,
+        temperature=trace.temperature,
+    )
     np.testing.assert_allclose(ref.to_np(trace.weights), expected["weights"], atol=1e-5)
     np.testing.assert_allclose(ref.to_np(trace.output), expected["output"], atol=1e-4)
 

@@ -1,10 +1,11 @@
 """tokenize and embed_tokens."""
+
 import numpy as np
 import pytest
+import reference as ref
 import torch
 
 import attnviz
-import reference as ref
 
 
 def test_tokenize_splits_words_and_punctuation():

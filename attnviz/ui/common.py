@@ -23,7 +23,7 @@ def md_escape(text: str) -> str:
 def page_frame(title: str, icon: str, intro: str) -> None:
     """Page config, title and the shared sidebar; every page (and a cold deep link) calls this first."""
     st.set_page_config(page_title=f"{title} · attnviz", page_icon=icon, layout="wide")
-    st.title(f"{icon} {title}")
+    st.title(title)
     st.caption(intro)
     with st.sidebar:
         st.caption(
