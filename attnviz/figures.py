@@ -1,6 +1,6 @@
 """Pure Plotly figure builders: numbers in, `go.Figure` out. No streamlit, no torch.
 
-Arrays reach Plotly as float32 numpy arrays, which Plotly serialises as compact binary.
+Arrays reach Plotly as float32 numpy arrays, which Plotly serialises as compact binary, never as lists of floats.
 Token labels are user text: they are HTML-escaped and made unique before they become axis categories.
 """
 
@@ -16,16 +16,15 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-WEIGHTS_PALETTE = "Cividis"  # sequential, colour-blind safe
+WEIGHTS_PALETTE = "Cividis"  # sequential and colour-blind safe
 SEQUENTIAL_PALETTE = "Viridis"
-DIVERGING_PALETTE = "RdBu_r"  # ColorBrewer RdBu is colour-blind safe; reversed so positive = red
+DIVERGING_PALETTE = "RdBu_r"  # ColorBrewer RdBu is colour-blind safe; reversed so that positive = red
 MASK_GREY = "#d9d9d9"
 MASK_NAME = "masked: cannot attend (weight exactly 0)"
 NO_SUPPORT_NAME = "no key inside the kernel window"
-MAX_TEXT_CELLS = 144  # numbers are printed in cells only up to 12 x 12
+MAX_TEXT_CELLS = 144  # numbers are printed in the cells only up to 12 x 12
 POSITION_MARK = "·"  # "the·1", "the·5": duplicate tokens stay distinct categories
-# Okabe–Ito colours, safe for the common colour-vision deficiencies
-ORANGE, BLUE, VERMILLION, BLACK = "#E69F00", "#0072B2", "#D55E00", "#000000"
+ORANGE, BLUE, VERMILLION, BLACK = "#E69F00", "#0072B2", "#D55E00", "#000000"  # Okabe–Ito, colour-blind safe
 
 Labels = Sequence[str] | None
 
@@ -36,7 +35,7 @@ Labels = Sequence[str] | None
 def _float32(data: Any) -> np.ndarray:
     """Numbers as a new float32 array (values beyond float32 become ±inf, never an error)."""
     with np.errstate(over="ignore"):
-        return np.array(data, dtype=np.float32)  # a copy: callers' arrays are never modified
+        return np.array(data, dtype=np.float32)  # a copy: the caller's array is never modified
 
 
 def _array(data: Any, name: str, ndim: int) -> np.ndarray:
@@ -68,16 +67,16 @@ def _allowed(mask: Any, shape: tuple[int, ...]) -> np.ndarray | None:
 
 
 def unique_labels(labels: Labels, count: int, prefix: str = "") -> list[str]:
-    """Escaped, unique category labels: defaults `prefix1..`, duplicates get a 1-based position mark."""
+    """Escaped, unique category labels: `prefix1..` by default; duplicates get a 1-based position mark."""
     if labels is None:
         return [f"{prefix}{i + 1}" for i in range(count)]
-    texts = [html.escape(str(label), quote=False) for label in labels]
+    texts = [html.escape(str(label), quote=False) for label in labels]  # Plotly reads <b>, <br>, <a> in labels
     if len(texts) != count:
         raise ValueError(f"expected {count} labels, got {len(texts)}")
     repeated = {text for text in texts if texts.count(text) > 1}
     texts = [f"{text}{POSITION_MARK}{i + 1}" if text in repeated else text for i, text in enumerate(texts)]
     seen: set[str] = set()
-    for i, text in enumerate(texts):  # a user label may itself look like "the·2": keep marking until unique
+    for i, text in enumerate(texts):  # a user label may itself read "the·2": mark again until unique
         while text in seen:
             text = f"{text}{POSITION_MARK}{i + 1}"
         texts[i] = text
@@ -86,75 +85,58 @@ def unique_labels(labels: Labels, count: int, prefix: str = "") -> list[str]:
 
 
 def _show_values(show_values: bool | None, shape: tuple[int, ...]) -> bool:
-    """Print numbers in cells? Auto when None; never for more than MAX_TEXT_CELLS cells."""
+    """Print numbers in the cells? Auto when None; never for more than MAX_TEXT_CELLS cells."""
     small = math.prod(shape) <= MAX_TEXT_CELLS
     return small if show_values is None else bool(show_values) and small
 
 
-# ---------------------------------------------------------------- traces
+# ---------------------------------------------------------------- shared pieces
 
 
-def _heatmap_trace(
-    weights: np.ndarray, allowed: np.ndarray | None, x: list[str], y: list[str], palette: str, text: bool, **kwargs: Any
-) -> go.Heatmap:
-    """A heatmap of (Q, K) values, NaN where masked (the grey mask trace shows there)."""
-    z = weights if allowed is None else np.where(allowed, weights, np.float32(np.nan))  # (Q, K)
-    return go.Heatmap(
-        z=z.astype(np.float32),
-        x=x,
-        y=y,
-        colorscale=palette,
-        hoverongaps=False,
-        texttemplate="%{z:.2f}" if text else None,
-        **kwargs,
-    )
+def _heatmap(values: np.ndarray, allowed: np.ndarray | None, x: list[str], y: list[str], **kwargs: Any) -> go.Heatmap:
+    """A heatmap of (Q, K) values, NaN where masked (the grey mask trace shows there instead)."""
+    z = values if allowed is None else np.where(allowed, values, np.float32(np.nan))  # (Q, K)
+    return go.Heatmap(z=z.astype(np.float32), x=x, y=y, hoverongaps=False, **kwargs)
 
 
-def _mask_trace(allowed: np.ndarray, x: list[str], y: list[str], text: bool, **kwargs: Any) -> go.Heatmap:
-    """Masked cells (allowed False) in flat grey with "×", no colour bar; NaN (transparent) elsewhere."""
+def _mask_trace(allowed: np.ndarray, x: list[str], y: list[str], text: bool) -> go.Heatmap:
+    """Masked cells (allowed False) in flat grey, with "×" when small, no colour bar; transparent elsewhere."""
     z = np.where(allowed, np.float32(np.nan), np.float32(1.0)).astype(np.float32)  # (Q, K)
-    cross = np.where(allowed, "", "×").astype(object) if text else None
-    return go.Heatmap(
-        z=z,
-        x=x,
-        y=y,
-        name="masked",
-        colorscale=[[0.0, MASK_GREY], [1.0, MASK_GREY]],
-        zmin=0.0,
-        zmax=1.0,
-        showscale=False,
-        hoverongaps=False,
-        text=cross,
-        texttemplate="%{text}" if text else None,
-        textfont={"color": BLACK},
-        hovertemplate=f"query: %{{y}}<br>key: %{{x}}<br>{MASK_NAME}<extra></extra>",
-        **kwargs,
-    )
+    grey = {"colorscale": [[0.0, MASK_GREY], [1.0, MASK_GREY]], "zmin": 0.0, "zmax": 1.0, "showscale": False}
+    crosses = np.where(allowed, "", "×").astype(object)
+    cells = {"text": crosses, "texttemplate": "%{text}", "textfont": {"color": BLACK}} if text else {}
+    hover = f"query: %{{y}}<br>key: %{{x}}<br>{MASK_NAME}<extra></extra>"
+    return go.Heatmap(z=z, x=x, y=y, name="masked", hoverongaps=False, hovertemplate=hover, **grey, **cells)
 
 
-def _mask_legend() -> go.Scatter:
-    """An invisible point whose legend entry is a grey square: explains the masked cells."""
-    return go.Scatter(
-        x=[None],
-        y=[None],
-        mode="markers",
-        name=MASK_NAME,
-        marker={"symbol": "square", "size": 14, "color": MASK_GREY, "line": {"color": "#7f7f7f", "width": 1}},
-        showlegend=True,
-        hoverinfo="skip",
-    )
+def _add_masks(fig: go.Figure, panels: list[tuple[np.ndarray, Any, Any]], x: list[str], y: list[str]) -> None:
+    """Grey mask traces on each (allowed, row, col) panel that has masked cells, plus one legend entry."""
+    masked = [(allowed, row, col) for allowed, row, col in panels if not allowed.all()]
+    if not masked:
+        return
+    text = _show_values(None, masked[0][0].shape)
+    for allowed, row, col in masked:
+        fig.add_trace(_mask_trace(allowed, x, y, text), row=row, col=col)
+    square = {"symbol": "square", "size": 14, "color": MASK_GREY, "line": {"color": "#7f7f7f", "width": 1}}
+    legend_entry = go.Scatter(x=[None], y=[None], mode="markers", name=MASK_NAME, marker=square, hoverinfo="skip")
+    fig.add_trace(legend_entry, row=panels[0][1], col=panels[0][2])
+    # above the plot; with subplots, above their titles too (container coordinates)
+    place = {"yref": "container", "y": 0.99, "yanchor": "top"} if len(panels) > 1 else {"y": 1.0, "yanchor": "bottom"}
+    fig.update_layout(showlegend=True, legend={"orientation": "h", "x": 0.0, "xanchor": "left", **place})
+    fig.update_layout(margin={"t": 90})
 
 
-def _weight_hover(with_scores: bool = False, prefix: str = "", quantity: str = "weight") -> str:
-    """Hover text for a weight cell: labels, the value to 6 significant digits, the raw score if known."""
+def _hover(prefix: str = "", quantity: str = "weight", with_scores: bool = False) -> str:
+    """Hover text for a cell: query and key labels, the value to 6 significant digits, the raw score if known."""
     score = "<br>score: %{customdata:.6~g}" if with_scores else ""
     return f"{prefix}query: %{{y}}<br>key: %{{x}}<br>{quantity}: %{{z:.6~g}}{score}<extra></extra>"
 
 
-def _style_matrix_axes(fig: go.Figure, x_title: str = "", y_title: str = "", **selector: Any) -> None:
-    """Category axes (tokens are never parsed as numbers), y reversed so row 1 is at the top."""
-    fig.update_xaxes(type="category", title_text=x_title or None, **selector)
-    fig.update_yaxes(type="category", title_text=y_title or None, autorange="reversed", **selector)
+def _style_matrix_axes(fig: go.Figure, x_title: str = "", y_title: str = "") -> None:
+    """Category axes (tokens are never parsed as numbers), y reversed so that row 1 is at the top."""
+    fig.update_xaxes(type="category", title_text=x_title or None, showgrid=False, zeroline=False)
+    fig.update_yaxes(type="category", title_text=y_title or None, showgrid=False, zeroline=False, autorange="reversed")
+    fig.update_layout(plot_bgcolor="white")  # NaN cells read as empty, not as a tinted cell
 
 
 def _height(rows: int) -> int:
@@ -162,12 +144,9 @@ def _height(rows: int) -> int:
     return int(min(900, max(360, 24 * rows + 180)))
 
 
-def _legend_on_top(fig: go.Figure) -> None:
-    """Horizontal legend just above the plot area, clear of the colour bar and tick labels."""
-    fig.update_layout(
-        legend={"orientation": "h", "x": 0.0, "xanchor": "left", "y": 1.0, "yanchor": "bottom"},
-        margin={"t": 90},
-    )
+def _weights_axis(palette: str) -> dict[str, Any]:
+    """A shared colour axis for attention weights, fixed to [0, 1]."""
+    return {"colorscale": palette, "cmin": 0.0, "cmax": 1.0, "colorbar": {"title": {"text": "weight"}}}
 
 
 # ---------------------------------------------------------------- attention weights
@@ -187,37 +166,21 @@ def weights_heatmap(
     """Attention weights (Q, K) as a heatmap on [0, 1]; masked cells grey, raw scores in the hover."""
     values = _array(weights, "weights", 2)  # (Q, K)
     allowed = _allowed(mask, values.shape)
-    y = unique_labels(query_labels, values.shape[0], "q")
-    x = unique_labels(key_labels, values.shape[1], "k")
-    text = _show_values(show_values, values.shape)
+    y, x = unique_labels(query_labels, values.shape[0], "q"), unique_labels(key_labels, values.shape[1], "k")
     extra: dict[str, Any] = {}
     if scores is not None:
-        raw = _array(scores, "scores", 2)  # (Q, K)
-        if raw.shape != values.shape:
-            raise ValueError(f"scores shape {raw.shape} differs from weights shape {values.shape}")
-        extra["customdata"] = raw
-    fig = go.Figure(
-        _heatmap_trace(
-            values,
-            allowed,
-            x,
-            y,
-            palette,
-            text,
-            name="weights",
-            zmin=0.0,
-            zmax=1.0,
-            colorbar={"title": {"text": "weight"}},
-            hovertemplate=_weight_hover(scores is not None),
-            **extra,
-        )
-    )
-    if allowed is not None and not allowed.all():
-        fig.add_trace(_mask_trace(allowed, x, y, text))
-        fig.add_trace(_mask_legend())
-        _legend_on_top(fig)
-    _style_matrix_axes(fig, "keys", "queries")
+        extra["customdata"] = _array(scores, "scores", 2)  # (Q, K) raw a(q, k), shown on hover
+        if extra["customdata"].shape != values.shape:
+            raise ValueError(f"scores shape {extra['customdata'].shape} differs from weights shape {values.shape}")
+    if _show_values(show_values, values.shape):
+        extra["texttemplate"] = "%{z:.2f}"
+    hover = _hover(with_scores=scores is not None)
+    trace = _heatmap(values, allowed, x, y, name="weights", colorscale=palette, zmin=0.0, zmax=1.0, **extra)
+    fig = go.Figure(trace.update(colorbar={"title": {"text": "weight"}}, hovertemplate=hover))
     fig.update_layout(title={"text": title}, height=_height(values.shape[0]))
+    if allowed is not None:
+        _add_masks(fig, [(allowed, None, None)], x, y)
+    _style_matrix_axes(fig, "keys", "queries")
     return fig
 
 
@@ -231,59 +194,37 @@ def heads_grid(
     palette: str = WEIGHTS_PALETTE,
     columns: int = 4,
 ) -> go.Figure:
-    """One small heatmap per head, weights (h, Q, K), sharing one colour axis on [0, 1]."""
+    """One small heatmap per head, weights (h, Q, K), all sharing one colour axis on [0, 1]."""
     values = _array(weights, "weights", 3)  # (h, Q, K)
     heads, n_queries, n_keys = values.shape
     if heads == 0 or columns < 1:
-        raise ValueError("heads_grid needs at least one head and one column")
+        raise ValueError("heads_grid needs at least one head and at least one column")
     allowed = _allowed(mask, values.shape)  # (h, Q, K) or None
-    y = unique_labels(query_labels, n_queries, "q")
-    x = unique_labels(key_labels, n_keys, "k")
+    y, x = unique_labels(query_labels, n_queries, "q"), unique_labels(key_labels, n_keys, "k")
     titles = unique_labels(head_titles, heads, "head ")
     cols = min(columns, heads)
     rows = math.ceil(heads / cols)
     specs = [[{} if r * cols + c < heads else None for c in range(cols)] for r in range(rows)]
+    spacing = min(0.12, 0.5 / max(rows - 1, 1))
     fig = make_subplots(
-        rows=rows,
-        cols=cols,
-        specs=specs,
-        subplot_titles=titles,
-        horizontal_spacing=0.03,
-        vertical_spacing=min(0.12, 0.5 / max(rows - 1, 1)),
+        rows, cols, specs=specs, subplot_titles=titles, horizontal_spacing=0.03, vertical_spacing=spacing
     )
-    text = _show_values(None, (n_queries, n_keys))
+    text = {"texttemplate": "%{z:.2f}"} if _show_values(None, (n_queries, n_keys)) else {}
     cells = [(head // cols + 1, head % cols + 1) for head in range(heads)]
     for head, (row, col) in enumerate(cells):
         head_allowed = None if allowed is None else allowed[head]
-        hover = _weight_hover(prefix=f"{titles[head]}<br>")
-        trace = _heatmap_trace(
-            values[head],
-            head_allowed,
-            x,
-            y,
-            palette,
-            text,
-            name=titles[head],
-            coloraxis="coloraxis",
-            hovertemplate=hover,
-        )
-        fig.add_trace(trace, row=row, col=col)
-    any_masked = allowed is not None and not allowed.all()
-    for head, (row, col) in enumerate(cells):
-        if any_masked and not allowed[head].all():
-            fig.add_trace(_mask_trace(allowed[head], x, y, text), row=row, col=col)
-    if any_masked:
-        fig.add_trace(_mask_legend(), row=1, col=1)
-        _legend_on_top(fig)
+        hover = _hover(prefix=f"{titles[head]}<br>")
+        trace = _heatmap(values[head], head_allowed, x, y, name=titles[head], coloraxis="coloraxis", **text)
+        fig.add_trace(trace.update(hovertemplate=hover), row=row, col=col)
+    if allowed is not None:
+        _add_masks(fig, [(allowed[head], row, col) for head, (row, col) in enumerate(cells)], x, y)
     _style_matrix_axes(fig)
     for head, (row, col) in enumerate(cells):
         bottom = head + cols >= heads  # no head below: this panel carries the key labels
         fig.update_xaxes(showticklabels=bottom, title_text="keys" if bottom else None, row=row, col=col)
         fig.update_yaxes(showticklabels=col == 1, title_text="queries" if col == 1 else None, row=row, col=col)
-    fig.update_layout(
-        coloraxis={"colorscale": palette, "cmin": 0.0, "cmax": 1.0, "colorbar": {"title": {"text": "weight"}}},
-        height=int(min(1400, rows * max(220, 14 * n_queries + 120) + 120)),
-    )
+    height = int(min(1400, rows * max(220, 14 * n_queries + 120) + 120))
+    fig.update_layout(coloraxis=_weights_axis(palette), height=height)
     return fig
 
 
@@ -299,42 +240,27 @@ def comparison_figure(
     palette: str = WEIGHTS_PALETTE,
 ) -> go.Figure:
     """Weights A, weights B and their difference A − B (diverging, fixed to [-1, 1]) side by side."""
-    first = _array(weights_a, "weights_a", 2)  # (Q, K)
-    second = _array(weights_b, "weights_b", 2)  # (Q, K)
+    first, second = _array(weights_a, "weights_a", 2), _array(weights_b, "weights_b", 2)  # (Q, K) each
     if first.shape != second.shape:
         raise ValueError(f"weights_a shape {first.shape} differs from weights_b shape {second.shape}")
     allowed = _allowed(mask, first.shape)
-    y = unique_labels(query_labels, first.shape[0], "q")
-    x = unique_labels(key_labels, first.shape[1], "k")
+    y, x = unique_labels(query_labels, first.shape[0], "q"), unique_labels(key_labels, first.shape[1], "k")
     name_a, name_b = (html.escape(str(label), quote=False) for label in (label_a, label_b))
-    difference_name = f"{name_a} − {name_b}"
-    fig = make_subplots(rows=1, cols=3, subplot_titles=[name_a, name_b, difference_name], horizontal_spacing=0.04)
-    text = _show_values(None, first.shape)
-    panels = [(first, name_a, "coloraxis", palette), (second, name_b, "coloraxis", palette)]
-    panels.append((first - second, difference_name, "coloraxis2", DIVERGING_PALETTE))  # (Q, K)
-    for col, (values, name, axis, scale) in enumerate(panels, start=1):
-        hover = _weight_hover(prefix=f"{name}<br>", quantity="weight" if col < 3 else "difference")
-        trace = _heatmap_trace(values, allowed, x, y, scale, text, name=name, coloraxis=axis, hovertemplate=hover)
-        fig.add_trace(trace, row=1, col=col)
-    if allowed is not None and not allowed.all():
-        for col in (1, 2, 3):
-            fig.add_trace(_mask_trace(allowed, x, y, text), row=1, col=col)
-        fig.add_trace(_mask_legend(), row=1, col=1)
-        _legend_on_top(fig)
+    names = [name_a, name_b, f"{name_a} − {name_b}"]
+    fig = make_subplots(rows=1, cols=3, subplot_titles=names, horizontal_spacing=0.04)
+    text = {"texttemplate": "%{z:.2f}"} if _show_values(None, first.shape) else {}
+    panels = [(first, "coloraxis", "weight"), (second, "coloraxis", "weight"), (first - second, "coloraxis2", "A − B")]
+    for col, (values, axis, quantity) in enumerate(panels, start=1):
+        trace = _heatmap(values, allowed, x, y, name=names[col - 1], coloraxis=axis, **text)
+        fig.add_trace(trace.update(hovertemplate=_hover(f"{names[col - 1]}<br>", quantity)), row=1, col=col)
+    if allowed is not None:
+        _add_masks(fig, [(allowed, 1, col) for col in (1, 2, 3)], x, y)
     _style_matrix_axes(fig, "keys")
     fig.update_yaxes(showticklabels=False)
     fig.update_yaxes(showticklabels=True, title_text="queries", row=1, col=1)
-    fig.update_layout(
-        coloraxis={"colorscale": palette, "cmin": 0.0, "cmax": 1.0, "colorbar": {"title": {"text": "weight"}}},
-        coloraxis2={
-            "colorscale": DIVERGING_PALETTE,
-            "cmin": -1.0,
-            "cmax": 1.0,
-            "cmid": 0.0,
-            "colorbar": {"title": {"text": "A − B"}, "x": 1.12},
-        },
-        height=_height(first.shape[0]),
-    )
+    difference_bar = {"title": {"text": "A − B"}, "x": 1.12}
+    difference_axis = {"colorscale": DIVERGING_PALETTE, "cmin": -1.0, "cmax": 1.0, "colorbar": difference_bar}
+    fig.update_layout(coloraxis=_weights_axis(palette), coloraxis2=difference_axis, height=_height(first.shape[0]))
     return fig
 
 
@@ -342,19 +268,24 @@ def comparison_figure(
 
 
 def _colour_range(values: np.ndarray, symmetric: bool, zmin: float | None, zmax: float | None) -> tuple[float, float]:
-    """The colour range: given bounds win; otherwise ±max|finite| (symmetric) or finite min..max."""
+    """The colour range: given bounds win; otherwise ±max|finite| (symmetric) or the finite min..max."""
     finite = values[np.isfinite(values)].astype(np.float64)
     if symmetric:
-        bound = float(np.abs(finite).max()) if finite.size else 1.0
-        bound = bound or 1.0
-        low = -abs(zmax) if zmin is None and zmax is not None else (-bound if zmin is None else zmin)
-        high = abs(zmin) if zmax is None and zmin is not None else (bound if zmax is None else zmax)
-        return float(low), float(high)
-    low = float(finite.min()) if zmin is None and finite.size else (0.0 if zmin is None else zmin)
-    high = float(finite.max()) if zmax is None and finite.size else (1.0 if zmax is None else zmax)
-    if high <= low:
-        low, high = low - 0.5, low + 0.5
-    return float(low), float(high)
+        bound = (float(np.abs(finite).max()) if finite.size else 0.0) or 1.0
+        if zmin is None and zmax is None:
+            return -bound, bound
+        if zmin is None or zmax is None:  # one bound given: mirror it so that 0 stays in the middle
+            given = abs(float(zmin if zmax is None else zmax))
+            return -given, given
+        return float(zmin), float(zmax)
+    low = float(zmin) if zmin is not None else float(finite.min()) if finite.size else 0.0
+    high = float(zmax) if zmax is not None else float(finite.max()) if finite.size else 1.0
+    return (low, high) if high > low else (low - 0.5, low + 0.5)
+
+
+def _cell_text(value: float) -> str:
+    """A cell's number to 3 significant digits ("inf" reads as such); NaN as an empty cell."""
+    return "" if math.isnan(value) else f"{value:.3g}"
 
 
 def matrix_heatmap(
@@ -372,51 +303,41 @@ def matrix_heatmap(
     y_title: str = "",
     mask: Any = None,
 ) -> go.Figure:
-    """Any matrix (scores, outputs, W_q, ...) as a heatmap; signed data diverging around 0 when symmetric."""
+    """Any matrix (scores, outputs, W_q, ...) as a heatmap; signed data on a diverging scale around 0 if symmetric."""
     values = _array(matrix, "matrix", 2)  # (rows, cols)
     low, high = _colour_range(values, symmetric, zmin, zmax)
-    # ±inf would be a gap in Plotly: colour it as the end of the scale, keep the true value for hover and text
+    # Plotly draws ±inf as a gap: colour it as the end of the scale, keep the true value for hover and text
     colour = np.where(np.isposinf(values), np.float32(high), np.where(np.isneginf(values), np.float32(low), values))
-    colour = colour.astype(np.float32)
-    has_inf = bool(np.isinf(values).any())
     allowed = _allowed(mask, values.shape)
-    y = unique_labels(row_labels, values.shape[0])
-    x = unique_labels(col_labels, values.shape[1])
-    text = _show_values(show_values, values.shape)
-    shown = "%{customdata:.6~g}" if has_inf else "%{z:.6~g}"
-    trace_args: dict[str, Any] = {
-        "name": title or "matrix",
-        "zmin": low,
-        "zmax": high,
-        "hovertemplate": (
-            f"{y_title or 'row'}: %{{y}}<br>{x_title or 'column'}: %{{x}}<br>value: {shown}<extra></extra>"
-        ),
-    }
-    if has_inf:
-        trace_args["customdata"] = values
-    if symmetric:
-        trace_args["zmid"] = 0.0
+    y, x = unique_labels(row_labels, values.shape[0]), unique_labels(col_labels, values.shape[1])
+    extra: dict[str, Any] = {"zmid": 0.0} if symmetric else {}
+    shown = "%{z:.6~g}"
+    if np.isinf(values).any():
+        extra["customdata"], shown = values, "%{customdata:.6~g}"
+    if _show_values(show_values, values.shape):  # formatted here: NaN empty, ±inf as "inf", not the clipped colour
+        cells = np.array([[_cell_text(v) for v in row] for row in values.tolist()], dtype=object)
+        extra["text"] = cells if allowed is None else np.where(allowed, cells, "")  # masked cells show "×"
+        extra["texttemplate"] = "%{text}"
+    hover = f"{y_title or 'row'}: %{{y}}<br>{x_title or 'column'}: %{{x}}<br>value: {shown}<extra></extra>"
     scale = palette or (DIVERGING_PALETTE if symmetric else SEQUENTIAL_PALETTE)
-    trace = _heatmap_trace(colour, allowed, x, y, scale, False, **trace_args)
-    if text:  # numbers formatted here so ±inf and NaN read as such, not as the clipped colour value
-        trace.text = np.array([[_short(v) for v in row] for row in values], dtype=object)
-        trace.texttemplate = "%{text}"
-    fig = go.Figure(trace)
-    if allowed is not None and not allowed.all():
-        fig.add_trace(_mask_trace(allowed, x, y, text))
-        fig.add_trace(_mask_legend())
-        _legend_on_top(fig)
-    _style_matrix_axes(fig, x_title, y_title)
+    trace = _heatmap(colour, allowed, x, y, name=title or "matrix", colorscale=scale, zmin=low, zmax=high, **extra)
+    fig = go.Figure(trace.update(hovertemplate=hover))
     fig.update_layout(title={"text": title}, height=_height(values.shape[0]))
+    if allowed is not None:
+        _add_masks(fig, [(allowed, None, None)], x, y)
+    _style_matrix_axes(fig, x_title, y_title)
     return fig
 
 
-def _short(value: float) -> str:
-    """A cell's number in at most 3 significant digits; NaN as an empty cell."""
-    return "" if math.isnan(value) else f"{value:.3g}"
-
-
 # ---------------------------------------------------------------- kernel regression and training
+
+
+def _scatter(x: np.ndarray, y: np.ndarray, name: str, x_name: str, y_name: str, **style: Any) -> go.Scatter:
+    """Points (default) or a line, NaN drawn as a gap, with a hover naming both coordinates (y_name "" hides y)."""
+    y_part = f"<br>{y_name}: %{{y:.4~g}}" if y_name else f"<br>{name}"
+    hover = f"{x_name}: %{{x:.4~g}}{y_part}<extra></extra>"
+    style = {"mode": "markers", **style}
+    return go.Scatter(x=x, y=y, name=name, hovertemplate=hover, connectgaps=False, **style)
 
 
 def kernel_regression_figure(
@@ -429,95 +350,52 @@ def kernel_regression_figure(
     no_support: Any = None,
     title: str = "Nadaraya–Watson regression",
 ) -> go.Figure:
-    """Training points, the true function, and the prediction, with gaps (and ×) where no key was in reach."""
-    keys, values = _vector(x_train, "x_train"), _vector(y_train, "y_train")
-    queries, predictions = _vector(x_query, "x_query"), _vector(y_pred, "y_pred")
+    """Training points, the true function and the prediction; gaps and × marks where no key was in reach."""
+    keys, values = _vector(x_train, "x_train"), _vector(y_train, "y_train")  # (n,) each
+    queries, predictions = _vector(x_query, "x_query"), _vector(y_pred, "y_pred")  # (m,) each
     if keys.shape != values.shape or queries.shape != predictions.shape:
         raise ValueError("x_train/y_train and x_query/y_pred must have matching lengths")
     order = np.argsort(queries, kind="stable")  # lines are drawn left to right
     queries, predictions = queries[order], predictions[order]
-    empty = np.zeros(queries.shape, dtype=bool)
-    if no_support is not None:
-        empty = np.asarray(no_support, dtype=bool).reshape(-1)[order]
-        predictions = np.where(empty, np.float32(np.nan), predictions).astype(np.float32)
+    empty = np.zeros(queries.shape, bool) if no_support is None else np.asarray(no_support, bool).ravel()
+    if empty.shape != queries.shape:
+        raise ValueError("no_support must have one flag per query")
+    empty = empty[order]
+    predictions = np.where(empty, np.float32(np.nan), predictions).astype(np.float32)  # NaN: a gap in the line
     fig = go.Figure()
-    fig.add_trace(
-        go.Scatter(
-            x=keys,
-            y=values,
-            mode="markers",
-            name="training data (keys, values)",
-            marker={"color": ORANGE, "size": 7, "opacity": 0.8},
-            hovertemplate="key x: %{x:.4~g}<br>value y: %{y:.4~g}<extra></extra>",
-        )
-    )
+    points = {"color": ORANGE, "size": 7, "opacity": 0.8}
+    fig.add_trace(_scatter(keys, values, "training data (keys, values)", "key x", "value y", marker=points))
     if y_true is not None:
         truth = _vector(y_true, "y_true")
         if truth.shape != queries.shape:
             raise ValueError("y_true must have one value per query")
-        fig.add_trace(
-            go.Scatter(
-                x=queries,
-                y=truth[order],
-                mode="lines",
-                name="true function",
-                line={"color": BLACK, "dash": "dash", "width": 2},
-                hovertemplate="x: %{x:.4~g}<br>true y: %{y:.4~g}<extra></extra>",
-            )
-        )
-    fig.add_trace(
-        go.Scatter(
-            x=queries,
-            y=predictions,
-            mode="lines",
-            name="prediction (attention pooling)",
-            line={"color": BLUE, "width": 3},
-            connectgaps=False,
-            hovertemplate="query x: %{x:.4~g}<br>prediction: %{y:.4~g}<extra></extra>",
-        )
-    )
+        dashed = {"color": BLACK, "dash": "dash", "width": 2}
+        fig.add_trace(_scatter(queries, truth[order], "true function", "x", "true y", mode="lines", line=dashed))
+    solid = {"color": BLUE, "width": 3}
+    fig.add_trace(_scatter(queries, predictions, "prediction", "query x", "prediction", mode="lines", line=solid))
     if empty.any():
+        cross = {"symbol": "x-thin", "size": 11, "line": {"color": VERMILLION, "width": 2}}
+        rug = np.full(int(empty.sum()), 0.02, dtype=np.float32)  # on an invisible 0..1 axis: the plot's bottom edge
         fig.add_trace(
-            go.Scatter(
-                x=queries[empty],
-                y=np.zeros(int(empty.sum()), dtype=np.float32),
-                yaxis="y2",  # an invisible 0..1 axis pins the × marks to the bottom of the plot
-                mode="markers",
-                name=NO_SUPPORT_NAME,
-                marker={"symbol": "x-thin", "size": 11, "color": VERMILLION, "line": {"color": VERMILLION, "width": 2}},
-                hovertemplate=f"query x: %{{x:.4~g}}<br>{NO_SUPPORT_NAME}<extra></extra>",
-            )
+            _scatter(queries[empty], rug, NO_SUPPORT_NAME, "query x", "", yaxis="y2", marker=cross, cliponaxis=False)
         )
         fig.update_layout(yaxis2={"overlaying": "y", "range": [0.0, 1.0], "visible": False, "fixedrange": True})
-    fig.update_layout(
-        title={"text": title},
-        xaxis_title="x (queries and keys)",
-        yaxis_title="y (values)",
-        legend={"orientation": "h", "x": 0.0, "y": 1.0, "yanchor": "bottom"},
-        margin={"t": 90},
-    )
+    legend = {"orientation": "h", "x": 0.0, "y": 1.0, "yanchor": "bottom"}
+    fig.update_layout(title={"text": title}, legend=legend, margin={"t": 90}, showlegend=True)
+    fig.update_layout(xaxis_title="x (queries and keys)", yaxis_title="y (values)")
     return fig
 
 
 def loss_curve(losses: Any, *, title: str = "Leave-one-out loss") -> go.Figure:
-    """Loss per epoch (1-based); log y axis when the losses span more than two decades."""
+    """Loss per epoch (1-based); a log y axis when the losses span more than two decades."""
     values = _vector(losses, "losses")  # (epochs,)
     epochs = np.arange(1, values.size + 1, dtype=np.int32)
-    fig = go.Figure(
-        go.Scatter(
-            x=epochs,
-            y=values,
-            mode="lines+markers" if values.size <= 50 else "lines",
-            name="loss",
-            line={"color": BLUE},
-            hovertemplate="epoch %{x}<br>loss %{y:.6~g}<extra></extra>",
-        )
-    )
+    mode = "lines+markers" if values.size <= 50 else "lines"
+    fig = go.Figure(go.Scatter(x=epochs, y=values, mode=mode, name="loss", line={"color": BLUE}))
+    fig.data[0].hovertemplate = "epoch %{x}<br>loss %{y:.6~g}<extra></extra>"
     positive = values[np.isfinite(values) & (values > 0)]
-    spans_decades = positive.size == values.size > 0 and float(positive.max()) > 100 * float(positive.min())
-    fig.update_layout(
-        title={"text": title}, xaxis_title="epoch", yaxis_title="loss", yaxis_type="log" if spans_decades else None
-    )
+    log = positive.size == values.size > 0 and float(positive.max()) > 100 * float(positive.min())
+    fig.update_layout(title={"text": title}, xaxis_title="epoch", yaxis_title="loss", yaxis_type="log" if log else None)
     return fig
 
 
@@ -525,16 +403,8 @@ def vector_bars(values: Any, *, labels: Labels = None, title: str = "") -> go.Fi
     """A small bar chart of one vector, e.g. one query's weights over the keys."""
     heights = _vector(values, "values")  # (n,)
     x = unique_labels(labels, heights.size)
-    fig = go.Figure(
-        go.Bar(
-            x=x,
-            y=heights,
-            marker_color=BLUE,
-            texttemplate="%{y:.2f}" if heights.size <= 16 else None,
-            textposition="outside",
-            hovertemplate="%{x}: %{y:.6~g}<extra></extra>",
-        )
-    )
+    text = {"texttemplate": "%{y:.2f}", "textposition": "outside", "cliponaxis": False} if heights.size <= 16 else {}
+    fig = go.Figure(go.Bar(x=x, y=heights, marker_color=BLUE, hovertemplate="%{x}: %{y:.6~g}<extra></extra>", **text))
     fig.update_layout(title={"text": title}, xaxis_type="category", height=320, margin={"t": 60})
     return fig
 

@@ -1,0 +1,324 @@
+"""attnviz.figures: the numbers in the figures are the numbers given, labels are safe, payloads are compact."""
+
+import json
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+
+from attnviz import figures
+
+RNG = np.random.default_rng(0)
+
+
+def softmax_rows(scores: np.ndarray, allowed: np.ndarray) -> np.ndarray:
+    """Row softmax over allowed cells, exactly 0 elsewhere (an independent reference for the tests)."""
+    shifted = np.where(allowed, scores, -np.inf)
+    exps = np.exp(shifted - shifted.max(axis=1, keepdims=True))
+    return (exps / exps.sum(axis=1, keepdims=True)).astype(np.float32)
+
+
+@pytest.fixture
+def causal_3x4():
+    """Scores (3, 4), a causal mask with cells masked in every row but the last, and the softmax weights."""
+    scores = np.array([[1.0, 2.0, 0.5, -1.0], [0.1, -0.3, 2.2, 0.0], [3.0, 1.0, -2.0, 0.25]], dtype=np.float32)
+    allowed = np.tril(np.ones((3, 4), dtype=bool), k=1)  # row i may attend to keys 0..i+1
+    return scores, allowed, softmax_rows(scores, allowed)
+
+
+def traces(fig: go.Figure, name: str) -> list:
+    """The traces of `fig` with this name."""
+    return [trace for trace in fig.data if trace.name == name]
+
+
+# ---------------------------------------------------------------- weights_heatmap
+
+
+def test_weight_trace_holds_the_weights_and_nan_where_masked(causal_3x4):
+    scores, allowed, weights = causal_3x4
+    fig = figures.weights_heatmap(weights, scores=scores, mask=allowed)
+    z = fig.data[0].z
+    assert fig.data[0].type == "heatmap" and z.shape == (3, 4)
+    np.testing.assert_array_equal(z[allowed], weights[allowed])
+    assert np.isnan(z[~allowed]).all() and not np.isnan(z[allowed]).any()
+
+
+def test_masked_trace_marks_exactly_the_masked_cells(causal_3x4):
+    _, allowed, weights = causal_3x4
+    fig = figures.weights_heatmap(weights, mask=allowed)
+    (masked,) = traces(fig, "masked")
+    np.testing.assert_array_equal(~np.isnan(masked.z), ~allowed)
+    assert masked.showscale is False
+    assert {color for _, color in masked.colorscale} == {figures.MASK_GREY}
+    assert list(masked.text[~allowed]) == ["×"] * int((~allowed).sum())  # small: a cross in each masked cell
+    (legend,) = traces(fig, figures.MASK_NAME)
+    assert legend.type == "scatter" and legend.marker.color == figures.MASK_GREY
+
+
+def test_no_mask_trace_when_nothing_is_masked(causal_3x4):
+    _, _, weights = causal_3x4
+    fig = figures.weights_heatmap(weights, mask=np.ones((3, 4), dtype=bool))
+    assert [trace.name for trace in fig.data] == ["weights"]
+
+
+def test_mask_broadcasts_from_key_padding_shape():
+    weights = np.full((2, 3), 0.5, dtype=np.float32)
+    fig = figures.weights_heatmap(weights, mask=[True, True, False])  # (K,): the last key is padding
+    np.testing.assert_array_equal(np.isnan(fig.data[0].z), [[False, False, True], [False, False, True]])
+
+
+def test_colour_range_is_fixed_to_0_1_with_a_colour_blind_safe_default(causal_3x4):
+    _, _, weights = causal_3x4
+    trace = figures.weights_heatmap(weights * 0.1).data[0]  # small weights must not be stretched to full colour
+    assert (trace.zmin, trace.zmax) == (0.0, 1.0)
+    assert trace.colorscale == go.Heatmap(colorscale="Cividis").colorscale
+
+
+def test_hover_shows_labels_weight_and_raw_scores(causal_3x4):
+    scores, allowed, weights = causal_3x4
+    trace = figures.weights_heatmap(weights, scores=scores, mask=allowed).data[0]
+    assert isinstance(trace.customdata, np.ndarray) and trace.customdata.dtype == np.float32
+    np.testing.assert_array_equal(trace.customdata, scores)
+    for part in ("%{y}", "%{x}", "%{z:.6~g}", "%{customdata:.6~g}"):
+        assert part in trace.hovertemplate
+    assert "customdata" not in figures.weights_heatmap(weights).data[0].hovertemplate
+
+
+def test_axes_are_categories_with_query_1_at_the_top(causal_3x4):
+    _, _, weights = causal_3x4
+    fig = figures.weights_heatmap(weights)
+    assert fig.layout.yaxis.autorange == "reversed"
+    assert fig.layout.xaxis.type == "category" and fig.layout.yaxis.type == "category"
+    assert fig.layout.xaxis.title.text == "keys" and fig.layout.yaxis.title.text == "queries"
+    assert list(fig.data[0].y) == ["q1", "q2", "q3"]
+
+
+def test_cell_text_only_on_small_matrices():
+    small = RNG.dirichlet(np.ones(3), size=3)
+    large = RNG.dirichlet(np.ones(20), size=20)
+    assert figures.weights_heatmap(small).data[0].texttemplate
+    assert figures.weights_heatmap(small, show_values=False).data[0].texttemplate is None
+    for show in (None, True):  # never on 400 cells, even when asked
+        fig = figures.weights_heatmap(large, mask=np.tril(np.ones((20, 20), dtype=bool)), show_values=show)
+        assert all(trace.texttemplate is None and trace.text is None for trace in fig.data if trace.type == "heatmap")
+
+
+def test_inputs_are_not_modified(causal_3x4):
+    scores, allowed, weights = causal_3x4
+    before = weights.copy()
+    figures.weights_heatmap(weights, scores=scores, mask=allowed)
+    np.testing.assert_array_equal(weights, before)
+
+
+def test_shape_errors_are_clear():
+    with pytest.raises(ValueError, match="2 axes"):
+        figures.weights_heatmap(np.zeros(3))
+    with pytest.raises(ValueError, match="labels"):
+        figures.weights_heatmap(np.zeros((2, 2)), key_labels=["a"])
+    with pytest.raises(ValueError, match="scores"):
+        figures.weights_heatmap(np.zeros((2, 2)), scores=np.zeros((2, 3)))
+    with pytest.raises(ValueError, match="mask"):
+        figures.weights_heatmap(np.zeros((2, 2)), mask=np.ones((3, 3), dtype=bool))
+
+
+# ---------------------------------------------------------------- labels
+
+
+def test_html_in_labels_is_escaped():
+    tokens = ["<img src=x onerror=alert(1)>", "a&b", "<b>bold</b>"]
+    fig = figures.weights_heatmap(np.eye(3), query_labels=tokens, key_labels=tokens)
+    expected = ["&lt;img src=x onerror=alert(1)&gt;", "a&amp;b", "&lt;b&gt;bold&lt;/b&gt;"]
+    assert list(fig.data[0].x) == expected and list(fig.data[0].y) == expected
+    grid = figures.heads_grid(np.stack([np.eye(3)] * 2), key_labels=tokens, head_titles=["<b>h</b>", "h2"])
+    assert "<b>" not in json.dumps([annotation.text for annotation in grid.layout.annotations])
+    comparison = figures.comparison_figure(np.eye(2), np.eye(2), label_a="<i>a</i>", label_b="b")
+    assert "<i>" not in comparison.data[0].hovertemplate and "&lt;i&gt;" in comparison.layout.annotations[0].text
+
+
+def test_duplicate_tokens_stay_distinct_categories():
+    tokens = ["the", "cat", "sat", "on", "the", "mat"]
+    fig = figures.weights_heatmap(np.full((6, 6), 1 / 6), query_labels=tokens, key_labels=tokens)
+    x = list(fig.data[0].x)
+    assert len(set(x)) == len(tokens)
+    assert x == ["the·1", "cat", "sat", "on", "the·5", "mat"]
+
+
+def test_labels_unique_even_when_a_token_looks_like_a_marked_one():
+    labels = figures.unique_labels(["a·2", "a", "a"], 3)
+    assert len(set(labels)) == 3
+
+
+# ---------------------------------------------------------------- payload
+
+
+def test_arrays_are_float32_numpy_in_every_heatmap(causal_3x4):
+    scores, allowed, weights = causal_3x4
+    figs = [
+        figures.weights_heatmap(weights.astype(np.float64), scores=scores, mask=allowed),
+        figures.matrix_heatmap(scores.astype(np.float64).tolist()),
+        figures.heads_grid(np.stack([weights, weights]), mask=allowed),
+        figures.comparison_figure(weights, weights[::-1], label_a="a", label_b="b", mask=allowed),
+    ]
+    for fig in figs:
+        for trace in fig.data:
+            if trace.type == "heatmap":
+                assert isinstance(trace.z, np.ndarray) and trace.z.dtype == np.float32
+
+
+def test_json_payload_of_64x64_is_binary_and_compact():
+    weights = RNG.dirichlet(np.ones(64), size=64)  # (64, 64) float64 from the caller
+    fig = figures.weights_heatmap(weights, scores=RNG.normal(size=(64, 64)))
+    payload = fig.to_json()
+    z = json.loads(payload)["data"][0]["z"]
+    assert z["dtype"] == "f4" and "bdata" in z
+    as_lists = len(json.dumps(weights.tolist())) + len(json.dumps(RNG.normal(size=(64, 64)).tolist()))
+    assert len(payload) < 0.5 * as_lists
+
+
+# ---------------------------------------------------------------- matrix_heatmap
+
+
+def test_matrix_heatmap_is_diverging_and_centred_on_signed_data():
+    matrix = np.array([[-3.0, 1.0], [2.0, 0.5]])
+    trace = figures.matrix_heatmap(matrix).data[0]
+    np.testing.assert_array_equal(trace.z, matrix.astype(np.float32))
+    assert (trace.zmin, trace.zmax, trace.zmid) == (-3.0, 3.0, 0.0)
+    assert trace.colorscale == go.Heatmap(colorscale=figures.DIVERGING_PALETTE).colorscale
+    plain = figures.matrix_heatmap(matrix, symmetric=False).data[0]
+    assert (plain.zmin, plain.zmax, plain.zmid) == (-3.0, 2.0, None)
+
+
+def test_matrix_heatmap_handles_nan_and_huge_values():
+    matrix = np.array([[np.nan, 1e40, -np.inf], [2.0, -1e300, 0.5], [1.0, 1.0, 1.0]])
+    fig = figures.matrix_heatmap(matrix, title="scores")
+    trace = fig.data[0]
+    assert (trace.zmin, trace.zmax) == (-2.0, 2.0)  # the range comes from the finite values
+    assert np.isnan(trace.z[0, 0])
+    assert trace.z[0, 1] == 2.0 and trace.z[0, 2] == -2.0 and trace.z[1, 1] == -2.0  # ±inf: the ends of the scale
+    assert np.isposinf(trace.customdata[0, 1]) and np.isneginf(trace.customdata[1, 1])  # true values for hover
+    assert list(trace.text[0]) == ["", "inf", "-inf"]
+    json.loads(fig.to_json())  # serialises
+
+
+def test_matrix_heatmap_given_bounds_and_palette():
+    trace = figures.matrix_heatmap(np.eye(2), zmax=5, palette="PuOr").data[0]
+    assert (trace.zmin, trace.zmax) == (-5.0, 5.0)
+    assert trace.colorscale == go.Heatmap(colorscale="PuOr").colorscale
+
+
+def test_matrix_heatmap_with_mask_greys_masked_scores(causal_3x4):
+    scores, allowed, _ = causal_3x4
+    fig = figures.matrix_heatmap(scores, mask=allowed, x_title="keys", y_title="queries")
+    values, masked = figures.figure_arrays(fig)
+    np.testing.assert_array_equal(values[allowed], scores[allowed])
+    np.testing.assert_array_equal(~np.isnan(masked), ~allowed)
+    assert (fig.data[0].text[~allowed] == "").all()
+
+
+# ---------------------------------------------------------------- heads_grid and comparison
+
+
+def test_heads_grid_has_one_heatmap_per_head_on_a_shared_axis():
+    weights = RNG.dirichlet(np.ones(5), size=(6, 4))  # (h=6, Q=4, K=5)
+    fig = figures.heads_grid(weights, columns=4)
+    heatmaps = figures.figure_arrays(fig)
+    assert len(heatmaps) == 6
+    for head, z in enumerate(heatmaps):
+        np.testing.assert_allclose(z, weights[head], rtol=1e-6)
+    assert {trace.coloraxis for trace in fig.data} == {"coloraxis"}
+    assert (fig.layout.coloraxis.cmin, fig.layout.coloraxis.cmax) == (0.0, 1.0)
+    assert [annotation.text for annotation in fig.layout.annotations] == [f"head {i}" for i in range(1, 7)]
+
+
+def test_heads_grid_masks_every_head(causal_3x4):
+    _, allowed, weights = causal_3x4
+    fig = figures.heads_grid(np.stack([weights] * 3), mask=allowed)
+    assert len(traces(fig, "masked")) == 3 and len(traces(fig, figures.MASK_NAME)) == 1
+    for trace in fig.data[:3]:
+        assert np.isnan(trace.z[~allowed]).all()
+
+
+def test_comparison_difference_panel_is_a_minus_b(causal_3x4):
+    _, allowed, weights_a = causal_3x4
+    weights_b = softmax_rows(np.zeros((3, 4)), allowed)  # uniform over the allowed keys
+    fig = figures.comparison_figure(weights_a, weights_b, label_a="dot", label_b="additive", mask=allowed)
+    panel_a, panel_b, difference = figures.figure_arrays(fig)[:3]
+    np.testing.assert_allclose(difference[allowed], (weights_a - weights_b)[allowed], atol=1e-7)
+    np.testing.assert_array_equal(panel_a[allowed], weights_a[allowed])
+    np.testing.assert_array_equal(panel_b[allowed], weights_b[allowed])
+    assert np.isnan(difference[~allowed]).all()
+    assert fig.data[2].coloraxis == "coloraxis2"
+    assert (fig.layout.coloraxis2.cmin, fig.layout.coloraxis2.cmax) == (-1.0, 1.0)
+    assert [annotation.text for annotation in fig.layout.annotations] == ["dot", "additive", "dot − additive"]
+
+
+def test_comparison_rejects_different_shapes():
+    with pytest.raises(ValueError, match="differs"):
+        figures.comparison_figure(np.eye(2), np.eye(3), label_a="a", label_b="b")
+
+
+# ---------------------------------------------------------------- kernel regression, loss, bars
+
+
+def test_kernel_figure_breaks_the_prediction_where_no_key_is_in_reach():
+    x_query = np.array([0.0, 1.0, 2.0, 3.0, 4.0])
+    y_pred = np.array([0.5, 0.7, 0.9, 1.1, 1.3])
+    no_support = np.array([True, False, False, True, False])
+    fig = figures.kernel_regression_figure(
+        [0.5, 1.5, 2.5], [1.0, 2.0, 3.0], x_query, y_pred, y_true=np.sin(x_query), no_support=no_support
+    )
+    (prediction,) = traces(fig, "prediction")
+    np.testing.assert_array_equal(np.isnan(prediction.y), no_support)
+    np.testing.assert_array_equal(prediction.y[~no_support], y_pred[~no_support].astype(np.float32))
+    assert prediction.connectgaps is False
+    (marks,) = traces(fig, figures.NO_SUPPORT_NAME)
+    np.testing.assert_array_equal(marks.x, [0.0, 3.0])
+    assert {trace.name for trace in fig.data} >= {"training data (keys, values)", "true function"}
+
+
+def test_kernel_figure_sorts_queries_consistently():
+    fig = figures.kernel_regression_figure([0.0], [1.0], [2.0, 0.0, 1.0], [20.0, 0.0, 10.0], no_support=[1, 0, 0])
+    (prediction,) = traces(fig, "prediction")
+    np.testing.assert_array_equal(prediction.x, [0.0, 1.0, 2.0])
+    np.testing.assert_array_equal(prediction.y, [0.0, 10.0, np.nan])
+    assert not traces(figures.kernel_regression_figure([0.0], [1.0], [1.0], [1.0]), figures.NO_SUPPORT_NAME)
+
+
+def test_loss_curve_epochs_and_log_scale():
+    losses = np.geomspace(10.0, 0.01, 20)  # three decades
+    fig = figures.loss_curve(losses)
+    np.testing.assert_array_equal(fig.data[0].x, np.arange(1, 21))
+    np.testing.assert_allclose(fig.data[0].y, losses, rtol=1e-6)
+    assert fig.layout.yaxis.type == "log"
+    assert figures.loss_curve([2.0, 1.5, 1.2]).layout.yaxis.type != "log"
+    assert figures.loss_curve([1.0, 0.0]).layout.yaxis.type != "log"  # zero cannot go on a log axis
+
+
+def test_vector_bars_show_the_values_over_labels():
+    fig = figures.vector_bars([0.2, 0.5, 0.3], labels=["the", "<cat>", "the"], title="query 1")
+    np.testing.assert_allclose(fig.data[0].y, [0.2, 0.5, 0.3], rtol=1e-6)
+    assert list(fig.data[0].x) == ["the·1", "&lt;cat&gt;", "the·3"]
+
+
+# ---------------------------------------------------------------- helpers
+
+
+@pytest.mark.parametrize(
+    ("name", "slug"),
+    [("Self attention: weights!", "self_attention_weights"), ("../../etc/passwd", "etc_passwd"), ("注意力", "figure")],
+)
+def test_chart_config_slugifies_the_file_name(name, slug):
+    config = figures.chart_config(name)
+    assert config == {"toImageButtonOptions": {"format": "png", "filename": slug, "scale": 2}, "displaylogo": False}
+
+
+def test_figures_show_the_cores_numbers():
+    attnviz = pytest.importorskip("attnviz")
+    queries = RNG.normal(size=(3, 4)).astype(np.float32)
+    keys = RNG.normal(size=(5, 4)).astype(np.float32)
+    trace = attnviz.attend(queries, keys, np.eye(5, dtype=np.float32), causal=True)
+    weights, mask = trace.weights.numpy(), trace.mask.numpy()
+    fig = figures.weights_heatmap(weights, scores=trace.scores.numpy(), mask=mask)
+    z = figures.figure_arrays(fig)[0]
+    np.testing.assert_array_equal(z[mask], weights[mask])
+    assert (weights[~mask] == 0).all() and np.isnan(z[~mask]).all()
