@@ -1,0 +1,639 @@
+"""Helpers for the real-browser tests: a Streamlit server process, readiness waits, Plotly scraping, artefacts."""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import weakref
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from playwright.sync_api import BrowserContext, ConsoleMessage, Dialog, Error, Locator, Page, Request
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
+
+REPO_ROOT: Path = Path(__file__).resolve().parents[2]
+ARTIFACTS_DIR: Path = REPO_ROOT / "test-artifacts"
+SCREENSHOT_DIR: Path = ARTIFACTS_DIR / "screenshots"
+LOG_DIR: Path = ARTIFACTS_DIR / "logs"
+CHROMIUM_PATH: str = "/usr/bin/chromium"
+CHROMIUM_ARGS: list[str] = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+HOST = "127.0.0.1"
+
+APP_SELECTOR = '[data-testid="stApp"]'
+PLOTLY_SELECTOR = ".js-plotly-plot"
+EXCEPTION_SELECTOR = '[data-testid="stException"]'
+
+_LIVE_SERVERS: weakref.WeakSet[StreamlitServer] = weakref.WeakSet()
+
+
+def free_port() -> int:
+    """Return a TCP port on 127.0.0.1 that is free right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((HOST, 0))
+        return int(sock.getsockname()[1])
+
+
+def _slug(text: str) -> str:
+    """Turn any text (a test id, a script name) into a safe file-name stem."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")[:150] or "unnamed"
+
+
+def _option_args(options: Mapping[str, object]) -> list[str]:
+    """Turn {"maxUploadSize": 5, "client.toolbarMode": "minimal"} into Streamlit `--section.option value` flags."""
+    args: list[str] = []
+    for key, value in options.items():
+        name = key.removeprefix("--")
+        if "." not in name:
+            name = f"server.{name}"
+        text = str(value).lower() if isinstance(value, bool) else str(value)
+        args += [f"--{name}", text]
+    return args
+
+
+class StreamlitServerError(RuntimeError):
+    """The Streamlit server did not come up (or died); the message carries the log tail."""
+
+
+class StreamlitServer:
+    """One `streamlit run` child process on 127.0.0.1 and a free port; use as a context manager or start()/stop()."""
+
+    def __init__(
+        self,
+        script: str | os.PathLike[str] = "app.py",
+        *,
+        cwd: str | os.PathLike[str] | None = None,
+        server_options: Mapping[str, object] | None = None,
+        env: Mapping[str, str] | None = None,
+        startup_timeout: float = 60.0,
+        log_name: str | None = None,
+        python: str = sys.executable,
+    ) -> None:
+        """Configure (but do not start) a server for `script`, resolved against `cwd` (default: the repo root)."""
+        self.cwd: Path = Path(cwd).resolve() if cwd is not None else REPO_ROOT
+        script_path = Path(script)
+        self.script: Path = script_path if script_path.is_absolute() else self.cwd / script_path
+        self.server_options: dict[str, object] = dict(server_options or {})
+        self.env: dict[str, str] = dict(env or {})
+        self.startup_timeout = startup_timeout
+        self.log_name = log_name
+        self.python = python
+        self.port: int | None = None
+        self.log_path: Path | None = None
+        self.startup_seconds: float | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._log_file: Any = None
+
+    # ----- lifecycle -------------------------------------------------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        """Whether the child process is alive."""
+        return self._proc is not None and self._proc.poll() is None
+
+    @property
+    def url(self) -> str:
+        """Base URL of the app, without a trailing slash (e.g. http://127.0.0.1:43117)."""
+        if self.port is None:
+            raise StreamlitServerError("server not started")
+        base = str(self.server_options.get("baseUrlPath", "")).strip("/")
+        return f"http://{HOST}:{self.port}" + (f"/{base}" if base else "")
+
+    def url_for(self, path: str = "") -> str:
+        """URL of a page or endpoint below the app's base URL, e.g. url_for("explore?preset=causal")."""
+        return f"{self.url}/{path.lstrip('/')}" if path else f"{self.url}/"
+
+    def command(self) -> list[str]:
+        """The argv that start() runs (without the port, which is chosen at start)."""
+        return [
+            self.python,
+            "-m",
+            "streamlit",
+            "run",
+            str(self.script),
+            "--server.headless",
+            "true",
+            "--server.fileWatcherType",
+            "none",
+            "--server.address",
+            HOST,
+            "--browser.gatherUsageStats",
+            "false",
+            *_option_args(self.server_options),
+        ]
+
+    def start(self) -> StreamlitServer:
+        """Launch the process and block until /_stcore/health answers "ok" (retrying once on a port clash)."""
+        if self.running:
+            return self
+        if not self.script.is_file():
+            raise StreamlitServerError(f"Streamlit script not found: {self.script}")
+        last_error: StreamlitServerError | None = None
+        for _attempt in range(3):
+            try:
+                self._launch()
+                return self
+            except StreamlitServerError as exc:
+                last_error = exc
+                if "already in use" not in str(exc):
+                    raise
+        assert last_error is not None
+        raise last_error
+
+    def _launch(self) -> None:
+        """Start one process on a fresh port and wait for health; raise StreamlitServerError on failure."""
+        self.port = free_port()
+        LOG_DIR.mkdir(parents=True, exist_ok=True)
+        stem = _slug(self.log_name or self.script.stem)
+        self.log_path = LOG_DIR / f"streamlit-{stem}-{self.port}.log"
+        self._log_file = self.log_path.open("wb")
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false", **self.env}
+        started = time.monotonic()
+        self._proc = subprocess.Popen(
+            [*self.command(), "--server.port", str(self.port)],
+            cwd=self.cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log_file,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        _LIVE_SERVERS.add(self)
+        try:
+            self._wait_healthy(started)
+        except StreamlitServerError:
+            self.stop()
+            raise
+        self.startup_seconds = time.monotonic() - started
+
+    def _wait_healthy(self, started: float) -> None:
+        """Poll the health endpoint until "ok", the process dies, or the startup timeout passes."""
+        health = f"{self.url}/_stcore/health"
+        deadline = started + self.startup_timeout
+        while True:
+            assert self._proc is not None
+            code = self._proc.poll()
+            if code is not None:
+                raise StreamlitServerError(
+                    f"Streamlit exited with code {code} before becoming healthy ({self.script}).\n"
+                    f"--- log tail ({self.log_path}) ---\n{self.log_tail()}"
+                )
+            try:
+                with urllib.request.urlopen(health, timeout=2) as resp:
+                    if resp.status == 200 and resp.read().decode().strip() == "ok":
+                        return
+            except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
+                pass
+            if time.monotonic() > deadline:
+                raise StreamlitServerError(
+                    f"Streamlit did not answer {health} with 'ok' within {self.startup_timeout:.0f} s.\n"
+                    f"--- log tail ({self.log_path}) ---\n{self.log_tail()}"
+                )
+            time.sleep(0.1)
+
+    def log_tail(self, lines: int = 60) -> str:
+        """The last `lines` lines of the server log (empty if there is none yet)."""
+        if self.log_path is None or not self.log_path.exists():
+            return ""
+        text = self.log_path.read_text(encoding="utf-8", errors="replace")
+        return "\n".join(text.splitlines()[-lines:])
+
+    def stop(self, grace: float = 10.0) -> None:
+        """Terminate the process, kill it if it is still alive after `grace` seconds, and close the log."""
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=grace)
+        if self._log_file is not None:
+            self._log_file.close()
+            self._log_file = None
+        _LIVE_SERVERS.discard(self)
+
+    def __enter__(self) -> StreamlitServer:
+        """Start the server."""
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        """Stop the server."""
+        self.stop()
+
+    def __repr__(self) -> str:
+        """Short description for test output."""
+        return f"StreamlitServer(script={str(self.script)!r}, port={self.port}, running={self.running})"
+
+
+@atexit.register
+def _stop_leftover_servers() -> None:
+    """Never leave a Streamlit child behind, even if a fixture's teardown did not run."""
+    for server in list(_LIVE_SERVERS):
+        with contextlib.suppress(Exception):
+            server.stop(grace=3)
+
+
+# ----- readiness -------------------------------------------------------------------------------------------------
+
+# Installed before the app's own scripts (add_init_script): wraps WebSocket and reads the top-level fields of each
+# ForwardMsg on /_stcore/stream. session_status_changed (field 9) carries script_is_running (its field 2), sent when
+# a run starts and ends; this catches reruns that finish so fast that React batches stApp's data-test-script-state
+# from notRunning to running and back without the DOM ever changing. Field numbers checked against Streamlit 1.67.
+_TRACKER_JS = r"""
+() => {
+  if (window.__stTracker) return;
+  const t = (window.__stTracker = { ws: false, serverRunning: false, starts: 0, finishes: 0, seen: 0, frames: 0 });
+  const varint = (b, i) => {
+    let v = 0, scale = 1, x;
+    do { x = b[i++]; v += (x & 0x7f) * scale; scale *= 128; } while (x & 0x80 && i < b.length);
+    return [v, i];
+  };
+  const fields = (b) => {
+    const out = [];
+    let i = 0;
+    while (i < b.length) {
+      let tag, v;
+      [tag, i] = varint(b, i);
+      const num = Math.floor(tag / 8), wire = tag & 7;
+      if (wire === 0) { [v, i] = varint(b, i); out.push([num, v]); }
+      else if (wire === 2) { [v, i] = varint(b, i); out.push([num, b.subarray(i, i + v)]); i += v; }
+      else if (wire === 1) i += 8;
+      else if (wire === 5) i += 4;
+      else break;
+    }
+    return out;
+  };
+  const onFrame = (buf) => {
+    t.frames += 1;
+    for (const [num, value] of fields(new Uint8Array(buf))) {
+      if (num !== 9 || !(value instanceof Uint8Array)) continue;  // ForwardMsg.session_status_changed
+      const running = fields(value).some(([n, v]) => n === 2 && v === 1);  // SessionStatus.script_is_running
+      if (running && !t.serverRunning) t.starts += 1;
+      if (!running && t.serverRunning) t.finishes += 1;
+      t.serverRunning = running;
+    }
+  };
+  const Native = window.WebSocket;
+  if (!Native) return;
+  window.WebSocket = class extends Native {
+    constructor(...args) {
+      super(...args);
+      if (!String(args[0]).includes("_stcore/stream")) return;
+      t.ws = true;
+      this.addEventListener("message", (ev) => {
+        try {
+          if (ev.data instanceof ArrayBuffer) onFrame(ev.data);
+          else if (ev.data instanceof Blob) ev.data.arrayBuffer().then(onFrame);
+        } catch (e) { /* never break the app */ }
+      });
+      this.addEventListener("close", () => { t.serverRunning = false; });
+    }
+  };
+}
+"""
+
+_READY_JS = """
+() => {
+  const app = document.querySelector('[data-testid="stApp"]');
+  if (!app) return false;
+  const state = app.getAttribute("data-test-script-state");
+  if (state === "compilationError") return state;
+  if (state !== "notRunning") return false;
+  const conn = app.getAttribute("data-test-connection-state");
+  if (conn && conn !== "CONNECTED" && conn !== "STATIC_CONNECTED") return false;
+  const t = window.__stTracker;
+  if (t && t.ws && t.serverRunning) return false;
+  if (document.querySelector('[data-testid="stStatusWidgetRunningIcon"], [data-testid="stSkeleton"]')) return false;
+  return state;
+}
+"""
+
+_RERUN_STARTED_JS = """
+() => {
+  const app = document.querySelector('[data-testid="stApp"]');
+  const state = app ? app.getAttribute("data-test-script-state") : null;
+  const t = window.__stTracker;
+  return state !== "notRunning" || (t !== undefined && (t.serverRunning || t.starts > t.seen));
+}
+"""
+
+_SETTLE_JS = """
+() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(() => {
+  if (window.__stTracker) window.__stTracker.seen = window.__stTracker.starts;
+  resolve();
+})))
+"""
+
+
+def install_rerun_tracker(target: Page | BrowserContext) -> None:
+    """Register the WebSocket run tracker for every future document of a page or context (the `page` fixture does).
+
+    Without it wait_ready/wait_rerun still work from the DOM alone, but may miss reruns too fast to be rendered.
+    """
+    target.add_init_script(f"({_TRACKER_JS})()")
+
+
+def script_state(page: Page) -> str | None:
+    """The current data-test-script-state of stApp (initial, running, notRunning, ...), or None before render."""
+    return page.evaluate(
+        "() => document.querySelector('[data-testid=\"stApp\"]')?.getAttribute('data-test-script-state') ?? null"
+    )
+
+
+def run_count(page: Page) -> int | None:
+    """How many script runs the server has started for this page's session (None without the tracker)."""
+    return page.evaluate("() => (window.__stTracker && window.__stTracker.ws ? window.__stTracker.starts : null)")
+
+
+def wait_ready(page: Page, timeout: float = 30000) -> None:
+    """Wait until the app is connected, its script run has finished and everything (lazy widgets too) is rendered.
+
+    Ready means: stApp's data-test-script-state is notRunning, the connection is up, the server's last session
+    status says no script is running (tracker), and no running indicator or loading skeleton is shown.
+    """
+    handle = page.wait_for_function(_READY_JS, timeout=timeout, polling=50)
+    if handle.json_value() == "compilationError":
+        raise AssertionError("Streamlit reports a compilation error in the script (see the server log)")
+    page.evaluate(_SETTLE_JS)
+
+
+def wait_rerun(page: Page, timeout: float = 30000, start_timeout: float = 2000) -> bool:
+    """After an interaction: wait up to `start_timeout` ms for a rerun to begin, then wait_ready; True if one ran."""
+    started = True
+    try:
+        page.wait_for_function(_RERUN_STARTED_JS, timeout=start_timeout, polling=20)
+    except PlaywrightTimeoutError:
+        started = False  # no rerun was triggered (or none was observable); still make sure the app is idle
+    wait_ready(page, timeout=timeout)
+    return started
+
+
+def goto(page: Page, url: str, timeout: float = 30000) -> None:
+    """Navigate to `url` and wait_ready."""
+    page.goto(url, timeout=timeout)
+    wait_ready(page, timeout=timeout)
+
+
+def slider_thumb(page: Page, label: str | None = None) -> Locator:
+    """The focusable thumb of the (first, or `label`-named) st.slider; focus it and press Arrow keys to move it.
+
+    Streamlit 1.67 renders a react-aria slider whose thumb is a visually hidden <input type="range"> (implicit ARIA
+    role, so the CSS selector [role="slider"] does not match it); the ARIA role query covers both.
+    """
+    sliders = page.locator('[data-testid="stSlider"]')
+    if label is not None:  # the thumb's accessible name repeats the label ("scale scale"), so match the label element
+        sliders = sliders.filter(has=page.get_by_test_id("stWidgetLabel").get_by_text(label, exact=True))
+    return sliders.get_by_role("slider").first
+
+
+def exceptions(page: Page) -> list[str]:
+    """Texts of the Streamlit exception boxes (st.exception / uncaught errors) currently on the page."""
+    return page.locator(EXCEPTION_SELECTOR).all_inner_texts()
+
+
+# ----- Plotly ----------------------------------------------------------------------------------------------------
+
+_PLOTLY_JS = r"""
+(graphs) => {
+  const DTYPES = {
+    f8: Float64Array, float64: Float64Array, f4: Float32Array, float32: Float32Array,
+    i1: Int8Array, int8: Int8Array, u1: Uint8Array, uint8: Uint8Array, u1c: Uint8ClampedArray,
+    uint8c: Uint8ClampedArray, i2: Int16Array, int16: Int16Array, u2: Uint16Array, uint16: Uint16Array,
+    i4: Int32Array, int32: Int32Array, u4: Uint32Array, uint32: Uint32Array,
+  };
+  const decode = (spec) => {
+    const Ctor = DTYPES[spec.dtype];
+    if (!Ctor) throw new Error(`unknown Plotly dtype ${spec.dtype}`);
+    let flat;
+    if (typeof spec.bdata === "string") {
+      const bin = atob(spec.bdata);
+      const bytes = new Uint8Array(bin.length);
+      for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+      flat = new Ctor(bytes.buffer);
+    } else {
+      flat = new Ctor(spec.bdata);
+    }
+    let shape = spec.shape;
+    if (typeof shape === "string") shape = shape.split(",").map((s) => parseInt(s, 10));
+    if (!Array.isArray(shape) || shape.length < 2) return flat;
+    const reshape = (offset, dims) => {
+      if (dims.length === 1) return flat.subarray(offset, offset + dims[0]);
+      const step = dims.slice(1).reduce((a, b) => a * b, 1);
+      return Array.from({ length: dims[0] }, (_, i) => reshape(offset + i * step, dims.slice(1)));
+    };
+    return reshape(0, shape);
+  };
+  const plain = (v, depth = 0) => {
+    if (v === undefined || v === null) return null;
+    if (typeof v === "number") return Number.isFinite(v) ? v : null;
+    if (typeof v === "bigint") return Number(v);
+    if (typeof v === "string" || typeof v === "boolean") return v;
+    if (ArrayBuffer.isView(v)) return Array.from(v, (x) => plain(x, depth + 1));
+    if (Array.isArray(v)) return v.map((x) => plain(x, depth + 1));
+    if (v instanceof Date) return v.toISOString();
+    if (typeof v === "object" && "dtype" in v && "bdata" in v) return plain(decode(v), depth);
+    if (typeof v === "object" && depth < 4) {
+      const entries = Object.entries(v).filter(([k]) => !k.startsWith("_"));
+      return Object.fromEntries(entries.map(([k, x]) => [k, plain(x, depth + 1)]));
+    }
+    return null;
+  };
+  const title = (t) => (t === undefined || t === null ? null : typeof t === "string" ? t : t.text ?? null);
+  // Streamlit's theming wraps layout.title.text in <b>...</b> (once per theming pass); undo only whole wrappers.
+  const balanced = (s) => {
+    let depth = 0;
+    for (const m of s.matchAll(/<(\/?)b>/g)) if ((depth += m[1] ? -1 : 1) < 0) return false;
+    return depth === 0;
+  };
+  const unbold = (s) => {
+    while (s !== null && s.startsWith("<b>") && s.endsWith("</b>") && balanced(s.slice(3, -4))) s = s.slice(3, -4);
+    return s;
+  };
+  return graphs.map((gd, index) => {
+    const layout = gd.layout || {};
+    const full = gd._fullData || [];
+    return {
+      index,
+      title: unbold(title(layout.title)),
+      title_raw: title(layout.title),
+      xaxis_title: title(layout.xaxis && layout.xaxis.title),
+      yaxis_title: title(layout.yaxis && layout.yaxis.title),
+      data: (gd.data || []).map((trace, i) => ({
+        type: trace.type ?? (full[i] && full[i].type) ?? "scatter",
+        name: trace.name ?? null,
+        z: plain(trace.z),
+        x: plain(trace.x),
+        y: plain(trace.y),
+        text: plain(trace.text),
+      })),
+    };
+  });
+}
+"""
+
+_PLOTLY_READY_JS = """
+(n) => {
+  const graphs = Array.from(document.querySelectorAll(".js-plotly-plot"));
+  const drawn = (gd) => gd._fullLayout && Array.isArray(gd.data) && gd.querySelector(".main-svg");
+  return graphs.length >= n && graphs.every(drawn);
+}
+"""
+
+
+def plotly_figures(page: Page) -> list[dict[str, Any]]:
+    """Every rendered Plotly chart, in DOM order: {index, title, title_raw, xaxis_title, yaxis_title, data: [traces]}.
+
+    `title` is layout.title.text without the <b>...</b> wrappers Streamlit's theming adds (`title_raw` keeps them).
+
+    Each trace is {type, name, z, x, y, text} with arrays as plain nested lists (typed arrays and Plotly's
+    {dtype, bdata, shape} encoding decoded; NaN/inf become None).
+    """
+    return page.locator(PLOTLY_SELECTOR).evaluate_all(_PLOTLY_JS)
+
+
+def wait_for_plotly(page: Page, count: int = 1, timeout: float = 30000) -> list[dict[str, Any]]:
+    """Wait until at least `count` Plotly charts have rendered, then return plotly_figures(page)."""
+    page.wait_for_function(_PLOTLY_READY_JS, arg=count, timeout=timeout, polling=50)
+    return plotly_figures(page)
+
+
+def wait_for_figures(
+    page: Page, predicate: Callable[[list[dict[str, Any]]], bool], timeout: float = 10000, interval: float = 0.1
+) -> list[dict[str, Any]]:
+    """Poll plotly_figures(page) until `predicate(figures)` is true (Plotly redraws asynchronously after a rerun)."""
+    deadline = time.monotonic() + timeout / 1000
+    while True:
+        figures = plotly_figures(page)
+        if predicate(figures):
+            return figures
+        if time.monotonic() > deadline:
+            raise AssertionError(f"Plotly figures did not reach the expected state within {timeout:.0f} ms: {figures}")
+        time.sleep(interval)
+
+
+# ----- artefacts -------------------------------------------------------------------------------------------------
+
+_CONTENT_HEIGHT_JS = """
+() => {
+  const sel = ['[data-testid="stMain"]', '[data-testid="stAppViewContainer"]', '[data-testid="stSidebarContent"]'];
+  const heights = [document.documentElement.scrollHeight, document.body.scrollHeight];
+  for (const s of sel) for (const el of document.querySelectorAll(s)) heights.push(el.scrollHeight);
+  return Math.max(...heights);
+}
+"""
+
+
+def screenshot(page: Page, name: str, full_page: bool = True) -> Path:
+    """Save a PNG of the whole app to test-artifacts/screenshots/<name>.png and return its path.
+
+    Streamlit scrolls inside its main container, so for a full-page shot the viewport is grown to the content's
+    height for the capture and restored afterwards.
+    """
+    SCREENSHOT_DIR.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOT_DIR / f"{_slug(name)}.png"
+    viewport = page.viewport_size
+    if not full_page or viewport is None:
+        page.screenshot(path=str(path))
+        return path
+    height = min(int(page.evaluate(_CONTENT_HEIGHT_JS)), 16000)
+    try:
+        if height > viewport["height"]:
+            page.set_viewport_size({"width": viewport["width"], "height": height})
+            page.evaluate("() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))")
+        page.screenshot(path=str(path), full_page=True)
+    finally:
+        if page.viewport_size != viewport:
+            page.set_viewport_size(viewport)
+    return path
+
+
+@dataclass
+class ConsoleRecorder:
+    """Records console errors, uncaught page errors, JS dialogs (alert/confirm/prompt) and off-host requests."""
+
+    messages: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    page_errors: list[str] = field(default_factory=list)
+    dialogs: list[str] = field(default_factory=list)
+    external_requests: list[str] = field(default_factory=list)
+    ignore: list[str] = field(default_factory=list)
+
+    def attach(self, page: Page) -> Page:
+        """Start recording on `page` (dialogs are recorded and dismissed so they never block) and return it."""
+        page.on("console", self._on_console)
+        page.on("pageerror", self._on_page_error)
+        page.on("dialog", self._on_dialog)
+        page.on("request", self._on_request)
+        return page
+
+    def _ignored(self, text: str) -> bool:
+        """Whether `text` matches one of the `ignore` regular expressions."""
+        return any(re.search(pattern, text) for pattern in self.ignore)
+
+    def _on_console(self, msg: ConsoleMessage) -> None:
+        """Record a console message; errors also go to `errors`."""
+        text = msg.text
+        self.messages.append(f"{msg.type}: {text}")
+        loc = msg.location or {}
+        where = f" ({loc.get('url')}:{loc.get('lineNumber')})" if loc.get("url") else ""
+        if msg.type == "error" and not self._ignored(text + where):
+            self.errors.append(text + where)
+
+    def _on_page_error(self, error: Error) -> None:
+        """Record an uncaught exception in the page."""
+        text = f"{error.name}: {error.message}" if error.name else str(error)
+        if not self._ignored(text):
+            self.page_errors.append(text)
+
+    def _on_dialog(self, dialog: Dialog) -> None:
+        """Record a JS dialog and dismiss it."""
+        self.dialogs.append(f"{dialog.type}: {dialog.message}")
+        with contextlib.suppress(Error):
+            dialog.dismiss()
+
+    def _on_request(self, request: Request) -> None:
+        """Record requests that leave 127.0.0.1 (data:, blob: and about: URLs are local)."""
+        url = request.url
+        if re.match(r"^(https?|wss?)://", url) and not re.match(r"^(https?|wss?)://(127\.0\.0\.1|localhost)[:/]", url):
+            self.external_requests.append(url)
+
+    def problems(self, allow_external: bool = False) -> list[str]:
+        """Everything recorded that a clean page should not have, one line each."""
+        found = [f"console error: {e}" for e in self.errors]
+        found += [f"page error: {e}" for e in self.page_errors]
+        found += [f"dialog: {d}" for d in self.dialogs]
+        if not allow_external:
+            found += [f"external request: {u}" for u in self.external_requests]
+        return found
+
+    def assert_clean(self, allow_external: bool = False) -> None:
+        """Fail if any console error, page error, dialog (or, unless allowed, off-host request) was recorded."""
+        found = self.problems(allow_external=allow_external)
+        assert not found, "browser reported problems:\n" + "\n".join(found)
+
+    def clear(self) -> None:
+        """Forget everything recorded so far (e.g. after an expected error)."""
+        for bucket in (self.messages, self.errors, self.page_errors, self.dialogs, self.external_requests):
+            bucket.clear()

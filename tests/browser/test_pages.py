@@ -1,0 +1,400 @@
+"""Real-browser tests of attnviz's four pages: rendering, controls -> heatmaps -> URL, share links, hostile links."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import parse_qs, quote, urlsplit
+
+import pytest
+from playwright.sync_api import Locator, Page, expect
+
+from .helpers import (
+    EXCEPTION_SELECTOR,
+    ConsoleRecorder,
+    StreamlitServer,
+    exceptions,
+    goto,
+    plotly_figures,
+    screenshot,
+    wait_for_figures,
+    wait_for_plotly,
+    wait_rerun,
+)
+
+Figures = list[dict[str, Any]]
+
+# (URL path, screenshot name, Plotly charts the page draws at least)
+PAGES = [
+    ("", "home", 1),
+    ("Self_attention", "Self_attention", 3),
+    ("Cross_attention", "Cross_attention", 3),
+    ("Kernel_attention", "Kernel_attention", 2),
+]
+SELF_CHARTS = 3  # weights; raw scores and outputs (in the collapsed expander)
+KERNEL_CHARTS = 2  # regression curve; weights
+CAUSAL_LABEL = "Causal mask (query i sees keys 1…i)"
+PREDICTION = re.compile(r"f\(57\) = [-0-9.e+]+")
+# Streamlit's frontend, opened on a sub-page, first probes <page>/_stcore/{health,host-config} to find the base
+# path and gets a 404 before it tries /_stcore/... (streamlit/streamlit#7074, open). Not the app's doing.
+BASE_PATH_PROBE = re.compile(
+    r"Failed to load resource: the server responded with a status of 404 \(Not Found\) "
+    r"\(http://127\.0\.0\.1:\d+/(Self|Cross|Kernel)_attention/_stcore/(health|host-config):\d+\)"
+)
+
+
+# ----- small helpers -------------------------------------------------------------------------------------------
+
+
+def assert_clean(recorder: ConsoleRecorder) -> None:
+    """recorder.assert_clean(), minus Streamlit's own base-path probe 404s (ConsoleRecorder.ignore sees no URLs)."""
+    recorder.errors[:] = [error for error in recorder.errors if not BASE_PATH_PROBE.fullmatch(error)]
+    recorder.assert_clean()
+
+
+def open_app(page: Page, url: str, charts: int) -> Figures:
+    """Go to `url`, wait for the script to finish and `charts` Plotly charts to draw; fail on an exception box."""
+    goto(page, url)
+    figures = wait_for_plotly(page, count=charts)
+    assert exceptions(page) == [], f"{url} shows an exception"
+    return figures
+
+
+def weights_figure(figures: Figures) -> dict[str, Any]:
+    """The attention-weights heatmap: the first figure whose first trace is named "weights"."""
+    for figure in figures:
+        if figure["data"] and figure["data"][0]["name"] == "weights":
+            return figure
+    raise AssertionError(f"no weights heatmap among {[f['title'] for f in figures]}")
+
+
+def weights_z(figures: Figures) -> list[list[float | None]]:
+    """z of the weights trace (NaN, i.e. masked, cells are None)."""
+    return weights_figure(figures)["data"][0]["z"]
+
+
+def trace_named(figure: dict[str, Any], name: str) -> dict[str, Any] | None:
+    """The trace of `figure` called `name`, or None."""
+    return next((trace for trace in figure["data"] if trace["name"] == name), None)
+
+
+def figure_titled(figures: Figures, prefix: str) -> dict[str, Any]:
+    """The figure whose title starts with `prefix`."""
+    for figure in figures:
+        if (figure["title"] or "").startswith(prefix):
+            return figure
+    raise AssertionError(f"no figure titled {prefix!r} among {[f['title'] for f in figures]}")
+
+
+def comparable(figures: Figures) -> Figures:
+    """Figures without their DOM index, for comparing two pages' charts."""
+    return [{k: v for k, v in figure.items() if k != "index"} for figure in figures]
+
+
+def query_of(page: Page) -> dict[str, list[str]]:
+    """The page's current URL parameters."""
+    return parse_qs(urlsplit(page.url).query, keep_blank_values=True)
+
+
+def wait_for_params(page: Page, expected: dict[str, str], timeout: float = 10000) -> dict[str, list[str]]:
+    """Wait until the browser's URL carries every `expected` parameter with its value (Streamlit updates it async)."""
+    page.wait_for_function(
+        """(expected) => {
+            const params = new URLSearchParams(window.location.search);
+            return Object.entries(expected).every(([k, v]) => params.get(k) === v);
+        }""",
+        arg=expected,
+        timeout=timeout,
+    )
+    return query_of(page)
+
+
+def set_number(page: Page, label: str, text: str) -> None:
+    """Type `text` into the number input labelled `label` and commit it with Enter; wait for the rerun."""
+    field = page.get_by_role("spinbutton", name=label, exact=True)
+    field.fill(text)
+    field.press("Enter")
+    assert wait_rerun(page), f"typing {text!r} into {label!r} did not rerun the app"
+
+
+def toggle(page: Page, label: str) -> Locator:
+    """Click the st.toggle labelled `label`; wait for the rerun; return its switch input."""
+    switch = page.get_by_role("switch", name=label, exact=True)
+    page.locator('[data-testid="stCheckbox"]', has=switch).locator("label").first.click()
+    assert wait_rerun(page), f"toggling {label!r} did not rerun the app"
+    return switch
+
+
+def choose(page: Page, label: str, option: str) -> None:
+    """Pick `option` in the st.selectbox labelled `label`; wait for the rerun."""
+    box = page.get_by_role("combobox", name=label, exact=True)
+    box.click()
+    page.get_by_role("option", name=option, exact=True).click()
+    assert wait_rerun(page), f"choosing {option!r} in {label!r} did not rerun the app"
+    expect(box).to_have_value(option)
+
+
+def prediction_text(page: Page) -> str:
+    """The kernel page's "Predictions: f(57) = …" line."""
+    line = page.locator('[data-testid="stMarkdownContainer"]', has_text="Predictions").first
+    expect(line).to_contain_text(PREDICTION)
+    return line.inner_text().strip()
+
+
+def assert_causal(figures: Figures) -> None:
+    """Weights: NaN above the diagonal, numbers on and below it summing to 1; the mask trace covers the rest."""
+    figure = weights_figure(figures)
+    z = figure["data"][0]["z"]
+    assert len(z) >= 2 and all(len(row) == len(z) for row in z), f"weights are not square: {z}"
+    for i, row in enumerate(z):
+        assert all(x is None for x in row[i + 1 :]), f"row {i}: masked cells are not NaN: {row}"
+        assert all(x is not None for x in row[: i + 1]), f"row {i}: visible cells are NaN: {row}"
+        assert math.isclose(sum(row[: i + 1]), 1.0, abs_tol=1e-4), f"row {i} does not sum to 1: {row}"
+    assert z[0][0] == pytest.approx(1.0, abs=1e-6), "the first query can only see itself"
+    mask = trace_named(figure, "masked")
+    assert mask is not None, "no mask trace in the causal weights heatmap"
+    for i, row in enumerate(mask["z"]):
+        assert row == [None] * (i + 1) + [1.0] * (len(row) - i - 1), f"mask row {i}: {row}"
+
+
+def settled_figures(page: Page, predicate: Callable[[Figures], bool], timeout: float = 10000) -> Figures:
+    """Figures that satisfy `predicate` and read the same twice in a row (every chart of the rerun redrawn)."""
+    last: list[Figures] = [[]]
+
+    def stable(figures: Figures) -> bool:
+        same = predicate(figures) and comparable(figures) == comparable(last[0])
+        last[0] = figures
+        return same
+
+    return wait_for_figures(page, stable, timeout=timeout, interval=0.15)
+
+
+def has_mask(figures: Figures) -> bool:
+    try:
+        return trace_named(weights_figure(figures), "masked") is not None
+    except AssertionError:
+        return False
+
+
+# ----- 1. every page renders -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("path", "name", "charts"), PAGES, ids=[name for _, name, _ in PAGES])
+def test_page_renders(
+    page: Page, server: StreamlitServer, console_errors: ConsoleRecorder, path: str, name: str, charts: int
+) -> None:
+    """Each page opens, draws its Plotly charts, shows no exception and logs no console error."""
+    figures = open_app(page, server.url_for(path), charts)
+    assert len(figures) >= charts
+    assert any(trace["z"] or trace["y"] for figure in figures for trace in figure["data"]), "charts have no data"
+    expect(page.locator("h1").first).to_be_visible()
+    screenshot(page, name)
+    assert page.locator(EXCEPTION_SELECTOR).count() == 0
+    assert_clean(console_errors)
+
+
+# ----- 2./3. controls change the heatmap and the URL ----------------------------------------------------------
+
+
+def test_self_temperature_changes_heatmap(page: Page, server: StreamlitServer, console_errors: ConsoleRecorder) -> None:
+    """A lower temperature sharpens every row of the weights and is written to the URL as T=."""
+    before = weights_z(open_app(page, server.url_for("Self_attention"), SELF_CHARTS))
+    set_number(page, "Temperature T", "0.25")
+    after = weights_z(wait_for_figures(page, lambda figs: weights_z(figs) != before))
+    assert len(after) == len(before)
+    for old, new in zip(before, after, strict=True):
+        assert math.isclose(sum(new), 1.0, abs_tol=1e-4)
+        assert max(new) > max(old), f"T=0.25 did not sharpen the row {old} -> {new}"
+    assert wait_for_params(page, {"T": "0.25"})["T"] == ["0.25"]
+    assert exceptions(page) == []
+    assert_clean(console_errors)
+
+
+def test_self_causal_masks_upper_triangle(page: Page, server: StreamlitServer, console_errors: ConsoleRecorder) -> None:
+    """The causal toggle makes the weights' upper triangle NaN (drawn by the grey mask trace)."""
+    figures = open_app(page, server.url_for("Self_attention"), SELF_CHARTS)
+    assert not has_mask(figures), "the default page already shows a mask"
+    switch = toggle(page, CAUSAL_LABEL)
+    expect(switch).to_be_checked()
+    figures = wait_for_figures(page, has_mask)
+    assert_causal(figures)
+    assert exceptions(page) == []
+    assert_clean(console_errors)
+
+
+def test_url_follows_controls(page: Page, server: StreamlitServer, console_errors: ConsoleRecorder) -> None:
+    """Every changed control lands in the URL: temperature as T=, the causal mask as c=1, the score as sc=."""
+    open_app(page, server.url_for("Self_attention"), SELF_CHARTS)
+    assert query_of(page) == {}, f"the default page should have a bare URL, got {page.url}"
+    set_number(page, "Temperature T", "2.5")
+    assert wait_for_params(page, {"T": "2.5"}) == {"T": ["2.5"]}
+    toggle(page, CAUSAL_LABEL)
+    assert wait_for_params(page, {"T": "2.5", "c": "1"}) == {"T": ["2.5"], "c": ["1"]}
+    choose(page, "Scoring function", "Dot product")
+    assert wait_for_params(page, {"sc": "dot"}) == {"T": ["2.5"], "c": ["1"], "sc": ["dot"]}
+    toggle(page, CAUSAL_LABEL)  # back off: the parameter disappears again
+    page.wait_for_function("() => !new URLSearchParams(window.location.search).has('c')")
+    assert query_of(page) == {"T": ["2.5"], "sc": ["dot"]}
+    assert urlsplit(page.url).path.endswith("/Self_attention")
+    assert_clean(console_errors)
+
+
+# ----- 4. share links reproduce the page on a cold server ----------------------------------------------------
+
+
+def _path_and_query(url: str) -> str:
+    parts = urlsplit(url)
+    return parts.path.lstrip("/") + (f"?{parts.query}" if parts.query else "")
+
+
+def test_share_link_self_attention_on_fresh_server(
+    fresh_server: Callable[..., StreamlitServer],
+    server: StreamlitServer,
+    new_page: Callable[..., Page],
+    console_errors: ConsoleRecorder,
+) -> None:
+    """Cosine similarity + causal mask, shared as a link, opened first thing on a new server: the same charts."""
+    page = new_page()
+    open_app(page, server.url_for("Self_attention"), SELF_CHARTS)
+    choose(page, "Scoring function", "Cosine similarity")
+    wait_for_figures(page, lambda figs: weights_figure(figs)["title"].startswith("Cosine similarity"))
+    toggle(page, CAUSAL_LABEL)
+    wait_for_params(page, {"sc": "cosine", "c": "1"})
+    link = _path_and_query(page.url)
+    original = settled_figures(page, lambda figs: len(figs) >= SELF_CHARTS and has_mask(figs))
+    assert_causal(original)
+    assert weights_figure(original)["title"] == "Cosine similarity: attention weights"
+
+    cold = fresh_server()
+    shared = new_page()  # a new browser context: no cookies, no session of the first server
+    open_app(shared, cold.url_for(link), SELF_CHARTS)
+    copy = settled_figures(shared, lambda figs: len(figs) >= SELF_CHARTS and has_mask(figs))
+    mine, theirs = weights_figure(original), weights_figure(copy)
+    assert theirs["data"][0]["z"] == mine["data"][0]["z"]
+    assert (theirs["data"][0]["x"], theirs["data"][0]["y"]) == (mine["data"][0]["x"], mine["data"][0]["y"])
+    assert (theirs["title"], theirs["xaxis_title"], theirs["yaxis_title"]) == (
+        mine["title"],
+        mine["xaxis_title"],
+        mine["yaxis_title"],
+    )
+    assert comparable(copy) == comparable(original), "the other charts differ"
+    expect(shared.get_by_role("combobox", name="Scoring function", exact=True)).to_have_value("Cosine similarity")
+    expect(shared.get_by_role("switch", name=CAUSAL_LABEL, exact=True)).to_be_checked()
+    assert query_of(shared) == query_of(page), "the deep link was rewritten"
+    assert exceptions(shared) == []
+    assert_clean(console_errors)
+
+
+def test_share_link_kernel_on_fresh_server(
+    fresh_server: Callable[..., StreamlitServer],
+    server: StreamlitServer,
+    new_page: Callable[..., Page],
+    console_errors: ConsoleRecorder,
+) -> None:
+    """A changed bandwidth, shared as a link and opened on a new server: the same prediction and charts."""
+    page = new_page()
+    before = comparable(open_app(page, server.url_for("Kernel_attention"), KERNEL_CHARTS))
+    default = prediction_text(page)
+    set_number(page, "Bandwidth σ", "3")
+    line = page.locator('[data-testid="stMarkdownContainer"]', has_text="Predictions").first
+    expect(line).not_to_have_text(default)
+    prediction = prediction_text(page)
+    assert prediction != default
+    wait_for_params(page, {"bw": "3"})
+    link = _path_and_query(page.url)
+    original = settled_figures(
+        page,
+        lambda figs: (
+            len(figs) >= KERNEL_CHARTS and all(new != old for new, old in zip(comparable(figs), before, strict=False))
+        ),
+    )
+
+    cold = fresh_server()
+    shared = new_page()
+    open_app(shared, cold.url_for(link), KERNEL_CHARTS)
+    copy = settled_figures(shared, lambda figs: len(figs) >= KERNEL_CHARTS)
+    assert prediction_text(shared) == prediction
+    expect(shared.get_by_role("spinbutton", name="Bandwidth σ", exact=True)).to_have_value("3")
+    assert comparable(copy) == comparable(original)
+    assert query_of(shared) == query_of(page)
+    assert exceptions(shared) == []
+    assert_clean(console_errors)
+
+
+# ----- 5./6. hostile links -------------------------------------------------------------------------------------
+
+XSS = "<img src=x onerror=alert(1)>"
+
+
+def test_sentence_is_text_not_html(page: Page, server: StreamlitServer, console_errors: ConsoleRecorder) -> None:
+    """An HTML payload as the sentence becomes tokens shown as text: no <img>, no dialog, no exception."""
+    figures = open_app(page, server.url_for(f"Self_attention?s={quote(XSS, safe='')}"), SELF_CHARTS)
+    weights = weights_figure(figures)
+    expect(page.get_by_role("textbox", name="Sentence", exact=True)).to_have_value(XSS)
+    # give an injected onerror handler every chance to run before looking
+    page.evaluate("() => new Promise((r) => setTimeout(r, 300))")
+    injected = page.evaluate(
+        """() => Array.from(document.querySelectorAll('img, image, [onerror]')).filter(
+            (el) => el.getAttribute('src') === 'x' || el.hasAttribute('onerror')).map((el) => el.outerHTML)"""
+    )
+    assert injected == [], f"the payload became markup: {injected}"
+    assert console_errors.dialogs == []
+    ticks = page.locator(".js-plotly-plot").first.locator(".xtick text").all_text_contents()
+    assert "<" in ticks and "img" in ticks and "onerror" in ticks and ">" in ticks, f"tick labels: {ticks}"
+    assert "img" in weights["data"][0]["x"] and "onerror" in weights["data"][0]["y"]
+    assert exceptions(page) == []
+    assert_clean(console_errors)
+
+
+def test_hostile_link_parameters_warn_and_fall_back(
+    page: Page, server: StreamlitServer, console_errors: ConsoleRecorder
+) -> None:
+    """Bad score, temperature, heads and matrix in a link: one warning each, the default heatmap still drawn."""
+    figures = open_app(page, server.url_for("Self_attention?sc=evil&T=abc&h=999&q=1,2;3"), SELF_CHARTS)
+    alerts = page.locator('[data-testid="stAlert"]', has_text="Link parameter")
+    expect(alerts.first).to_be_visible()
+    texts = alerts.all_inner_texts()
+    for key in ("sc", "T", "h", "q"):
+        assert any(f"Link parameter '{key}'" in text for text in texts), f"no warning for {key!r}: {texts}"
+    assert len(texts) == 4, texts
+    weights = weights_figure(figures)
+    assert weights["title"] == "Scaled dot product: attention weights"
+    z = weights["data"][0]["z"]
+    assert len(z) == 8 and all(x is not None for row in z for x in row)
+    expect(page.get_by_role("spinbutton", name="Temperature T", exact=True)).to_have_value("1")
+    assert exceptions(page) == []
+    assert_clean(console_errors)
+
+
+# ----- 7. cross-attention preset link ------------------------------------------------------------------------
+
+
+def test_cross_attention_preset_link(page: Page, server: StreamlitServer, console_errors: ConsoleRecorder) -> None:
+    """d2l's additive attention, batch row 1 (valid length 6 of 10): uniform 1/6 weights, four masked keys."""
+    open_app(page, server.url_for("Cross_attention?p=d2l_additive&b=1"), 3)
+    page.locator('[data-testid="stExpander"] summary', has_text="Raw scores, logits and outputs").click()
+    details = page.locator('[data-testid="stExpander"]', has_text="Raw scores, logits and outputs")
+    expect(details.locator(".js-plotly-plot").first).to_be_visible()
+    figures = plotly_figures(page)
+    z = weights_z(figures)
+    assert len(z) == 1 and len(z[0]) == 10, f"expected 1 query x 10 keys, got {z}"
+    assert z[0][:6] == pytest.approx([1 / 6] * 6, abs=1e-4), f"weights row: {z[0]}"
+    assert z[0][6:] == [None] * 4, f"keys 7-10 are not masked: {z[0]}"
+    output = figure_titled(figures, "Output")
+    assert output["data"][0]["z"] == [pytest.approx([10.0, 11.0, 12.0, 13.0], abs=1e-3)], output["data"][0]["z"]
+    assert exceptions(page) == []
+    assert_clean(console_errors)
+
+
+# ----- 8. kernel page default --------------------------------------------------------------------------------
+
+
+def test_kernel_default_prediction(page: Page, server: StreamlitServer, console_errors: ConsoleRecorder) -> None:
+    """The waist/weight example: f(57) = 45.5 with the Gaussian kernel and σ = 1."""
+    open_app(page, server.url_for("Kernel_attention"), KERNEL_CHARTS)
+    text = prediction_text(page)
+    assert re.search(r"f\(57\) = 45\.5(?![0-9])", text), text
+    assert exceptions(page) == []
+    assert_clean(console_errors)
