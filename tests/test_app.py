@@ -190,3 +190,37 @@ def test_python_snippet_reproduces_the_page(tmp_path):
     exec(compile(snippet, "snippet", "exec"), namespace)  # the app's own generated code, not user input
     weights = namespace["trace"].weights[0].numpy()
     np.testing.assert_allclose(np.nan_to_num(first_weights(at)), weights, atol=1e-6)
+
+
+def test_learn_bandwidth_button_trains_and_draws_loss_and_fitted_curve():
+    at = run_page(KERNEL, p="d2l_toy_regression")
+    next(b for b in at.button if "Learn σ" in b.label).click().run()
+    assert not at.exception
+    success = " ".join(s.value for s in at.success)
+    assert "Learned σ" in success
+    data = attnviz.make_toy_data()
+    expected = attnviz.fit_bandwidth(data.x_train, data.y_train, kernel="gaussian", epochs=200, lr=0.05)
+    assert f"{expected.bandwidth:.4g}" in success
+    loss = first_weights_by_title_any(at, "Leave-one-out loss")
+    np.testing.assert_allclose(
+        loss["data"][0]["y"] if isinstance(loss["data"][0]["y"], list) else _array([_array(loss["data"][0]["y"])])[0],
+        expected.losses,
+        rtol=1e-4,
+    )
+    names = [trace.get("name", "") for trace in figures(at)[0]["data"]]
+    assert any(name.startswith("learned σ") for name in names)
+
+
+def first_weights_by_title_any(at: AppTest, title: str) -> dict:
+    for fig in figures(at):
+        if title in str(fig.get("layout", {}).get("title", {}).get("text", "")):
+            return fig
+    raise AssertionError(f"no chart titled {title!r}")
+
+
+def test_features_column_count_can_be_changed():
+    at = run_page(SELF, m="numbers", q="1,0;0,1")
+    next(n for n in at.number_input if n.label.startswith("Features (columns)")).set_value(3).run()
+    assert not at.exception
+    assert at.query_params["q"] in ("1,0,0;0,1,0", ["1,0,0;0,1,0"])
+    assert first_weights(at).shape == (2, 2)

@@ -36,9 +36,13 @@ def _reload_toy() -> None:
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def learned_bandwidth(keys: tuple[float, ...], values: tuple[float, ...], kernel: str, _progress=None) -> BandwidthFit:
+def learned_bandwidth(keys: tuple[float, ...], values: tuple[float, ...], kernel: str) -> BandwidthFit:
     """Leave-one-out fit of σ, cached by its inputs (a pure result)."""
-    return fit_bandwidth(list(keys), list(values), kernel=kernel, init=1.0, epochs=200, lr=0.05, progress=_progress)
+    return _fit(keys, values, kernel)
+
+
+def _fit(keys: tuple[float, ...], values: tuple[float, ...], kernel: str, progress=None) -> BandwidthFit:
+    return fit_bandwidth(list(keys), list(values), kernel=kernel, init=1.0, epochs=200, lr=0.05, progress=progress)
 
 
 def _points_editor(state: KernelState) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
@@ -171,9 +175,10 @@ def _draw(state: KernelState) -> None:
         help="Not available for the boxcar kernel (no gradient) or fewer than 2 points.",
     ):
         bar = st.progress(0.0, text="Training…")
-        learned_bandwidth(
+        # Trained here with visible progress; the cached call (same inputs) serves the reruns after it.
+        _fit(
             *fit_key,
-            _progress=lambda epoch, loss: bar.progress(epoch / 200, text=f"Epoch {epoch}/200 · loss {loss:.4g}"),
+            progress=lambda epoch, loss: bar.progress(epoch / 200, text=f"Epoch {epoch}/200 · loss {loss:.4g}"),
         )
         bar.empty()
         st.session_state["fit_request"] = fit_key
