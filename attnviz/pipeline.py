@@ -121,6 +121,17 @@ def curve_points(state: KernelState, count: int = 200) -> Tensor:
     return torch.linspace(low - margin, high + margin, count)
 
 
+def prediction_curve(state: KernelState, bandwidth: float | None = None) -> AttentionTrace:
+    """Nadaraya–Watson along `curve_points` (with the state's σ, or another one such as a learned σ)."""
+    return nadaraya_watson(
+        curve_points(state),
+        list(state.keys),
+        list(state.values),
+        kernel=state.kernel,
+        bandwidth=state.bandwidth if bandwidth is None else bandwidth,
+    )
+
+
 def weights_csv(trace: AttentionTrace, query_labels: list[str], key_labels: list[str]) -> str:
     """One row per query-key pair: raw score, logit, whether it was masked, and the weight."""
     buffer = io.StringIO()

@@ -147,6 +147,7 @@ _TARGET_TOKENS, _TARGET = _sentence("the cat sat on the mat")
 _SOURCE_TOKENS, _SOURCE = _sentence("猫坐在垫子上")
 _DECODER_QUERY = _seeded_normal(1, 10, 1, 256)
 _ENCODER_STATES = _seeded_normal(2, 10, 12, 256)
+_TOY = make_toy_data()
 _SEQ_TOKENS = [f"h{i + 1}" for i in range(12)]
 
 PRESETS: dict[str, Preset] = {
@@ -294,9 +295,9 @@ PRESETS: dict[str, Preset] = {
             "Attention Score note (d2l 10.2)",
             "50 noisy training points of f(x) = 2 sin(x) + x^0.8 on [0, 5) "
             "and 50 query points; Gaussian kernel. Learn the bandwidth to see the fit improve.",
-            make_toy_data().x_test,
-            make_toy_data().x_train,
-            make_toy_data().y_train,
+            _TOY.x_test,
+            _TOY.x_train,
+            _TOY.y_train,
             {"kernel": "gaussian", "bandwidth": 0.5},
         ),
     )

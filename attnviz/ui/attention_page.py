@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import replace
 
 import streamlit as st
 
 from attnviz import figures
 from attnviz.explain import explain_row
-from attnviz.pipeline import AttentionInputs, python_snippet, resolve_inputs, run_attention, weights_csv
+from attnviz.pipeline import (
+    AttentionInputs,
+    python_snippet,
+    resolve_inputs,
+    run_attention,
+    valid_lens_for,
+    weights_csv,
+)
 from attnviz.presets import PRESETS
 from attnviz.scores import SCORES
 from attnviz.state import (
@@ -311,7 +319,9 @@ def attention_page(page: str) -> None:
     with right:
         if inputs is not None:
             try:
-                inputs = resolve_inputs(state)
+                # Embeddings are already computed; only the valid lengths depend on the controls.
+                lens = valid_lens_for(state, inputs.queries.shape[0], inputs.keys.shape[0])
+                inputs = dataclasses.replace(inputs, valid_lens=lens)
             except ValueError as exc:
                 st.error(str(exc), icon="🚫")
             else:

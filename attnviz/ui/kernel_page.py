@@ -9,8 +9,8 @@ import streamlit as st
 
 from attnviz import figures
 from attnviz.explain import explain_kernel_row
-from attnviz.kernel import KERNELS, BandwidthFit, fit_bandwidth, nadaraya_watson, toy_function
-from attnviz.pipeline import curve_points, run_kernel
+from attnviz.kernel import KERNELS, BandwidthFit, fit_bandwidth, toy_function
+from attnviz.pipeline import prediction_curve, run_kernel
 from attnviz.presets import PRESETS
 from attnviz.state import KernelState, apply_kernel_preset, decode_kernel, encode_kernel, parse_vector
 from attnviz.ui.common import chart, publish, push_state, sync_from_url, value, widget_key
@@ -111,8 +111,8 @@ def kernel_page() -> None:
 
 def _draw(state: KernelState) -> None:
     trace = run_kernel(state)
-    grid = curve_points(state)
-    curve = nadaraya_watson(grid, list(state.keys), list(state.values), kernel=state.kernel, bandwidth=state.bandwidth)
+    curve = prediction_curve(state)
+    grid = curve.queries[:, 0]
     fig = figures.kernel_regression_figure(
         state.keys,
         state.values,
@@ -132,9 +132,7 @@ def _draw(state: KernelState) -> None:
     fitted = st.session_state.get("fit_request") == fit_key and state.kernel != "boxcar"
     fit = learned_bandwidth(*fit_key) if fitted else None
     if fit is not None:
-        learned = nadaraya_watson(
-            grid, list(state.keys), list(state.values), kernel=state.kernel, bandwidth=fit.bandwidth
-        )
+        learned = prediction_curve(state, bandwidth=fit.bandwidth)
         fig.add_scatter(
             x=grid.numpy(),
             y=learned.output.numpy(),
