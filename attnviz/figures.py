@@ -6,6 +6,7 @@ Token labels are user text: they are HTML-escaped and made unique before they be
 
 from __future__ import annotations
 
+import functools
 import html
 import math
 import re
@@ -14,7 +15,6 @@ from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 WEIGHTS_PALETTE = "Cividis"  # sequential and colour-blind safe
 SEQUENTIAL_PALETTE = "Viridis"
@@ -23,6 +23,7 @@ MASK_GREY = "#d9d9d9"
 MASK_NAME = "masked: cannot attend (weight exactly 0)"
 NO_SUPPORT_NAME = "no key inside the kernel window"
 MAX_TEXT_CELLS = 144  # numbers are printed in the cells only up to 12 x 12
+MAX_HOVER_SCORE_CELLS = 64 * 64  # above this, raw scores stay out of the hover (they would double the payload)
 POSITION_MARK = "·"  # "the·1", "the·5": duplicate tokens stay distinct categories
 ORANGE, BLUE, VERMILLION, BLACK = "#E69F00", "#0072B2", "#D55E00", "#000000"  # Okabe–Ito, colour-blind safe
 
@@ -91,39 +92,76 @@ def _show_values(show_values: bool | None, shape: tuple[int, ...]) -> bool:
 
 
 # ---------------------------------------------------------------- shared pieces
+#
+# Figures are assembled from plain dicts and handed to Plotly with its per-property validation switched off: the
+# validators cost ~10 ms per heatmap, most of a page rerun. The tests rebuild every figure with validation on and
+# check that Plotly accepts it unchanged, so nothing invalid can slip through.
+
+Trace = dict[str, Any]
 
 
-def _heatmap(values: np.ndarray, allowed: np.ndarray | None, x: list[str], y: list[str], **kwargs: Any) -> go.Heatmap:
+def _figure(data: list[Trace], layout: dict[str, Any]) -> go.Figure:
+    """A Figure from trace and layout dicts (already in Plotly's final form), without re-validating them.
+
+    The empty template keeps Plotly's default one (7 kB per chart, the bulk of a small heatmap's payload) out of the
+    figure: Streamlit's chart theme styles the figure in the browser, and every colour here is set explicitly.
+    """
+    blank = {"data": {"scatter": [{"type": "scatter"}]}}  # Plotly's own "none" template, as its validator writes it
+    return go.Figure({"data": data, "layout": {"template": blank, **layout}}, _validate=False)
+
+
+@functools.lru_cache(maxsize=64)
+def _scale(name: str) -> tuple[tuple[float, str], ...]:
+    """A named colour scale ("Cividis", "RdBu_r") as explicit (position, colour) stops, as Plotly's validator makes."""
+    return tuple((float(position), str(colour)) for position, colour in go.Heatmap(colorscale=name).colorscale)
+
+
+def _colorscale(palette: str | Sequence[Any]) -> list[list[Any]]:
+    """A palette name or an explicit scale, as the list of [position, colour] stops that Plotly.js reads."""
+    stops = _scale(palette) if isinstance(palette, str) else palette
+    return [[float(position), str(colour)] for position, colour in stops]
+
+
+def _heatmap(values: np.ndarray, allowed: np.ndarray | None, x: list[str], y: list[str], **kwargs: Any) -> Trace:
     """A heatmap of (Q, K) values, NaN where masked (the grey mask trace shows there instead)."""
     z = values if allowed is None else np.where(allowed, values, np.float32(np.nan))  # (Q, K)
-    return go.Heatmap(z=z.astype(np.float32), x=x, y=y, hoverongaps=False, **kwargs)
+    return {"type": "heatmap", "z": z.astype(np.float32), "x": x, "y": y, "hoverongaps": False, **kwargs}
 
 
-def _mask_trace(allowed: np.ndarray, x: list[str], y: list[str], text: bool) -> go.Heatmap:
+def _mask_trace(allowed: np.ndarray, x: list[str], y: list[str], text: bool) -> Trace:
     """Masked cells (allowed False) in flat grey, with "×" when small, no colour bar; transparent elsewhere."""
     z = np.where(allowed, np.float32(np.nan), np.float32(1.0)).astype(np.float32)  # (Q, K)
     grey = {"colorscale": [[0.0, MASK_GREY], [1.0, MASK_GREY]], "zmin": 0.0, "zmax": 1.0, "showscale": False}
     crosses = np.where(allowed, "", "×").astype(object)
     cells = {"text": crosses, "texttemplate": "%{text}", "textfont": {"color": BLACK}} if text else {}
     hover = f"query: %{{y}}<br>key: %{{x}}<br>{MASK_NAME}<extra></extra>"
-    return go.Heatmap(z=z, x=x, y=y, name="masked", hoverongaps=False, hovertemplate=hover, **grey, **cells)
+    return _heatmap(z, None, x, y, name="masked", hovertemplate=hover, **grey, **cells)
 
 
-def _add_masks(fig: go.Figure, panels: list[tuple[np.ndarray, Any, Any]], x: list[str], y: list[str]) -> None:
-    """Grey mask traces on each (allowed, row, col) panel that has masked cells, plus one legend entry."""
-    masked = [(allowed, row, col) for allowed, row, col in panels if not allowed.all()]
+def _axes(panel: int) -> dict[str, str]:
+    """The axis references of subplot panel 1, 2, ... ({"xaxis": "x2", "yaxis": "y2"} for panel 2)."""
+    suffix = "" if panel == 1 else str(panel)
+    return {"xaxis": f"x{suffix}", "yaxis": f"y{suffix}"}
+
+
+def _mask_traces(
+    panels: list[tuple[np.ndarray, int]], x: list[str], y: list[str], layout: dict[str, Any]
+) -> list[Trace]:
+    """Grey mask traces on each (allowed, panel) that has masked cells, plus one legend entry; updates the layout."""
+    masked = [(allowed, panel) for allowed, panel in panels if not allowed.all()]
     if not masked:
-        return
+        return []
     text = _show_values(None, masked[0][0].shape)
-    for allowed, row, col in masked:
-        fig.add_trace(_mask_trace(allowed, x, y, text), row=row, col=col)
+    data = [{**_mask_trace(allowed, x, y, text), **_axes(panel)} for allowed, panel in masked]
     square = {"symbol": "square", "size": 14, "color": MASK_GREY, "line": {"color": "#7f7f7f", "width": 1}}
-    legend_entry = go.Scatter(x=[None], y=[None], mode="markers", name=MASK_NAME, marker=square, hoverinfo="skip")
-    fig.add_trace(legend_entry, row=panels[0][1], col=panels[0][2])
+    legend_entry = {"type": "scatter", "x": [None], "y": [None], "mode": "markers", "name": MASK_NAME}
+    data.append({**legend_entry, "marker": square, "hoverinfo": "skip", **_axes(panels[0][1])})
     # above the plot; with subplots, above their titles too (container coordinates)
     place = {"yref": "container", "y": 0.99, "yanchor": "top"} if len(panels) > 1 else {"y": 1.0, "yanchor": "bottom"}
-    fig.update_layout(showlegend=True, legend={"orientation": "h", "x": 0.0, "xanchor": "left", **place})
-    fig.update_layout(margin={"t": 90})
+    layout["showlegend"] = True
+    layout["legend"] = {"orientation": "h", "x": 0.0, "xanchor": "left", **place}
+    layout["margin"] = {**layout.get("margin", {}), "t": 90}
+    return data
 
 
 def _hover(prefix: str = "", quantity: str = "weight", with_scores: bool = False) -> str:
@@ -132,11 +170,46 @@ def _hover(prefix: str = "", quantity: str = "weight", with_scores: bool = False
     return f"{prefix}query: %{{y}}<br>key: %{{x}}<br>{quantity}: %{{z:.6~g}}{score}<extra></extra>"
 
 
-def _style_matrix_axes(fig: go.Figure, x_title: str = "", y_title: str = "") -> None:
-    """Category axes (tokens are never parsed as numbers), y reversed so that row 1 is at the top."""
-    fig.update_xaxes(type="category", title_text=x_title or None, showgrid=False, zeroline=False)
-    fig.update_yaxes(type="category", title_text=y_title or None, showgrid=False, zeroline=False, autorange="reversed")
-    fig.update_layout(plot_bgcolor="white")  # NaN cells read as empty, not as a tinted cell
+def _matrix_axis(title: str = "", **extra: Any) -> dict[str, Any]:
+    """A category axis (tokens are never parsed as numbers) without grid lines, titled if `title`."""
+    axis: dict[str, Any] = {"type": "category", "showgrid": False, "zeroline": False, **extra}
+    if title:
+        axis["title"] = {"text": title}
+    return axis
+
+
+def _matrix_layout(title: str, height: int, x_title: str = "", y_title: str = "") -> dict[str, Any]:
+    """Layout of a one-panel matrix figure: y reversed so that row 1 is at the top, white behind NaN cells."""
+    return {
+        "title": {"text": title},
+        "height": height,
+        "xaxis": _matrix_axis(x_title),
+        "yaxis": _matrix_axis(y_title, autorange="reversed"),
+        "plot_bgcolor": "white",  # NaN cells read as empty, not as a tinted cell
+    }
+
+
+def _grid_layout(count: int, cols: int, titles: list[str], h_space: float, v_space: float) -> dict[str, Any]:
+    """Subplot axes and titles for `count` panels in rows of `cols`, as plotly.subplots.make_subplots lays them out.
+
+    make_subplots validates its whole layout and costs ~60 ms; the geometry itself is a few lines.
+    """
+    rows = math.ceil(count / cols)
+    width = (1.0 - h_space * (cols - 1)) / cols
+    height = (1.0 - v_space * (rows - 1)) / rows
+    layout: dict[str, Any] = {"annotations": []}
+    for panel in range(1, count + 1):
+        row, col = divmod(panel - 1, cols)
+        left, top = col * (width + h_space), 1.0 - row * (height + v_space)
+        refs = _axes(panel)
+        x_name, y_name = refs["xaxis"].replace("x", "xaxis"), refs["yaxis"].replace("y", "yaxis")
+        layout[x_name] = {"anchor": refs["yaxis"], "domain": [left, left + width]}
+        layout[y_name] = {"anchor": refs["xaxis"], "domain": [max(0.0, top - height), top]}
+        title = {"text": titles[panel - 1], "x": left + width / 2, "y": top, "xref": "paper", "yref": "paper"}
+        layout["annotations"].append(
+            {**title, "xanchor": "center", "yanchor": "bottom", "showarrow": False, "font": {"size": 16}}
+        )
+    return layout
 
 
 def _height(rows: int) -> int:
@@ -146,7 +219,7 @@ def _height(rows: int) -> int:
 
 def _weights_axis(palette: str) -> dict[str, Any]:
     """A shared colour axis for attention weights, fixed to [0, 1]."""
-    return {"colorscale": palette, "cmin": 0.0, "cmax": 1.0, "colorbar": {"title": {"text": "weight"}}}
+    return {"colorscale": _colorscale(palette), "cmin": 0.0, "cmax": 1.0, "colorbar": {"title": {"text": "weight"}}}
 
 
 # ---------------------------------------------------------------- attention weights
@@ -169,19 +242,19 @@ def weights_heatmap(
     y, x = unique_labels(query_labels, values.shape[0], "q"), unique_labels(key_labels, values.shape[1], "k")
     extra: dict[str, Any] = {}
     if scores is not None:
-        extra["customdata"] = _array(scores, "scores", 2)  # (Q, K) raw a(q, k), shown on hover
-        if extra["customdata"].shape != values.shape:
-            raise ValueError(f"scores shape {extra['customdata'].shape} differs from weights shape {values.shape}")
+        raw = _array(scores, "scores", 2)  # (Q, K) raw a(q, k), shown on hover
+        if raw.shape != values.shape:
+            raise ValueError(f"scores shape {raw.shape} differs from weights shape {values.shape}")
+        if values.size <= MAX_HOVER_SCORE_CELLS:
+            extra["customdata"] = raw
     if _show_values(show_values, values.shape):
         extra["texttemplate"] = "%{z:.2f}"
-    hover = _hover(with_scores=scores is not None)
-    trace = _heatmap(values, allowed, x, y, name="weights", colorscale=palette, zmin=0.0, zmax=1.0, **extra)
-    fig = go.Figure(trace.update(colorbar={"title": {"text": "weight"}}, hovertemplate=hover))
-    fig.update_layout(title={"text": title}, height=_height(values.shape[0]))
-    if allowed is not None:
-        _add_masks(fig, [(allowed, None, None)], x, y)
-    _style_matrix_axes(fig, "keys", "queries")
-    return fig
+    hover = _hover(with_scores="customdata" in extra)
+    colours = {"colorscale": _colorscale(palette), "zmin": 0.0, "zmax": 1.0, "colorbar": {"title": {"text": "weight"}}}
+    trace = _heatmap(values, allowed, x, y, name="weights", hovertemplate=hover, **colours, **extra)
+    layout = _matrix_layout(title, _height(values.shape[0]), "keys", "queries")
+    masks = _mask_traces([(allowed, 1)], x, y, layout) if allowed is not None else []
+    return _figure([trace, *masks], layout)
 
 
 def heads_grid(
@@ -204,28 +277,24 @@ def heads_grid(
     titles = unique_labels(head_titles, heads, "head ")
     cols = min(columns, heads)
     rows = math.ceil(heads / cols)
-    specs = [[{} if r * cols + c < heads else None for c in range(cols)] for r in range(rows)]
-    spacing = min(0.12, 0.5 / max(rows - 1, 1))
-    fig = make_subplots(
-        rows, cols, specs=specs, subplot_titles=titles, horizontal_spacing=0.03, vertical_spacing=spacing
-    )
+    layout = _grid_layout(heads, cols, titles, 0.03, min(0.12, 0.5 / max(rows - 1, 1)))
     text = {"texttemplate": "%{z:.2f}"} if _show_values(None, (n_queries, n_keys)) else {}
-    cells = [(head // cols + 1, head % cols + 1) for head in range(heads)]
-    for head, (row, col) in enumerate(cells):
+    data = []
+    for head in range(heads):
         head_allowed = None if allowed is None else allowed[head]
         hover = _hover(prefix=f"{titles[head]}<br>")
-        trace = _heatmap(values[head], head_allowed, x, y, name=titles[head], coloraxis="coloraxis", **text)
-        fig.add_trace(trace.update(hovertemplate=hover), row=row, col=col)
+        style = {"coloraxis": "coloraxis", "hovertemplate": hover, **_axes(head + 1), **text}
+        data.append(_heatmap(values[head], head_allowed, x, y, name=titles[head], **style))
     if allowed is not None:
-        _add_masks(fig, [(allowed[head], row, col) for head, (row, col) in enumerate(cells)], x, y)
-    _style_matrix_axes(fig)
-    for head, (row, col) in enumerate(cells):
-        bottom = head + cols >= heads  # no head below: this panel carries the key labels
-        fig.update_xaxes(showticklabels=bottom, title_text="keys" if bottom else None, row=row, col=col)
-        fig.update_yaxes(showticklabels=col == 1, title_text="queries" if col == 1 else None, row=row, col=col)
+        data += _mask_traces([(allowed[head], head + 1) for head in range(heads)], x, y, layout)
+    for head in range(heads):
+        x_name, y_name = (ref.replace("x", "xaxis").replace("y", "yaxis") for ref in _axes(head + 1).values())
+        bottom, left = head + cols >= heads, head % cols == 0  # the bottom panels carry the key labels
+        layout[x_name].update(_matrix_axis("keys" if bottom else "", showticklabels=bottom))
+        layout[y_name].update(_matrix_axis("queries" if left else "", showticklabels=left, autorange="reversed"))
     height = int(min(1400, rows * max(220, 14 * n_queries + 120) + 120))
-    fig.update_layout(coloraxis=_weights_axis(palette), height=height)
-    return fig
+    layout.update(coloraxis=_weights_axis(palette), height=height, plot_bgcolor="white")
+    return _figure(data, layout)
 
 
 def comparison_figure(
@@ -247,21 +316,32 @@ def comparison_figure(
     y, x = unique_labels(query_labels, first.shape[0], "q"), unique_labels(key_labels, first.shape[1], "k")
     name_a, name_b = (html.escape(str(label), quote=False) for label in (label_a, label_b))
     names = [name_a, name_b, f"{name_a} − {name_b}"]
-    fig = make_subplots(rows=1, cols=3, subplot_titles=names, horizontal_spacing=0.04)
+    layout = _grid_layout(3, 3, names, 0.04, 0.0)
     text = {"texttemplate": "%{z:.2f}"} if _show_values(None, first.shape) else {}
     panels = [(first, "coloraxis", "weight"), (second, "coloraxis", "weight"), (first - second, "coloraxis2", "A − B")]
-    for col, (values, axis, quantity) in enumerate(panels, start=1):
-        trace = _heatmap(values, allowed, x, y, name=names[col - 1], coloraxis=axis, **text)
-        fig.add_trace(trace.update(hovertemplate=_hover(f"{names[col - 1]}<br>", quantity)), row=1, col=col)
+    data = []
+    for panel, (values, axis, quantity) in enumerate(panels, start=1):
+        hover = _hover(f"{names[panel - 1]}<br>", quantity)
+        style = {"coloraxis": axis, "hovertemplate": hover, **_axes(panel), **text}
+        data.append(_heatmap(values, allowed, x, y, name=names[panel - 1], **style))
     if allowed is not None:
-        _add_masks(fig, [(allowed, 1, col) for col in (1, 2, 3)], x, y)
-    _style_matrix_axes(fig, "keys")
-    fig.update_yaxes(showticklabels=False)
-    fig.update_yaxes(showticklabels=True, title_text="queries", row=1, col=1)
+        data += _mask_traces([(allowed, panel) for panel in (1, 2, 3)], x, y, layout)
+    for panel in (1, 2, 3):
+        suffix = "" if panel == 1 else str(panel)
+        layout[f"xaxis{suffix}"].update(_matrix_axis("keys"))
+        left = panel == 1
+        layout[f"yaxis{suffix}"].update(
+            _matrix_axis("queries" if left else "", showticklabels=left, autorange="reversed")
+        )
     difference_bar = {"title": {"text": "A − B"}, "x": 1.12}
-    difference_axis = {"colorscale": DIVERGING_PALETTE, "cmin": -1.0, "cmax": 1.0, "colorbar": difference_bar}
-    fig.update_layout(coloraxis=_weights_axis(palette), coloraxis2=difference_axis, height=_height(first.shape[0]))
-    return fig
+    difference_axis = {"colorscale": _colorscale(DIVERGING_PALETTE), "cmin": -1.0, "cmax": 1.0}
+    layout.update(
+        coloraxis=_weights_axis(palette),
+        coloraxis2={**difference_axis, "colorbar": difference_bar},
+        height=_height(first.shape[0]),
+        plot_bgcolor="white",
+    )
+    return _figure(data, layout)
 
 
 # ---------------------------------------------------------------- generic matrices
@@ -319,25 +399,23 @@ def matrix_heatmap(
         extra["text"] = cells if allowed is None else np.where(allowed, cells, "")  # masked cells show "×"
         extra["texttemplate"] = "%{text}"
     hover = f"{y_title or 'row'}: %{{y}}<br>{x_title or 'column'}: %{{x}}<br>value: {shown}<extra></extra>"
-    scale = palette or (DIVERGING_PALETTE if symmetric else SEQUENTIAL_PALETTE)
-    trace = _heatmap(colour, allowed, x, y, name=title or "matrix", colorscale=scale, zmin=low, zmax=high, **extra)
-    fig = go.Figure(trace.update(hovertemplate=hover))
-    fig.update_layout(title={"text": title}, height=_height(values.shape[0]))
-    if allowed is not None:
-        _add_masks(fig, [(allowed, None, None)], x, y)
-    _style_matrix_axes(fig, x_title, y_title)
-    return fig
+    scale = _colorscale(palette or (DIVERGING_PALETTE if symmetric else SEQUENTIAL_PALETTE))
+    colours = {"colorscale": scale, "zmin": low, "zmax": high}
+    trace = _heatmap(colour, allowed, x, y, name=title or "matrix", hovertemplate=hover, **colours, **extra)
+    layout = _matrix_layout(title, _height(values.shape[0]), x_title, y_title)
+    masks = _mask_traces([(allowed, 1)], x, y, layout) if allowed is not None else []
+    return _figure([trace, *masks], layout)
 
 
 # ---------------------------------------------------------------- kernel regression and training
 
 
-def _scatter(x: np.ndarray, y: np.ndarray, name: str, x_name: str, y_name: str, **style: Any) -> go.Scatter:
+def _scatter(x: np.ndarray, y: np.ndarray, name: str, x_name: str, y_name: str, **style: Any) -> Trace:
     """Points (default) or a line, NaN drawn as a gap, with a hover naming both coordinates (y_name "" hides y)."""
     y_part = f"<br>{y_name}: %{{y:.4~g}}" if y_name else f"<br>{name}"
     hover = f"{x_name}: %{{x:.4~g}}{y_part}<extra></extra>"
     style = {"mode": "markers", **style}
-    return go.Scatter(x=x, y=y, name=name, hovertemplate=hover, connectgaps=False, **style)
+    return {"type": "scatter", "x": x, "y": y, "name": name, "hovertemplate": hover, "connectgaps": False, **style}
 
 
 def kernel_regression_figure(
@@ -362,28 +440,32 @@ def kernel_regression_figure(
         raise ValueError("no_support must have one flag per query")
     empty = empty[order]
     predictions = np.where(empty, np.float32(np.nan), predictions).astype(np.float32)  # NaN: a gap in the line
-    fig = go.Figure()
     points = {"color": ORANGE, "size": 7, "opacity": 0.8}
-    fig.add_trace(_scatter(keys, values, "training data (keys, values)", "key x", "value y", marker=points))
+    data = [_scatter(keys, values, "training data (keys, values)", "key x", "value y", marker=points)]
     if y_true is not None:
         truth = _vector(y_true, "y_true")
         if truth.shape != queries.shape:
             raise ValueError("y_true must have one value per query")
         dashed = {"color": BLACK, "dash": "dash", "width": 2}
-        fig.add_trace(_scatter(queries, truth[order], "true function", "x", "true y", mode="lines", line=dashed))
+        data.append(_scatter(queries, truth[order], "true function", "x", "true y", mode="lines", line=dashed))
     solid = {"color": BLUE, "width": 3}
-    fig.add_trace(_scatter(queries, predictions, "prediction", "query x", "prediction", mode="lines", line=solid))
+    data.append(_scatter(queries, predictions, "prediction", "query x", "prediction", mode="lines", line=solid))
+    layout: dict[str, Any] = {
+        "title": {"text": title},
+        "legend": {"orientation": "h", "x": 0.0, "y": 1.0, "yanchor": "bottom"},
+        "margin": {"t": 90},
+        "showlegend": True,
+        "xaxis": {"title": {"text": "x (queries and keys)"}},
+        "yaxis": {"title": {"text": "y (values)"}},
+    }
     if empty.any():
         cross = {"symbol": "x-thin", "size": 11, "line": {"color": VERMILLION, "width": 2}}
         rug = np.full(int(empty.sum()), 0.02, dtype=np.float32)  # on an invisible 0..1 axis: the plot's bottom edge
-        fig.add_trace(
+        data.append(
             _scatter(queries[empty], rug, NO_SUPPORT_NAME, "query x", "", yaxis="y2", marker=cross, cliponaxis=False)
         )
-        fig.update_layout(yaxis2={"overlaying": "y", "range": [0.0, 1.0], "visible": False, "fixedrange": True})
-    legend = {"orientation": "h", "x": 0.0, "y": 1.0, "yanchor": "bottom"}
-    fig.update_layout(title={"text": title}, legend=legend, margin={"t": 90}, showlegend=True)
-    fig.update_layout(xaxis_title="x (queries and keys)", yaxis_title="y (values)")
-    return fig
+        layout["yaxis2"] = {"overlaying": "y", "range": [0.0, 1.0], "visible": False, "fixedrange": True}
+    return _figure(data, layout)
 
 
 def loss_curve(losses: Any, *, title: str = "Leave-one-out loss") -> go.Figure:
@@ -391,12 +473,13 @@ def loss_curve(losses: Any, *, title: str = "Leave-one-out loss") -> go.Figure:
     values = _vector(losses, "losses")  # (epochs,)
     epochs = np.arange(1, values.size + 1, dtype=np.int32)
     mode = "lines+markers" if values.size <= 50 else "lines"
-    fig = go.Figure(go.Scatter(x=epochs, y=values, mode=mode, name="loss", line={"color": BLUE}))
-    fig.data[0].hovertemplate = "epoch %{x}<br>loss %{y:.6~g}<extra></extra>"
+    hover = "epoch %{x}<br>loss %{y:.6~g}<extra></extra>"
+    trace = {"type": "scatter", "x": epochs, "y": values, "mode": mode, "name": "loss", "line": {"color": BLUE}}
     positive = values[np.isfinite(values) & (values > 0)]
     log = positive.size == values.size > 0 and float(positive.max()) > 100 * float(positive.min())
-    fig.update_layout(title={"text": title}, xaxis_title="epoch", yaxis_title="loss", yaxis_type="log" if log else None)
-    return fig
+    y_axis: dict[str, Any] = {"title": {"text": "loss"}, **({"type": "log"} if log else {})}
+    layout = {"title": {"text": title}, "xaxis": {"title": {"text": "epoch"}}, "yaxis": y_axis}
+    return _figure([{**trace, "hovertemplate": hover}], layout)
 
 
 def vector_bars(values: Any, *, labels: Labels = None, title: str = "") -> go.Figure:
@@ -404,9 +487,10 @@ def vector_bars(values: Any, *, labels: Labels = None, title: str = "") -> go.Fi
     heights = _vector(values, "values")  # (n,)
     x = unique_labels(labels, heights.size)
     text = {"texttemplate": "%{y:.2f}", "textposition": "outside", "cliponaxis": False} if heights.size <= 16 else {}
-    fig = go.Figure(go.Bar(x=x, y=heights, marker_color=BLUE, hovertemplate="%{x}: %{y:.6~g}<extra></extra>", **text))
-    fig.update_layout(title={"text": title}, xaxis_type="category", height=320, margin={"t": 60})
-    return fig
+    hover = "%{x}: %{y:.6~g}<extra></extra>"
+    trace = {"type": "bar", "x": x, "y": heights, "marker": {"color": BLUE}, "hovertemplate": hover, **text}
+    layout = {"title": {"text": title}, "xaxis": {"type": "category"}, "height": 320, "margin": {"t": 60}}
+    return _figure([trace], layout)
 
 
 # ---------------------------------------------------------------- helpers for pages and tests

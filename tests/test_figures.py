@@ -322,3 +322,71 @@ def test_figures_show_the_cores_numbers():
     z = figures.figure_arrays(fig)[0]
     np.testing.assert_array_equal(z[mask], weights[mask])
     assert (weights[~mask] == 0).all() and np.isnan(z[~mask]).all()
+
+
+# ---------------------------------------------------------------- built without Plotly's validators
+
+
+def every_builder(causal_3x4) -> dict[str, go.Figure]:
+    """One figure from each builder, with masks, labels, infinities and several panels where they apply."""
+    scores, allowed, weights = causal_3x4
+    with_inf = np.where(allowed, scores, -np.inf)
+    labels = ["<b>the</b>", "cat", "the", "mat"]
+    return {
+        "weights": figures.weights_heatmap(weights, scores=scores, mask=allowed, key_labels=labels, title="w"),
+        "weights_plain": figures.weights_heatmap(weights[:, :3], palette="Viridis"),
+        "matrix": figures.matrix_heatmap(with_inf, mask=allowed, x_title="keys", y_title="queries", title="s"),
+        "matrix_plain": figures.matrix_heatmap(weights, symmetric=False, show_values=False),
+        "heads": figures.heads_grid(np.stack([weights] * 6), mask=allowed, key_labels=labels, columns=4),
+        "heads_open": figures.heads_grid(np.stack([weights] * 3), columns=2),
+        "compare": figures.comparison_figure(weights, weights[::-1], label_a="a", label_b="b", mask=allowed),
+        "kernel": figures.kernel_regression_figure(
+            [0, 1, 2], [1, 2, 3], [0.5, 5.0], [1.5, 0.0], y_true=[1.5, 6.0], no_support=[False, True]
+        ),
+        "loss": figures.loss_curve([3.0, 2.0, 0.01]),
+        "bars": figures.vector_bars([0.2, 0.8], labels=["a", "b"], title="t"),
+    }
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["weights", "weights_plain", "matrix", "matrix_plain", "heads", "heads_open", "compare", "kernel", "loss", "bars"],
+)
+def test_every_figure_passes_plotlys_validators_unchanged(causal_3x4, name):
+    fig = every_builder(causal_3x4)[name]
+    payload = json.loads(fig.to_json())
+    validated = go.Figure(fig.to_dict())  # validate=True: raises on any property Plotly does not know
+    assert json.loads(validated.to_json()) == payload
+
+
+@pytest.mark.parametrize(("heads", "columns"), [(1, 4), (3, 2), (6, 4), (8, 4), (5, 1)])
+def test_heads_grid_geometry_matches_make_subplots(heads, columns):
+    from plotly.subplots import make_subplots
+
+    fig = figures.heads_grid(np.full((heads, 2, 2), 0.5), columns=columns)
+    cols = min(columns, heads)
+    rows = -(-heads // cols)
+    specs = [[{} if r * cols + c < heads else None for c in range(cols)] for r in range(rows)]
+    titles = [f"head {h + 1}" for h in range(heads)]
+    spacing = min(0.12, 0.5 / max(rows - 1, 1))
+    reference = make_subplots(
+        rows, cols, specs=specs, subplot_titles=titles, horizontal_spacing=0.03, vertical_spacing=spacing
+    ).layout
+    for panel in range(1, heads + 1):
+        suffix = "" if panel == 1 else str(panel)
+        for axis in (f"xaxis{suffix}", f"yaxis{suffix}"):
+            np.testing.assert_allclose(fig.layout[axis].domain, reference[axis].domain, atol=1e-9)
+            assert fig.layout[axis].anchor == reference[axis].anchor
+    ours = [(a.text, a.x, a.y) for a in fig.layout.annotations]
+    theirs = [(a.text, a.x, a.y) for a in reference.annotations]
+    assert [t for t, _, _ in ours] == [t for t, _, _ in theirs]
+    np.testing.assert_allclose([xy for _, *xy in ours], [xy for _, *xy in theirs], atol=1e-9)
+
+
+def test_large_heatmaps_leave_raw_scores_out_of_the_hover_to_halve_the_payload():
+    weights = RNG.dirichlet(np.ones(80), size=80).astype(np.float32)  # 6,400 cells > 64 x 64
+    small = figures.weights_heatmap(weights[:8, :8], scores=weights[:8, :8])
+    large = figures.weights_heatmap(weights, scores=RNG.normal(size=(80, 80)))
+    assert small.data[0].customdata is not None and "score" in small.data[0].hovertemplate
+    assert large.data[0].customdata is None and "score" not in large.data[0].hovertemplate
+    assert len(large.to_json()) < 1.5 * weights.nbytes  # one float32 array (base64) and little else
