@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 
@@ -37,17 +38,20 @@ def _token_seed(token: str, seed: int) -> int:
     return int.from_bytes(digest, "little") & (2**63 - 1)
 
 
+@functools.lru_cache(maxsize=8192)
+def _token_vector(token: str, dim: int, seed: int) -> Tensor:
+    """One token's vector (dim,): drawn once, then served from the cache (callers only ever copy it)."""
+    generator = torch.Generator().manual_seed(_token_seed(token, seed))
+    return torch.randn(dim, generator=generator) / dim**0.5
+
+
 def embed_tokens(tokens: list[str], dim: int = 8, seed: int = 0, normalize: bool = False) -> Tensor:
     """Deterministic N(0, 1/dim) vectors per token: same token, dim and seed -> same row. (n, dim)."""
     if isinstance(dim, bool) or not isinstance(dim, int) or not 1 <= dim <= 4096:
         raise ValueError(f"dim must be a whole number from 1 to 4096; got {dim!r}")
     if not tokens:
         raise ValueError("no tokens to embed")
-    rows = []
-    for token in tokens:
-        generator = torch.Generator().manual_seed(_token_seed(str(token), int(seed)))
-        rows.append(torch.randn(dim, generator=generator) / dim**0.5)
-    embeddings = torch.stack(rows)  # (n, dim)
+    embeddings = torch.stack([_token_vector(str(token), dim, int(seed)) for token in tokens])  # (n, dim), a copy
     if normalize:
         embeddings = torch.nn.functional.normalize(embeddings, dim=-1)
     return embeddings

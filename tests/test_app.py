@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -183,8 +184,27 @@ def test_cross_attention_residual_output():
     assert figures(at)
 
 
+def open_expander(at: AppTest, key: str) -> AppTest:
+    """Open a lazy expander (its content is only built while open), as a click in the browser does."""
+    at.session_state[key] = True
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_closed_expanders_build_nothing_and_open_ones_build_their_content():
+    at = run_page(SELF)
+    assert [len(figures(at)), len(at.code), len(at.get("download_button"))] == [1, 0, 0]
+    open_expander(at, "open:self:raw")
+    titles = [fig["layout"]["title"]["text"] for fig in figures(at)]
+    assert titles[1:] == ["Raw scores a(q, k)", "Output (attention-weighted values)"], titles
+    open_expander(at, "open:self:share")
+    assert any("Link length" in caption.value for caption in at.caption)
+    assert len(at.get("image")) == 1  # the QR code
+
+
 def test_python_snippet_reproduces_the_page(tmp_path):
-    at = run_page(SELF, sc="cosine", c="1")
+    at = open_expander(run_page(SELF, sc="cosine", c="1"), "open:self:export")
     snippet = next(code.value for code in at.code if "attnviz.self_attention" in code.value)
     namespace: dict = {}
     exec(compile(snippet, "snippet", "exec"), namespace)  # the app's own generated code, not user input
@@ -224,3 +244,45 @@ def test_features_column_count_can_be_changed():
     assert not at.exception
     assert at.query_params["q"] in ("1,0,0;0,1,0", ["1,0,0;0,1,0"])
     assert first_weights(at).shape == (2, 2)
+
+
+def work_table(at: AppTest, title_start: str) -> list[list[str]]:
+    """The body cells of the markdown table in the 'show your work' step whose title starts with `title_start`."""
+    unescaped = [(re.sub(r"\\(.)", r"\1", m.value.split("\n", 1)[0]), m.value) for m in at.markdown]
+    block = next(value for title, value in unescaped if title.startswith(f"**{title_start}"))
+    lines = [line for line in block.splitlines() if line.startswith("| ")]
+    return [re.split(r"(?<!\\) \| ", line[2:-2]) for line in lines[2:]]  # skip the header and the rule
+
+
+def test_work_panel_tables_show_the_heatmaps_numbers_and_tokens_literally():
+    at = run_page(SELF, s="the cat | sat *on*", c="1", row="2")
+    weights = first_weights(at)  # (Q, K), NaN where masked
+    softmax = work_table(at, "4. Softmax")
+    keys = [cells[0] for cells in softmax]
+    assert keys[:4] == ["the", "cat", "\\|", "sat"] and keys[4].startswith("\\*")  # escaped: shown, not markup
+    shown = np.array([float(cells[-1]) for cells in softmax])
+    np.testing.assert_allclose(shown, np.nan_to_num(weights[2]), rtol=1e-3, atol=1e-4)
+    mask = work_table(at, "3. Mask")
+    assert [cells[1] for cells in mask][3:] == ["no \\(masked\\)"] * (weights.shape[1] - 3)  # causal: row 3 sees 1..3
+
+
+def test_projection_controls_open_for_a_link_that_uses_them_and_keep_their_values():
+    at = run_page(SELF, h="2", pr="random", ps="7")
+    assert at.slider(key="w:self:heads").value == 2
+    assert at.number_input(key="w:self:proj_seed").value == 7
+    assert len(first_weights_heads(at)) == 2
+    at.number_input(key="w:self:temperature").set_value(2.0).run()
+    assert len(first_weights_heads(at)) == 2 and at.query_params["h"] == "2"
+    at.session_state["open:self:proj"] = False  # closing the section keeps the heads
+    at.run()
+    assert not at.slider and len(first_weights_heads(at)) == 2 and at.query_params["ps"] == "7"
+
+
+def test_default_page_keeps_the_projection_controls_closed():
+    at = run_page(SELF)
+    assert not at.slider and at.session_state["open:self:proj"] is False
+
+
+def first_weights_heads(at: AppTest) -> list:
+    """The per-head heatmaps of the heads grid (the first chart when heads > 1)."""
+    return [trace for trace in figures(at)[0]["data"] if trace.get("name", "").startswith("head")]

@@ -28,9 +28,10 @@ from attnviz.state import (
     encode_attention,
     preset_batches,
 )
-from attnviz.ui.common import chart, publish, push_state, sync_from_url, value, widget_key
+from attnviz.ui.common import bound_key, chart, publish, push_state, sync_from_url, value, widget_key
 from attnviz.ui.widgets import (
     batch_selector,
+    lazy_expander,
     lens_editor,
     matrix_editor,
     score_params,
@@ -72,7 +73,9 @@ def _inputs_panel(page: str, state: AttentionState) -> AttentionState:
     changes = {"mode": mode}
     if mode == "sentence":
         label = "Sentence" if page == "self" else "Query sentence (target)"
-        changes["sentence"] = st.text_input(
+        widths = [4, 1, 1] if page == "self" else [2, 2, 1, 1]
+        columns = st.columns(widths, vertical_alignment="bottom")
+        changes["sentence"] = columns[0].text_input(
             label,
             key=widget_key(page, "sentence"),
             max_chars=2000,
@@ -80,14 +83,16 @@ def _inputs_panel(page: str, state: AttentionState) -> AttentionState:
             "become tokens; each token gets a seeded random embedding.",
         )
         if page == "cross":
-            changes["source"] = st.text_input(
+            changes["source"] = columns[1].text_input(
                 "Source sentence (keys and values)", key=widget_key(page, "source"), max_chars=2000
             )
-        c1, c2 = st.columns(2)
-        changes["dim"] = c1.number_input("Embedding size d", 1, MAX_DIM, key=widget_key(page, "dim"))
-        changes["embed_seed"] = c2.number_input("Embedding seed", 0, 2**31 - 1, key=widget_key(page, "embed_seed"))
-    else:
-        if page == "self":
+        changes["dim"] = columns[-2].number_input("Embedding size d", 1, MAX_DIM, key=widget_key(page, "dim"))
+        changes["embed_seed"] = columns[-1].number_input(
+            "Embedding seed", 0, 2**31 - 1, key=widget_key(page, "embed_seed")
+        )
+    elif page == "self":
+        column, _ = st.columns(2)
+        with column:
             matrix = matrix_editor(
                 page,
                 "queries",
@@ -95,13 +100,15 @@ def _inputs_panel(page: str, state: AttentionState) -> AttentionState:
                 "t",
                 "Rows are tokens, columns are features. Self-attention uses x as queries, keys and values.",
             )
-            if matrix is not None:
-                changes.update(queries=matrix, keys=matrix, values=matrix)
-        else:
-            for name, label, prefix in (("queries", "Queries", "q"), ("keys", "Keys", "k"), ("values", "Values", "k")):
+        if matrix is not None:
+            changes.update(queries=matrix, keys=matrix, values=matrix)
+    else:
+        editors = (("queries", "Queries", "q"), ("keys", "Keys", "k"), ("values", "Values", "k"))
+        for column, (name, label, prefix) in zip(st.columns(3), editors, strict=True):
+            with column:
                 matrix = matrix_editor(page, name, label, prefix, f"Rows are {name}, columns their features.")
-                if matrix is not None:
-                    changes[name] = matrix
+            if matrix is not None:
+                changes[name] = matrix
     return replace(state, **changes)
 
 
@@ -120,29 +127,30 @@ def _controls(page: str, state: AttentionState, num_queries: int, num_keys: int)
     )
     causal = st.toggle("Causal mask (query i sees keys 1…i)", key=widget_key(page, "causal"))
     lens_mode, lens = lens_editor(page, num_queries, num_keys)
-    with st.expander(
-        "Projections and heads", expanded=value(page, "heads") > 1 or value(page, "projections") != "identity"
-    ):
-        projections = st.radio(
-            "W_q, W_k, W_v",
-            ["identity", "random"],
-            key=widget_key(page, "projections"),
-            horizontal=True,
-            format_func={"identity": "identity", "random": "seeded random"}.get,
-        )
-        st.number_input(
-            "Projection seed", 0, 2**31 - 1, key=widget_key(page, "proj_seed"), disabled=projections == "identity"
-        )
-        st.slider(
-            "Heads",
-            1,
-            MAX_HEADS,
-            key=widget_key(page, "heads"),
-            help="The feature size must be divisible by the number of heads.",
-        )
-        residual = page == "cross" and st.toggle(
-            "Add the result to the queries (E + ΔE)", key=widget_key(page, "residual")
-        )
+    open_key = f"open:{page}:proj"
+    if value(page, "heads") > 1 or value(page, "projections") != "identity" or value(page, "residual"):
+        st.session_state.setdefault(open_key, True)  # a link or preset that uses them opens the section
+    box = lazy_expander("Projections and heads", key=open_key)
+    if box is not None:
+        with box:
+            projections = st.radio(
+                "W_q, W_k, W_v",
+                ["identity", "random"],
+                key=bound_key(page, "projections"),
+                horizontal=True,
+                format_func={"identity": "identity", "random": "seeded random"}.get,
+            )
+            if projections == "random":
+                st.number_input("Projection seed", 0, 2**31 - 1, key=bound_key(page, "proj_seed"))
+            st.slider(
+                "Heads",
+                1,
+                MAX_HEADS,
+                key=bound_key(page, "heads"),
+                help="The feature size must be divisible by the number of heads.",
+            )
+            if page == "cross":
+                st.toggle("Add the result to the queries (E + ΔE)", key=bound_key(page, "residual"))
     compare = st.selectbox(
         "Compare with another score",
         ["", *SCORES],
@@ -159,10 +167,10 @@ def _controls(page: str, state: AttentionState, num_queries: int, num_keys: int)
         causal=bool(causal),
         lens_mode=lens_mode,
         lens=tuple(lens),
-        projections=projections,
+        projections=value(page, "projections"),
         proj_seed=int(value(page, "proj_seed")),
         heads=int(value(page, "heads")),
-        residual=bool(residual),
+        residual=page == "cross" and bool(value(page, "residual")),
         compare=compare,
         row=int(value(page, "row")),
     )
@@ -212,39 +220,41 @@ def _draw(page: str, state: AttentionState, inputs: AttentionInputs) -> None:
             f"{page}_attention_mean",
         )
     head = trace.heads[0]
-    with st.expander("Raw scores, logits and outputs", expanded=False):
-        chart(
-            figures.matrix_heatmap(
-                head.scores.numpy(),
-                row_labels=q_labels,
-                col_labels=k_labels,
-                title="Raw scores a(q, k)" + (" (head 1)" if trace.num_heads > 1 else ""),
-                x_title="keys",
-                y_title="queries",
-            ),
-            f"{page}_raw_scores",
-        )
-        out_cols = [f"o{j + 1}" for j in range(trace.output.shape[-1])]
-        out_title = "Output E + ΔE" if trace.residual else "Output (attention-weighted values)"
-        chart(
-            figures.matrix_heatmap(
-                trace.output.numpy(),
-                row_labels=q_labels,
-                col_labels=out_cols,
-                title=out_title,
-                x_title="features",
-                y_title="queries",
-            ),
-            f"{page}_outputs",
-        )
-        if state.projections == "random":
-            cols = st.columns(4)
-            for col, name in zip(cols, ("W_q", "W_k", "W_v", "W_o"), strict=True):
-                with col:
-                    chart(
-                        figures.matrix_heatmap(getattr(trace, name).numpy(), title=name, show_values=False),
-                        f"{page}_{name}",
-                    )
+    raw = lazy_expander("Raw scores, logits and outputs", key=f"open:{page}:raw")
+    if raw is not None:
+        with raw:
+            chart(
+                figures.matrix_heatmap(
+                    head.scores.numpy(),
+                    row_labels=q_labels,
+                    col_labels=k_labels,
+                    title="Raw scores a(q, k)" + (" (head 1)" if trace.num_heads > 1 else ""),
+                    x_title="keys",
+                    y_title="queries",
+                ),
+                f"{page}_raw_scores",
+            )
+            out_cols = [f"o{j + 1}" for j in range(trace.output.shape[-1])]
+            out_title = "Output E + ΔE" if trace.residual else "Output (attention-weighted values)"
+            chart(
+                figures.matrix_heatmap(
+                    trace.output.numpy(),
+                    row_labels=q_labels,
+                    col_labels=out_cols,
+                    title=out_title,
+                    x_title="features",
+                    y_title="queries",
+                ),
+                f"{page}_outputs",
+            )
+            if state.projections == "random":
+                cols = st.columns(4)
+                for col, name in zip(cols, ("W_q", "W_k", "W_v", "W_o"), strict=True):
+                    with col:
+                        chart(
+                            figures.matrix_heatmap(getattr(trace, name).numpy(), title=name, show_values=False),
+                            f"{page}_{name}",
+                        )
     if state.compare:
         try:
             other = run_attention(state, inputs, score=state.compare)
@@ -272,18 +282,20 @@ def _draw(page: str, state: AttentionState, inputs: AttentionInputs) -> None:
             "Head", list(range(trace.num_heads)), format_func=lambda h: f"head {h + 1}", key=f"workhead:{page}"
         )
     work_panel(explain_row(trace.heads[head_index], row, q_labels[row], k_labels))
-    with st.expander("Export", expanded=False):
-        st.caption(
-            "PNG: use the camera icon of any chart. CSV: scores and weights of head 1. Python: the code "
-            "that recomputes this page with attnviz."
-        )
-        st.download_button(
-            "Download scores and weights (CSV)",
-            weights_csv(head, q_labels, k_labels),
-            file_name=f"attnviz_{page}_weights.csv",
-            mime="text/csv",
-        )
-        st.code(python_snippet(state), language="python")
+    export = lazy_expander("Export", key=f"open:{page}:export")
+    if export is not None:
+        with export:
+            st.caption(
+                "PNG: use the camera icon of any chart. CSV: scores and weights of head 1. Python: the code "
+                "that recomputes this page with attnviz."
+            )
+            st.download_button(
+                "Download scores and weights (CSV)",
+                weights_csv(head, q_labels, k_labels),
+                file_name=f"attnviz_{page}_weights.csv",
+                mime="text/csv",
+            )
+            st.code(python_snippet(state), language="python")
 
 
 def attention_page(page: str) -> None:
@@ -304,14 +316,21 @@ def attention_page(page: str) -> None:
         if state.preset:
             st.caption(f"**{PRESETS[state.preset].source}.** {PRESETS[state.preset].description}")
             batch_selector(page, preset_batches(state.preset), on_change=_load_batch)
+    state = _inputs_panel(page, state)
+    try:
+        inputs = resolve_inputs(replace(state, lens_mode="none"))
+    except ValueError as exc:
+        st.error(str(exc), icon="🚫")
+        inputs = None
+    _controls_and_results(page, state, inputs)
+
+
+@st.fragment
+def _controls_and_results(page: str, state: AttentionState, inputs: AttentionInputs | None) -> None:
+    """Controls and everything computed from them. A fragment: moving a control reruns only this part, not the
+    page frame, the sidebar and the inputs above (their values arrive as the arguments of the last full run)."""
     left, right = st.columns([2, 3], gap="large")
     with left:
-        state = _inputs_panel(page, state)
-        try:
-            inputs = resolve_inputs(replace(state, lens_mode="none"))
-        except ValueError as exc:
-            st.error(str(exc), icon="🚫")
-            inputs = None
         num_q = inputs.queries.shape[0] if inputs else 1
         num_k = inputs.keys.shape[0] if inputs else 1
         state = _controls(page, state, num_q, num_k)
@@ -328,4 +347,4 @@ def attention_page(page: str) -> None:
                 if len(set(inputs.query_labels)) < len(inputs.query_labels):
                     st.caption("Repeated tokens are numbered (·2, ·3…) on the axes so each keeps its own row.")
                 _draw(page, state, inputs)
-        share_box(params)
+        share_box(params, page)

@@ -92,5 +92,17 @@ def chart(fig: go.Figure, name: str, key: str | None = None) -> None:
 
 
 def value(page: str, name: str) -> Any:
-    """The current value of a state field's widget."""
-    return st.session_state[widget_key(page, name)]
+    """The current value of a state field: its widget's, or the stored state's while the widget is not drawn."""
+    key = widget_key(page, name)
+    if key in st.session_state:
+        return st.session_state[key]
+    return getattr(st.session_state[f"state:{page}"], name)
+
+
+def bound_key(page: str, name: str) -> str:
+    """The widget key of a state field, filled from the stored state if Streamlit dropped it (a widget that was
+    not drawn for a while, e.g. inside a closed lazy expander, loses its key)."""
+    key = widget_key(page, name)
+    if key not in st.session_state:
+        st.session_state[key] = getattr(st.session_state[f"state:{page}"], name)
+    return key

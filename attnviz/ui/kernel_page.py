@@ -106,7 +106,7 @@ def kernel_page() -> None:
     with right:
         if points is not None and queries is not None:
             _draw(state)
-        share_box(publish(PAGE, state, encode_kernel))
+        share_box(publish(PAGE, state, encode_kernel), PAGE)
 
 
 def _draw(state: KernelState) -> None:

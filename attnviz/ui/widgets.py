@@ -7,8 +7,10 @@ from collections.abc import Callable
 from urllib.parse import urlencode
 
 import pandas as pd
+import pyarrow as pa
 import segno
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 from attnviz.explain import Step
 from attnviz.pipeline import matrix_from_cells
@@ -68,8 +70,7 @@ def score_picker(page: str, field: str = "score", label: str = "Scoring function
     """Selectbox over SCORES with the formula and explanation of the chosen one."""
     name = st.selectbox(label, list(SCORES), key=widget_key(page, field), format_func=lambda n: SCORES[n].label)
     spec = SCORES[name]
-    st.latex(spec.formula)
-    st.caption(spec.explanation)
+    st.markdown(f"$$\n{spec.formula}\n$$\n\n{spec.explanation}")  # one element: formula and explanation
     return name
 
 
@@ -137,11 +138,21 @@ def lens_editor(page: str, num_queries: int, num_keys: int) -> tuple[str, tuple[
     return mode, ()
 
 
-def share_box(params: dict[str, str]) -> None:
+def lazy_expander(label: str, key: str) -> DeltaGenerator | None:
+    """A collapsed expander whose content is built only while it is open (None when closed): a class moving a
+    slider should not pay for QR codes, exports and extra charts nobody is looking at."""
+    box = st.expander(label, key=key, on_change="rerun")
+    return box if box.open else None
+
+
+def share_box(params: dict[str, str], page: str) -> None:
     """The link that reproduces this page, and a QR code to project in class."""
     base = st.context.url or ""
     link = base + ("?" + urlencode(params) if params else "")
-    with st.expander("🔗 Share this demo", expanded=False):
+    box = lazy_expander("🔗 Share this demo", key=f"open:{page}:share")
+    if box is None:
+        return
+    with box:
         st.caption(
             "Everything on this page is in this link. Copy it (the copy icon on the right), or scan the QR code."
         )
@@ -155,15 +166,53 @@ def share_box(params: dict[str, str]) -> None:
             st.info("This link is too long for a QR code; share it as text.")
 
 
+MAX_TEXT_TABLE_ROWS = 16  # longer step tables become a scrollable dataframe
+
+
 def work_panel(steps: list[Step]) -> None:
-    """Render 'show your work' steps: formula, note and numbers for each."""
+    """Render 'show your work' steps: title, formula, note and numbers, one markdown block per step.
+
+    One element per step, not four: every element is a message to the browser, and the class pays for each one
+    on every rerun. Tables longer than MAX_TEXT_TABLE_ROWS rows go to a scrollable dataframe instead.
+    """
     for step in steps:
-        st.markdown(f"**{md_escape(step.title)}**")
-        st.latex(step.formula)
-        if step.note:
-            st.caption(step.note if step.note.startswith("First key") else md_escape(step.note))
-        if step.rows:
-            st.dataframe(pd.DataFrame(step.rows, columns=step.columns), hide_index=True, width="stretch")
+        parts = [f"**{md_escape(step.title)}**", f"$$\n{step.formula}\n$$"]
+        if step.note:  # "First key worked out: $...$" carries app-made LaTeX; other notes may quote user tokens
+            parts.append(step.note if step.note.startswith("First key") else md_escape(step.note))
+        as_text = 0 < len(step.rows) <= MAX_TEXT_TABLE_ROWS
+        if as_text:
+            parts.append(markdown_table(step.columns, step.rows))
+        st.markdown("\n\n".join(parts))
+        if step.rows and not as_text:
+            st.dataframe(_arrow_table(step.columns, step.rows), hide_index=True, width="stretch")
+
+
+def _cell(value: object) -> str:
+    """A table cell: numbers to 4 significant digits, text escaped so that it shows literally."""
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return md_escape(str(value))
+
+
+def markdown_table(columns: list[str], rows: list[list[object]]) -> str:
+    """A small table as GitHub-flavoured markdown: text left-aligned, numbers right-aligned."""
+    numeric = [all(isinstance(row[i], int | float) for row in rows) for i in range(len(columns))]
+    header = "| " + " | ".join(md_escape(str(name)) for name in columns) + " |"
+    rule = "| " + " | ".join("--:" if is_number else ":--" for is_number in numeric) + " |"
+    body = ["| " + " | ".join(_cell(value) for value in row) + " |" for row in rows]
+    return "\n".join([header, rule, *body])
+
+
+def _arrow_table(columns: list[str], rows: list[list[object]]) -> pa.Table:
+    """A step's table as Arrow (Streamlit's wire format; a pandas frame costs ~10x more to convert)."""
+    arrays = []
+    for index in range(len(columns)):
+        cells = [row[index] for row in rows]
+        try:
+            arrays.append(pa.array(cells))
+        except (pa.ArrowInvalid, pa.ArrowTypeError):  # mixed kinds in one column: show them as text
+            arrays.append(pa.array([str(cell) for cell in cells]))
+    return pa.Table.from_arrays(arrays, names=[str(name) for name in columns])
 
 
 def batch_selector(page: str, batches: int, on_change: Callable[[str], None]) -> None:

@@ -111,6 +111,11 @@ class StreamlitServer:
         return self._proc is not None and self._proc.poll() is None
 
     @property
+    def pid(self) -> int | None:
+        """Process id of the running server (None when stopped)."""
+        return self._proc.pid if self.running and self._proc is not None else None
+
+    @property
     def url(self) -> str:
         """Base URL of the app, without a trailing slash (e.g. http://127.0.0.1:43117)."""
         if self.port is None:

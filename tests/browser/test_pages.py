@@ -17,7 +17,6 @@ from .helpers import (
     StreamlitServer,
     exceptions,
     goto,
-    plotly_figures,
     screenshot,
     wait_for_figures,
     wait_for_plotly,
@@ -29,11 +28,11 @@ Figures = list[dict[str, Any]]
 # (URL path, screenshot name, Plotly charts the page draws at least)
 PAGES = [
     ("", "home", 1),
-    ("Self_attention", "Self_attention", 3),
-    ("Cross_attention", "Cross_attention", 3),
+    ("Self_attention", "Self_attention", 1),
+    ("Cross_attention", "Cross_attention", 1),
     ("Kernel_attention", "Kernel_attention", 2),
 ]
-SELF_CHARTS = 3  # weights; raw scores and outputs (in the collapsed expander)
+SELF_CHARTS = 1  # the weights; raw scores and outputs are only built once their expander is opened
 KERNEL_CHARTS = 2  # regression curve; weights
 CAUSAL_LABEL = "Causal mask (query i sees keys 1…i)"
 PREDICTION = re.compile(r"f\(57\) = [-0-9.e+]+")
@@ -373,11 +372,11 @@ def test_hostile_link_parameters_warn_and_fall_back(
 
 def test_cross_attention_preset_link(page: Page, server: StreamlitServer, console_errors: ConsoleRecorder) -> None:
     """d2l's additive attention, batch row 1 (valid length 6 of 10): uniform 1/6 weights, four masked keys."""
-    open_app(page, server.url_for("Cross_attention?p=d2l_additive&b=1"), 3)
+    open_app(page, server.url_for("Cross_attention?p=d2l_additive&b=1"), 1)
     page.locator('[data-testid="stExpander"] summary', has_text="Raw scores, logits and outputs").click()
     details = page.locator('[data-testid="stExpander"]', has_text="Raw scores, logits and outputs")
-    expect(details.locator(".js-plotly-plot").first).to_be_visible()
-    figures = plotly_figures(page)
+    expect(details.locator(".js-plotly-plot")).to_have_count(2)  # built on opening: raw scores and outputs
+    figures = wait_for_plotly(page, count=3)
     z = weights_z(figures)
     assert len(z) == 1 and len(z[0]) == 10, f"expected 1 query x 10 keys, got {z}"
     assert z[0][:6] == pytest.approx([1 / 6] * 6, abs=1e-4), f"weights row: {z[0]}"
