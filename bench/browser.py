@@ -1,0 +1,130 @@
+"""Browser measurements with Playwright and Debian's Chromium: control change -> updated heatmap, and cold start."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass
+from urllib.parse import quote
+
+from playwright.sync_api import Browser, Page, sync_playwright
+
+from bench.scenarios import SCENARIOS, start_server
+from tests.browser.helpers import CHROMIUM_ARGS, CHROMIUM_PATH, PLOTLY_SELECTOR, StreamlitServer, goto, wait_ready
+
+TEMPERATURE_LABEL = "Temperature T"
+# A sentence of exactly `n` tokens: short words, so that 512 tokens stay under the sentence box's 2,000 characters.
+WORDS = ["the", "cat", "sat", "on", "a", "mat", "and", "a", "dog", "ran", "to", "it"]
+
+# Resolves when the first chart shows data other than `window.__before` (set just before the change), with the
+# time from `window.__t0` (set just before the key press) to the first animation frame that has the new data.
+_ARM_JS = """
+() => {
+  const gd = document.querySelector('.js-plotly-plot');
+  window.__before = gd ? gd.data : null;
+  window.__t0 = performance.now();
+  window.__dt = null;
+  const poll = () => {
+    const now = document.querySelector('.js-plotly-plot');
+    if (now && now.data && now.data !== window.__before && now._fullLayout) {
+      window.__dt = performance.now() - window.__t0;
+    } else {
+      requestAnimationFrame(poll);
+    }
+  };
+  requestAnimationFrame(poll);
+}
+"""
+
+
+def sentence(tokens: int) -> str:
+    """A sentence that tokenises to exactly `tokens` tokens."""
+    return " ".join(WORDS[i % len(WORDS)] for i in range(tokens))
+
+
+@dataclass
+class ChangeTiming:
+    """Control change -> updated chart, in milliseconds, over several changes."""
+
+    label: str
+    samples: list[float]
+
+    @property
+    def p50(self) -> float:
+        """Median."""
+        return statistics.median(self.samples)
+
+    @property
+    def p95(self) -> float:
+        """95th percentile (nearest rank)."""
+        ordered = sorted(self.samples)
+        return ordered[min(len(ordered) - 1, round(0.95 * len(ordered) + 0.5) - 1)]
+
+
+def launch(playwright) -> Browser:
+    """Debian's Chromium, headless, with the flags that work on a closed network."""
+    return playwright.chromium.launch(executable_path=CHROMIUM_PATH, args=CHROMIUM_ARGS, headless=True)
+
+
+def change_timings(page: Page, changes: int, start: float = 1.0) -> list[float]:
+    """Type new temperatures into the page and time each until its heatmap is redrawn with new data."""
+    box = page.get_by_role("spinbutton", name=TEMPERATURE_LABEL, exact=True)
+    samples = []
+    for i in range(changes):
+        box.fill(f"{start + 0.01 * (i + 1):.2f}")
+        page.evaluate(_ARM_JS)
+        box.press("Enter")
+        page.wait_for_function("() => window.__dt !== null", timeout=60_000)
+        samples.append(float(page.evaluate("window.__dt")))
+        wait_ready(page)
+    return samples
+
+
+def measure_changes(server: StreamlitServer, browser: Browser, tokens: int, changes: int) -> ChangeTiming:
+    """Open the self-attention page with a sentence of `tokens` tokens and time `changes` temperature changes."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    try:
+        goto(page, server.url_for(f"Self_attention?s={quote(sentence(tokens))}"))
+        page.wait_for_selector(PLOTLY_SELECTOR, timeout=60_000)
+        change_timings(page, 2)  # warm-up: first renders, caches
+        return ChangeTiming(f"{tokens} tokens", change_timings(page, changes))
+    finally:
+        context.close()
+
+
+def cold_start(browser: Browser, path: str = "Self_attention") -> tuple[float, float]:
+    """Seconds from `streamlit run` to the server's health answer and to the first rendered page in Chromium."""
+    started = time.perf_counter()
+    server = start_server(SCENARIOS["self"])
+    try:
+        healthy = time.perf_counter() - started
+        context = browser.new_context()
+        page = context.new_page()
+        goto(page, server.url_for(path))
+        page.wait_for_selector(PLOTLY_SELECTOR, timeout=60_000)
+        rendered = time.perf_counter() - started
+        context.close()
+        return healthy, rendered
+    finally:
+        server.stop()
+
+
+def run_browser(changes: int = 20, large_changes: int = 5, cold_runs: int = 3) -> dict:
+    """All browser figures: small and large change timings, and cold starts (median of `cold_runs`)."""
+    with sync_playwright() as playwright:
+        browser = launch(playwright)
+        try:
+            colds = [cold_start(browser) for _ in range(cold_runs)]
+            with start_server(SCENARIOS["self"]) as server:
+                small = measure_changes(server, browser, 8, changes)
+                large = measure_changes(server, browser, 512, large_changes)
+        finally:
+            browser.close()
+    return {
+        "small": {"label": small.label, "p50_ms": small.p50, "p95_ms": small.p95, "samples": small.samples},
+        "large": {"label": large.label, "p50_ms": large.p50, "p95_ms": large.p95, "samples": large.samples},
+        "cold_health_s": statistics.median(h for h, _ in colds),
+        "cold_render_s": statistics.median(r for _, r in colds),
+        "cold_runs": [{"health_s": h, "render_s": r} for h, r in colds],
+    }

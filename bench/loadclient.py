@@ -1,0 +1,269 @@
+"""A browserless load client: simulated students speaking Streamlit's own websocket protocol.
+
+Each simulated user opens `/_stcore/stream`, runs the page once (as a browser does on load), then changes one
+control again and again, waiting each time for the script to finish: exactly the traffic of a student moving a
+slider. Messages are Streamlit's protobufs (`streamlit.proto`), so the server cannot tell us from a browser, except
+that we never render anything.
+
+    python -m bench.loadclient --url http://127.0.0.1:8501 --page Self_attention --key w:self:temperature \
+        --values 0.5,1,2 --kind double --users 10 --seconds 10
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import random
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+from streamlit.proto.BackMsg_pb2 import BackMsg
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+from streamlit.proto.WidgetStates_pb2 import WidgetState
+from websockets.asyncio.client import ClientConnection, connect
+
+FINISHED_OK = (ForwardMsg.FINISHED_SUCCESSFULLY, ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY)
+WIDGET_KINDS = ("double", "int", "string", "bool", "double_array")
+
+
+@dataclass(frozen=True)
+class Control:
+    """The control a simulated user changes: its widget key, the kind of its value, and values to pick from."""
+
+    key: str
+    kind: str
+    values: tuple[float | int | str | bool, ...]
+
+    def state(self, widget_id: str, value: float | int | str | bool) -> WidgetState:
+        """The WidgetState a browser sends for this control set to `value`."""
+        ws = WidgetState(id=widget_id)
+        if self.kind == "double":
+            ws.double_value = float(value)
+        elif self.kind == "int":
+            ws.int_value = int(value)
+        elif self.kind == "string":
+            ws.string_value = str(value)
+        elif self.kind == "bool":
+            ws.bool_value = bool(value)
+        elif self.kind == "double_array":
+            ws.double_array_value.data.append(float(value))
+        else:
+            raise ValueError(f"unknown widget kind {self.kind!r}; expected one of {WIDGET_KINDS}")
+        return ws
+
+
+@dataclass
+class RunResult:
+    """What the simulated users measured in the timed window."""
+
+    users: int
+    seconds: float
+    latencies: list[float] = field(default_factory=list)  # seconds, one per completed rerun in the window
+    errors: list[str] = field(default_factory=list)
+    first_run: list[float] = field(default_factory=list)  # seconds for each user's first page load
+
+    @property
+    def reruns_per_second(self) -> float:
+        """Completed reruns per second of the window."""
+        return len(self.latencies) / self.seconds if self.seconds else 0.0
+
+    def percentile(self, q: float) -> float:
+        """The q-th percentile latency in milliseconds (nearest rank), NaN if nothing completed."""
+        if not self.latencies:
+            return float("nan")
+        ordered = sorted(self.latencies)
+        index = min(len(ordered) - 1, max(0, round(q / 100 * len(ordered) + 0.5) - 1))
+        return ordered[index] * 1000
+
+    def summary(self) -> dict[str, float | int]:
+        """Plain numbers for tables and JSON."""
+        return {
+            "users": self.users,
+            "seconds": round(self.seconds, 2),
+            "reruns": len(self.latencies),
+            "reruns_per_s": round(self.reruns_per_second, 1),
+            "p50_ms": round(self.percentile(50), 1),
+            "p95_ms": round(self.percentile(95), 1),
+            "p99_ms": round(self.percentile(99), 1),
+            "mean_ms": round(statistics.fmean(self.latencies) * 1000, 1) if self.latencies else float("nan"),
+            "errors": len(self.errors),
+        }
+
+
+class ScriptError(RuntimeError):
+    """The page showed an exception or the run did not finish cleanly."""
+
+
+class SimulatedUser:
+    """One browser tab's worth of protocol: a websocket, the page's query string and the widget states it sent."""
+
+    def __init__(self, base_url: str, page: str, query: str, control: Control, rng: random.Random) -> None:
+        """Configure the user for `page` (URL path name, "" for the main page) opened with `query`."""
+        parts = urlsplit(base_url)
+        self.ws_url = f"ws://{parts.netloc}{parts.path.rstrip('/')}/_stcore/stream"
+        self.origin = f"http://{parts.netloc}"
+        self.page = page
+        self.query = query
+        self.control = control
+        self.rng = rng
+        self.page_hash = ""
+        self.widget_ids: dict[str, str] = {}
+        self.widget_fragments: dict[str, str] = {}  # widget id -> id of the st.fragment that drew it
+        self.widget_states: dict[str, WidgetState] = {}
+        self.ws: ClientConnection | None = None
+        self.chart_bytes: list[int] = []  # sizes of the Plotly chart messages of the last run, as sent
+
+    async def open(self) -> float:
+        """Connect and load the page; return the seconds the first run took."""
+        self.ws = await connect(self.ws_url, subprotocols=["streamlit"], max_size=None, origin=self.origin)
+        return await self.rerun()
+
+    async def close(self) -> None:
+        """Close the websocket."""
+        if self.ws is not None:
+            with contextlib.suppress(Exception):
+                await self.ws.close()
+
+    async def change(self) -> float:
+        """Set the control to a random value from its list and wait for the rerun; return its seconds."""
+        widget_id = self.widget_ids.get(self.control.key)
+        if widget_id is None:
+            raise ScriptError(f"the page drew no widget with key {self.control.key!r}")
+        value = self.rng.choice(self.control.values)
+        self.widget_states[widget_id] = self.control.state(widget_id, value)
+        # A widget inside an st.fragment reruns only that fragment, and the browser says so in its request.
+        return await self.rerun(fragment_id=self.widget_fragments.get(widget_id, ""))
+
+    async def rerun(self, fragment_id: str = "") -> float:
+        """Send one rerun request with the current client state and read messages until the script finishes."""
+        assert self.ws is not None
+        msg = BackMsg()
+        rerun = msg.rerun_script
+        rerun.query_string = self.query
+        rerun.page_script_hash = self.page_hash
+        rerun.page_name = self.page
+        rerun.widget_states.widgets.extend(self.widget_states.values())
+        rerun.fragment_id = fragment_id
+        started = time.perf_counter()
+        await self.ws.send(msg.SerializeToString())
+        problem: str | None = None
+        self.chart_bytes = []
+        while True:
+            frame = await self.ws.recv()
+            fwd = ForwardMsg()
+            fwd.ParseFromString(frame)
+            kind = fwd.WhichOneof("type")
+            if kind == "delta" and fwd.metadata.active_script_hash:
+                # The page that ran (pages/ discovery serves every page under one main script hash); a browser
+                # sends this hash back on its next rerun.
+                self.page_hash = fwd.metadata.active_script_hash
+            if kind == "delta" and fwd.delta.WhichOneof("type") == "new_element":
+                element = fwd.delta.new_element
+                element_type = element.WhichOneof("type")
+                if element_type == "plotly_chart":
+                    self.chart_bytes.append(len(frame))
+                if element_type == "exception":
+                    problem = problem or f"exception on the page: {element.exception.message[:200]}"
+                elif element_type is not None:
+                    widget_id = getattr(getattr(element, element_type), "id", "")
+                    if isinstance(widget_id, str) and widget_id.startswith("$$ID-"):
+                        self.widget_ids[widget_id.split("-", 2)[2]] = widget_id
+                        self.widget_fragments[widget_id] = fwd.delta.fragment_id
+            elif kind == "page_info_changed":
+                self.query = fwd.page_info_changed.query_string  # the app rewrote the URL, as a browser sees
+            elif kind == "script_finished":
+                elapsed = time.perf_counter() - started
+                if fwd.script_finished not in FINISHED_OK:
+                    problem = problem or f"script finished with status {fwd.script_finished}"
+                if problem:
+                    raise ScriptError(problem)
+                return elapsed
+
+
+async def run_load(
+    base_url: str,
+    page: str,
+    control: Control,
+    users: int,
+    seconds: float,
+    *,
+    query: str = "",
+    warmup_reruns: int = 3,
+    timeout: float = 60.0,
+    seed: int = 0,
+    on_window: Callable[[str], None] | None = None,
+) -> RunResult:
+    """Run `users` simulated users against one page for `seconds` after their warm-up; return the measurements."""
+    result = RunResult(users=users, seconds=seconds)
+    sims = [SimulatedUser(base_url, page, query, control, random.Random(seed + i)) for i in range(users)]
+    window: dict[str, float] = {}
+    ready = asyncio.Barrier(users + 1)  # everyone warmed up ...
+    go = asyncio.Event()  # ... and the window is set
+
+    async def one_user(sim: SimulatedUser) -> None:
+        try:
+            result.first_run.append(await asyncio.wait_for(sim.open(), timeout))
+            for _ in range(warmup_reruns):
+                await asyncio.wait_for(sim.change(), timeout)
+        except Exception as exc:  # a user that cannot even load counts as an error, never as a silent pass
+            result.errors.append(f"warm-up: {type(exc).__name__}: {exc}")
+            await ready.wait()
+            return
+        await ready.wait()
+        await go.wait()
+        while time.perf_counter() < window["end"]:
+            try:
+                latency = await asyncio.wait_for(sim.change(), timeout)
+            except Exception as exc:
+                result.errors.append(f"{type(exc).__name__}: {exc}")
+                break
+            if time.perf_counter() <= window["end"]:
+                result.latencies.append(latency)
+
+    tasks = [asyncio.create_task(one_user(sim)) for sim in sims]
+    try:
+        await ready.wait()
+        window["start"] = time.perf_counter()
+        window["end"] = window["start"] + seconds
+        if on_window:
+            on_window("start")
+        go.set()
+        await asyncio.gather(*tasks)
+        if on_window:
+            on_window("end")
+    finally:
+        await asyncio.gather(*(sim.close() for sim in sims))
+    return result
+
+
+def parse_values(text: str, kind: str) -> tuple[float | int | str | bool, ...]:
+    """Comma-separated values for --values, converted to the widget kind."""
+    convert = {"double": float, "double_array": float, "int": int, "string": str, "bool": lambda s: s == "true"}
+    return tuple(convert[kind](part) for part in text.split(","))
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Command-line entry point for one ad-hoc load run against a running server."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--url", default="http://127.0.0.1:8501")
+    parser.add_argument("--page", default="", help="URL path name of the page, empty for the main page")
+    parser.add_argument("--query", default="")
+    parser.add_argument("--key", required=True, help="the widget's key, e.g. w:self:temperature")
+    parser.add_argument("--kind", default="double", choices=WIDGET_KINDS)
+    parser.add_argument("--values", required=True)
+    parser.add_argument("--users", type=int, default=10)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    args = parser.parse_args(argv)
+    control = Control(args.key, args.kind, parse_values(args.values, args.kind))
+    result = asyncio.run(run_load(args.url, args.page, control, args.users, args.seconds, query=args.query))
+    print(result.summary())
+    for error in result.errors[:5]:
+        print("error:", error)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,313 @@
+"""The benchmark suite: load, browser, cold start and memory, each figure beside its target.
+
+    make bench                      # or: python -m bench.run [--quick] [--skip-browser]
+
+Writes bench/results/<date>.md (the table), <date>.json (every number) and <date>.html (latency against users).
+Not part of the unit tests' pass/fail: the table says which targets are met.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import json
+import platform
+import random
+import statistics
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from bench.loadclient import SimulatedUser, run_load
+from bench.procstat import cpu_seconds, machine, rss_mb
+from bench.scenarios import SCENARIOS, Scenario, start_server
+
+RESULTS = Path(__file__).resolve().parent / "results"
+USERS = (1, 10, 30)
+
+TARGETS = {
+    "throughput": ("Self-attention, 30 users: reruns/s per server process", ">=", 100.0),
+    "p95": ("Self-attention, 30 users: p95 response (ms)", "<=", 300.0),
+    "errors": ("Self-attention, all user counts: errors", "<=", 0),
+    "cost_ratio": ("Self-attention cost / minimal page cost (server CPU per rerun, 30 users)", "<=", 1.3),
+    "change_small": ("Browser: control change -> heatmap, 8 tokens, p50 (ms)", "<=", 100.0),
+    "change_large": ("Browser: control change -> heatmap, 512 tokens, p50 (s)", "<=", 1.5),
+    "payload_large": ("512-token heatmap payload (MB)", "<=", 1.2),
+    "cold_start": ("Cold start: `streamlit run` -> first rendered page (s)", "<=", 4.0),
+    "memory_30": ("Server memory with 30 sessions (MB)", "<=", 450.0),
+    "memory_growth": ("Memory growth over 2,000 reruns (MB, after warm-up)", "<=", 15.0),
+}
+
+
+def load_page(scenario: Scenario, users: tuple[int, ...], seconds: float, **options: object) -> list[dict[str, Any]]:
+    """Reruns/s, latency percentiles, errors, server CPU per rerun and RSS for each user count on one server."""
+    rows = []
+    with start_server(scenario, **options) as server:
+        pid = server.pid
+        assert pid is not None
+        asyncio.run(run_load(server.url, scenario.page, scenario.control, 2, 2.0, query=scenario.query))  # warm-up
+        for count in users:
+            cpu: dict[str, float] = {}
+
+            def mark(event: str, cpu: dict[str, float] = cpu, pid: int = pid) -> None:
+                cpu[event] = cpu_seconds(pid)
+
+            result = asyncio.run(
+                run_load(
+                    server.url, scenario.page, scenario.control, count, seconds, query=scenario.query, on_window=mark
+                )
+            )
+            row = result.summary()
+            reruns = max(1, len(result.latencies))
+            row.update(
+                page=scenario.name,
+                cpu_ms_per_rerun=round(1000 * (cpu["end"] - cpu["start"]) / reruns, 2),
+                rss_mb=round(rss_mb(pid), 1),
+                first_load_ms=round(1000 * statistics.median(result.first_run), 1) if result.first_run else None,
+                error_samples=result.errors[:3],
+            )
+            rows.append(row)
+            print(
+                f"  {scenario.name:8s} {count:3d} users: {row['reruns_per_s']:7.1f} reruns/s, "
+                f"p50 {row['p50_ms']:7.1f} ms, p95 {row['p95_ms']:7.1f} ms, {row['errors']} errors, "
+                f"{row['cpu_ms_per_rerun']:.1f} ms CPU/rerun, {row['rss_mb']:.0f} MB",
+                flush=True,
+            )
+    return rows
+
+
+def memory_over_reruns(total: int = 2000, users: int = 10, **options: object) -> dict[str, Any]:
+    """RSS of one server sampled while the same `users` sessions make `total` reruns of the self-attention page."""
+    scenario = SCENARIOS["self"]
+    with start_server(scenario, **options) as server:
+        pid = server.pid
+        assert pid is not None
+
+        async def drive() -> list[tuple[int, float]]:
+            sims = [
+                SimulatedUser(server.url, scenario.page, scenario.query, scenario.control, random.Random(i))
+                for i in range(users)
+            ]
+            await asyncio.gather(*(sim.open() for sim in sims))
+            for _ in range(20):  # warm-up: imports, caches, first allocations
+                await asyncio.gather(*(sim.change() for sim in sims))
+            samples = [(0, rss_mb(pid))]
+            done = 0
+            while done < total:
+                await asyncio.gather(*(sim.change() for sim in sims))
+                done += users
+                if done % 250 == 0 or done >= total:
+                    samples.append((done, rss_mb(pid)))
+            await asyncio.gather(*(sim.close() for sim in sims))
+            return samples
+
+        samples = asyncio.run(drive())
+    return {
+        "reruns": samples[-1][0],
+        "samples": samples,
+        "growth_mb": round(samples[-1][1] - samples[0][1], 1),
+        "start_mb": round(samples[0][1], 1),
+        "end_mb": round(samples[-1][1], 1),
+    }
+
+
+def large_payload(tokens: int = 512) -> dict[str, Any]:
+    """Size of the heatmap message and server time of one rerun for a `tokens`-token sentence (one user)."""
+    from urllib.parse import quote
+
+    from bench.browser import sentence
+
+    scenario = SCENARIOS["self"]
+    with start_server(scenario) as server:
+
+        async def measure() -> tuple[float, list[int]]:
+            user = SimulatedUser(
+                server.url, scenario.page, f"s={quote(sentence(tokens))}", scenario.control, random.Random(0)
+            )
+            await user.open()
+            times = [await user.change() for _ in range(3)]
+            sizes = user.chart_bytes
+            await user.close()
+            return statistics.median(times), sizes
+
+        rerun_s, sizes = asyncio.run(measure())
+    return {"tokens": tokens, "rerun_s": round(rerun_s, 3), "chart_bytes": sizes}
+
+
+def versions() -> dict[str, str]:
+    """Versions of the stack and the commit measured."""
+    import plotly
+    import streamlit
+    import torch
+
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True, cwd=RESULTS.parent
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        commit = "unknown"
+    return {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "streamlit": streamlit.__version__,
+        "plotly": plotly.__version__,
+        "commit": commit,
+    }
+
+
+# ----- report -----------------------------------------------------------------------------------------------------
+
+
+def verdict(key: str, measured: float | None) -> tuple[str, str, str]:
+    """(target text, measured text, met?) for a target key."""
+    _label, op, target = TARGETS[key]
+    if measured is None:
+        return f"{op} {target:g}", "not measured", "—"
+    ok = measured <= target if op == "<=" else measured >= target
+    return f"{op} {target:g}", f"{measured:.3g}", "met" if ok else "**not met**"
+
+
+def figures_from(results: dict[str, Any]) -> dict[str, float | None]:
+    """The measured value behind each target."""
+    rows = results["load"]
+    by = {(row["page"], row["users"]): row for row in rows}
+    self30, minimal30 = by.get(("self", 30)), by.get(("minimal", 30))
+    browser = results.get("browser") or {}
+    payload = results.get("payload") or {}
+    memory = results.get("memory") or {}
+    return {
+        "throughput": self30["reruns_per_s"] if self30 else None,
+        "p95": self30["p95_ms"] if self30 else None,
+        "errors": sum(row["errors"] for row in rows if row["page"] == "self"),
+        "cost_ratio": self30["cpu_ms_per_rerun"] / minimal30["cpu_ms_per_rerun"] if self30 and minimal30 else None,
+        "change_small": browser.get("small", {}).get("p50_ms"),
+        "change_large": browser["large"]["p50_ms"] / 1000 if browser.get("large") else None,
+        "payload_large": max(payload["chart_bytes"]) / 1e6 if payload.get("chart_bytes") else None,
+        "cold_start": browser.get("cold_render_s"),
+        "memory_30": self30["rss_mb"] if self30 else None,
+        "memory_growth": memory.get("growth_mb"),
+    }
+
+
+def markdown(results: dict[str, Any]) -> str:
+    """The results table, with the machine and versions."""
+    info = results["machine"] | results["versions"]
+    lines = [
+        f"# attnviz benchmark, {results['date']}",
+        "",
+        f"Machine: {info['cpu']}, {info['cores']} cores, {info['memory']}; Python {info['python']}, "
+        f"torch {info['torch']}, Streamlit {info['streamlit']}, Plotly {info['plotly']}; commit {info['commit']}.",
+        f"Server settings: those of `.streamlit/config.toml` (runner.postScriptGC = false), headless, no file "
+        f"watcher. Each load window: {results['seconds']:g} s of continuous interaction per user count.",
+        "",
+        "## Targets",
+        "",
+        "| target | goal | measured | |",
+        "|---|---|---|---|",
+    ]
+    for key, measured in figures_from(results).items():
+        goal, shown, ok = verdict(key, measured)
+        lines.append(f"| {TARGETS[key][0]} | {goal} | {shown} | {ok} |")
+    lines += [
+        "",
+        "## Load (browserless websocket clients)",
+        "",
+        "| page | users | reruns/s | p50 ms | p95 ms | p99 ms | errors | server CPU ms/rerun | RSS MB |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in results["load"]:
+        lines.append(
+            f"| {SCENARIOS[row['page']].title} | {row['users']} | {row['reruns_per_s']} | {row['p50_ms']} | "
+            f"{row['p95_ms']} | {row['p99_ms']} | {row['errors']} | {row['cpu_ms_per_rerun']} | {row['rss_mb']} |"
+        )
+    if results.get("gc_on"):
+        lines += ["", "## The same self-attention page with Streamlit's post-run gc.collect() on (the default)", ""]
+        lines += ["| users | reruns/s | p50 ms | p95 ms | server CPU ms/rerun | RSS MB |", "|---|---|---|---|---|---|"]
+        for row in results["gc_on"]:
+            lines.append(
+                f"| {row['users']} | {row['reruns_per_s']} | {row['p50_ms']} | {row['p95_ms']} | "
+                f"{row['cpu_ms_per_rerun']} | {row['rss_mb']} |"
+            )
+    if results.get("memory"):
+        memory = results["memory"]
+        series = ", ".join(f"{n}: {mb:.0f}" for n, mb in memory["samples"])
+        lines += ["", f"## Memory over {memory['reruns']} reruns (10 users, MB after n reruns)", "", series]
+    if results.get("browser"):
+        browser = results["browser"]
+        lines += ["", "## Browser (Chromium, control change -> updated heatmap)", ""]
+        for key in ("small", "large"):
+            timing = browser[key]
+            lines.append(
+                f"- {timing['label']}: p50 {timing['p50_ms']:.0f} ms, p95 {timing['p95_ms']:.0f} ms "
+                f"({len(timing['samples'])} changes)"
+            )
+        runs = ", ".join(f"{run['render_s']:.2f} s" for run in browser["cold_runs"])
+        lines.append(
+            f"- Cold start to first rendered page: {runs} (health answered after "
+            f"{browser['cold_health_s']:.2f} s, median)"
+        )
+    if results.get("payload"):
+        payload = results["payload"]
+        sizes = ", ".join(f"{size / 1e6:.2f} MB" for size in payload["chart_bytes"])
+        lines.append(
+            f"- {payload['tokens']}-token page: chart messages {sizes}; one rerun {payload['rerun_s']} s "
+            "of server time (one user)"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def html_chart(results: dict[str, Any]) -> str:
+    """Plotly chart (standalone HTML) of latency and throughput against users, one line per page."""
+    from plotly.subplots import make_subplots
+
+    fig = make_subplots(rows=1, cols=2, subplot_titles=["p50 / p95 latency (ms)", "reruns per second"])
+    for name in dict.fromkeys(row["page"] for row in results["load"]):
+        rows = [row for row in results["load"] if row["page"] == name]
+        users = [row["users"] for row in rows]
+        fig.add_scatter(x=users, y=[r["p50_ms"] for r in rows], name=f"{name} p50", row=1, col=1)
+        fig.add_scatter(x=users, y=[r["p95_ms"] for r in rows], name=f"{name} p95", line={"dash": "dot"}, row=1, col=1)
+        fig.add_scatter(x=users, y=[r["reruns_per_s"] for r in rows], name=f"{name} reruns/s", row=1, col=2)
+    fig.update_xaxes(title_text="simulated users", type="log")
+    fig.update_layout(title=f"attnviz load benchmark, {results['date']}", height=500)
+    return fig.to_html(include_plotlyjs=True, full_html=True)
+
+
+def main() -> None:
+    """Run the suite and write the results."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="short windows (a smoke run, not for the record)")
+    parser.add_argument("--skip-browser", action="store_true")
+    parser.add_argument("--pages", default="minimal,self,cross,kernel")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args()
+    seconds = 3.0 if args.quick else 15.0
+    date = dt.date.today().isoformat()
+    results: dict[str, Any] = {"date": date, "seconds": seconds, "machine": machine(), "versions": versions()}
+    steps: list[tuple[str, Callable[[], Any]]] = [
+        ("load", lambda: [row for name in args.pages.split(",") for row in load_page(SCENARIOS[name], USERS, seconds)]),
+        ("gc_on", lambda: load_page(SCENARIOS["self"], (10, 30), seconds, **{"runner.postScriptGC": True})),
+        ("memory", lambda: memory_over_reruns(400 if args.quick else 2000)),
+        ("payload", large_payload),
+    ]
+    if not args.skip_browser:
+        from bench.browser import run_browser
+
+        steps.append(
+            ("browser", lambda: run_browser(5 if args.quick else 20, 2 if args.quick else 5, 1 if args.quick else 3))
+        )
+    for name, step in steps:
+        print(f"[bench] {name} ...", flush=True)
+        results[name] = step()
+    args.out.mkdir(parents=True, exist_ok=True)
+    stem = args.out / (date + ("-quick" if args.quick else ""))
+    stem.with_suffix(".json").write_text(json.dumps(results, indent=1, default=str) + "\n")
+    stem.with_suffix(".md").write_text(markdown(results))
+    stem.with_suffix(".html").write_text(html_chart(results))
+    print(markdown(results))
+    print(f"[bench] results: {stem}.md, .json, .html")
+
+
+if __name__ == "__main__":
+    main()

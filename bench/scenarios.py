@@ -1,0 +1,72 @@
+"""The pages the benchmark drives, and the control a simulated student moves on each."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from bench.loadclient import Control
+from tests.browser.helpers import StreamlitServer
+
+# Thousands of distinct values: a simulated student rarely repeats a state, so no cache keyed by the page state
+# can turn this into a cache benchmark; every rerun recomputes the attention and rebuilds the figures.
+TEMPERATURES = tuple(round(0.1 + 0.001 * i, 3) for i in range(3900))  # 0.1 .. 3.999
+BANDWIDTHS = tuple(round(0.2 + 0.001 * i, 3) for i in range(2800))  # 0.2 .. 2.999
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A page (script + URL path + query) and the control the simulated users change."""
+
+    name: str
+    title: str
+    script: str
+    page: str
+    control: Control
+    query: str = ""
+    server_options: Mapping[str, object] = field(default_factory=dict)
+
+
+SCENARIOS: dict[str, Scenario] = {
+    s.name: s
+    for s in (
+        Scenario(
+            "minimal",
+            "Minimal page (floor: torch + one 8x8 heatmap)",
+            "bench/minimal_page.py",
+            "",
+            Control("temperature", "double", TEMPERATURES),
+        ),
+        Scenario(
+            "self",
+            "Self-attention, default (8 tokens)",
+            "app.py",
+            "Self_attention",
+            Control("w:self:temperature", "double", TEMPERATURES),
+        ),
+        Scenario(
+            "cross",
+            "Cross-attention, default",
+            "app.py",
+            "Cross_attention",
+            Control("w:cross:temperature", "double", TEMPERATURES),
+        ),
+        Scenario(
+            "kernel",
+            "Kernel attention, default",
+            "app.py",
+            "Kernel_attention",
+            Control("w:kernel:bandwidth", "double", BANDWIDTHS),
+        ),
+    )
+}
+
+
+def start_server(scenario: Scenario, **options: object) -> StreamlitServer:
+    """A started server for the scenario's script, with the project's own config plus `options`."""
+    server = StreamlitServer(
+        scenario.script,
+        server_options={**scenario.server_options, **options},
+        log_name=f"bench-{scenario.name}",
+    )
+    return server.start()
