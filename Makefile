@@ -25,6 +25,9 @@ test: $(VENV)/.dev-deps
 	bash scripts/system-deps.sh
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/hadolint Dockerfile
+	$(BIN)/kubernetes-validate --strict --quiet deploy/k8s/*.yaml
+	$(BIN)/shellcheck deploy/smoke.sh deploy/docker/entrypoint.sh scripts/system-deps.sh
 	$(BIN)/python -m pytest
 
 lint: $(VENV)/.dev-deps

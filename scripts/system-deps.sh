@@ -4,6 +4,8 @@
 set -euo pipefail
 missing=()
 [ -x /usr/bin/chromium ] || missing+=(chromium)
+# Debian's nginx: the proxy tests run it as the current user on 127.0.0.1 (tests/deploy/nginx_proxy.py).
+[ -x /usr/sbin/nginx ] || missing+=(nginx)
 # Fonts for CJK tokens and emoji, so screenshots show what a student's browser shows.
 for pkg in fonts-noto-cjk fonts-noto-color-emoji; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
@@ -12,5 +14,12 @@ done
 if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
 echo "Installing system packages: ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
+# Installing nginx must not start a system-wide nginx on port 80: where no policy-rc.d says otherwise, refuse
+# service starts for the duration of the install.
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+  printf '#!/bin/sh\nexit 101\n' | $SUDO tee /usr/sbin/policy-rc.d >/dev/null
+  $SUDO chmod 755 /usr/sbin/policy-rc.d
+  trap '$SUDO rm -f /usr/sbin/policy-rc.d' EXIT
+fi
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,69 @@
+# attnviz: the Streamlit app on CPU-only PyTorch, run as a non-root user.
+#
+#   docker build -t attnviz .
+#   docker run --rm -p 8501:8501 attnviz            # then open http://localhost:8501
+#
+# Build arguments (public defaults; point them at mirrors to build without the internet):
+#   BASE_IMAGE       a Debian-based image with python3 (3.11) and its venv module
+#   TORCH_INDEX_URL  a PEP 503 index holding the CPU build of torch and its dependencies
+#   PIP_INDEX_URL    the index for everything else
+# No BuildKit-only syntax, so the classic builder works too.
+ARG BASE_IMAGE=python:3.11-slim
+
+FROM ${BASE_IMAGE} AS build
+ARG TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu
+ARG PIP_INDEX_URL=https://pypi.org/simple
+ENV PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PIP_ROOT_USER_ACTION=ignore
+COPY requirements.txt /tmp/requirements.txt
+# torch first and from the CPU index alone: PyPI's build of the same version pulls gigabytes of CUDA libraries.
+# The second install then finds the pinned torch already satisfied and takes the rest from PIP_INDEX_URL.
+# Never used at run time, so left out (~300 MB): torch's C++ headers and test binaries (the app builds no
+# extensions and never calls torch.compile), the packages' own test suites, and pip itself.
+RUN python3 -m venv /opt/venv \
+    && /opt/venv/bin/pip install --only-binary=:all: --index-url "$TORCH_INDEX_URL" \
+        "$(grep -E '^torch==' /tmp/requirements.txt)" \
+    && /opt/venv/bin/pip install --only-binary=:all: --index-url "$PIP_INDEX_URL" -r /tmp/requirements.txt \
+    && /opt/venv/bin/python -c "import torch; assert not torch.version.cuda, torch.version.cuda" \
+    && site="$(/opt/venv/bin/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')" \
+    && /opt/venv/bin/pip uninstall --yes pip \
+    && rm -rf "$site/torch/include" "$site/torch/test" \
+    && find "$site/torch/bin" -mindepth 1 -maxdepth 1 ! -name torch_shm_manager -exec rm -rf {} + \
+    && find "$site" -type d -name tests -prune -exec rm -rf {} +
+
+FROM ${BASE_IMAGE}
+ARG APP_UID=10001
+# A numeric user, so Kubernetes' runAsNonRoot can check it. /var/lib/attnviz holds the generated cookie secret
+# that Compose shares between replicas (a named volume copies this directory's owner).
+RUN groupadd --gid "$APP_UID" app \
+    && useradd --uid "$APP_UID" --gid app --create-home --home-dir /home/app --shell /usr/sbin/nologin app \
+    && install -d -o app -g app /var/lib/attnviz
+COPY --from=build /opt/venv /opt/venv
+WORKDIR /app
+COPY . /app
+# Production settings (environment variables override any .streamlit/config.toml; override them with -e):
+# no file watcher, XSRF protection on, viewers see generic error messages (details go to the log), no telemetry.
+# One math thread per process: requests are small matrices, and several replicas share the machine's cores.
+ENV PATH=/opt/venv/bin:$PATH \
+    PYTHONUNBUFFERED=1 \
+    PYTHONDONTWRITEBYTECODE=1 \
+    OMP_NUM_THREADS=1 \
+    MKL_NUM_THREADS=1 \
+    STREAMLIT_SERVER_HEADLESS=true \
+    STREAMLIT_SERVER_ADDRESS=0.0.0.0 \
+    STREAMLIT_SERVER_PORT=8501 \
+    STREAMLIT_SERVER_FILE_WATCHER_TYPE=none \
+    STREAMLIT_SERVER_RUN_ON_SAVE=false \
+    STREAMLIT_SERVER_ENABLE_XSRF_PROTECTION=true \
+    STREAMLIT_SERVER_ENABLE_CORS=true \
+    STREAMLIT_CLIENT_SHOW_ERROR_DETAILS=none \
+    STREAMLIT_CLIENT_TOOLBAR_MODE=viewer \
+    STREAMLIT_BROWSER_GATHER_USAGE_STATS=false
+USER ${APP_UID}:${APP_UID}
+EXPOSE 8501
+# Asks /_stcore/health only: it does not run app.py, so a cold server stays cold and the first visitor's shared
+# link is what runs first (the pages/ trap of DESIGN.md), exactly as in production.
+HEALTHCHECK --interval=10s --timeout=5s --start-period=90s --retries=3 \
+    CMD ["python3", "/app/deploy/docker/healthcheck.py"]
+ENTRYPOINT ["/app/deploy/docker/entrypoint.sh"]

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# Container smoke test: build the image, run it as production would (read-only root, non-root user), wait until
+# Docker's HEALTHCHECK says healthy, then load pages: first a shared link on the cold container, then the home page.
+# Also starts the image under a path prefix (/attnviz/) to check that its health check follows the prefix.
+# Needs a Docker engine; run it from anywhere:  bash deploy/smoke.sh
+#
+# Environment (all optional):
+#   ATTNVIZ_IMAGE        tag to build and run (attnviz:smoke)
+#   ATTNVIZ_SKIP_BUILD   1: run the existing ATTNVIZ_IMAGE without building it
+#   ATTNVIZ_BUILD_ARGS   extra `docker build` arguments, split on spaces, e.g. to build from mirrors:
+#                        "--build-arg BASE_IMAGE=... --build-arg TORCH_INDEX_URL=... --network host"
+#   PYTHON               a Python with the dev requirements (`make test` installs them), used to open the link in
+#                        Chromium and compare its charts with a local server's (~/.venvs/attnviz/bin/python);
+#                        without Playwright only the HTTP checks run
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+image="${ATTNVIZ_IMAGE:-attnviz:smoke}"
+python="${PYTHON:-$HOME/.venvs/attnviz/bin/python}"
+share_link="Self_attention?p=unit_sentences&b=1"
+containers=()
+
+say() { printf 'smoke: %s\n' "$*"; }
+fail() {
+    say "FAILED: $*"
+    for name in "${containers[@]}"; do
+        say "--- docker logs $name (tail) ---"
+        docker logs --tail 40 "$name" 2>&1 || true
+    done
+    exit 1
+}
+cleanup() {
+    for name in "${containers[@]}"; do docker rm -f "$name" >/dev/null 2>&1 || true; done
+}
+trap cleanup EXIT
+
+# GET a URL on this machine; print the body, or fail.
+http_get() {
+    python3 - "$1" <<'EOF'
+import sys
+import urllib.request
+
+opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+with opener.open(sys.argv[1], timeout=30) as response:
+    sys.stdout.write(response.read().decode())
+EOF
+}
+
+# Start the image in the background like a production replica; echo the container name.
+run_container() {
+    local name="attnviz-smoke-$$-$1"
+    shift
+    containers+=("$name")
+    docker run --detach --name "$name" --read-only --tmpfs /tmp --publish 127.0.0.1::8501 "$@" "$image" >/dev/null
+    echo "$name"
+}
+
+# Wait until Docker's own HEALTHCHECK reports the container healthy; print how long it took.
+wait_healthy() {
+    local name="$1" start=$SECONDS status
+    while true; do
+        status="$(docker inspect --format '{{.State.Status}} {{.State.Health.Status}}' "$name")"
+        case "$status" in
+            "running healthy") break ;;
+            running*) ;;
+            *) fail "$name is $status" ;;
+        esac
+        [ $((SECONDS - start)) -lt 180 ] || fail "$name not healthy after 180 s ($status)"
+        sleep 1
+    done
+    say "$name healthy after $((SECONDS - start)) s"
+}
+
+host_port() { docker port "$1" 8501/tcp | head -n 1 | sed 's/.*://'; }
+
+if [ "${ATTNVIZ_SKIP_BUILD:-0}" != 1 ]; then
+    read -r -a build_args <<<"${ATTNVIZ_BUILD_ARGS:-}"
+    start=$SECONDS
+    docker build "${build_args[@]}" --tag "$image" . || fail "docker build"
+    say "built $image in $((SECONDS - start)) s"
+fi
+size="$(docker image inspect --format '{{.Size}}' "$image")"
+say "image size: $((size / 1000000)) MB (target: under 1300 MB)"
+[ "$size" -lt 1300000000 ] || fail "the image is larger than 1.3 GB"
+
+# 1. The image as `docker run -p 8501:8501 attnviz` starts it.
+app="$(run_container app)"
+wait_healthy "$app"
+url="http://127.0.0.1:$(host_port "$app")"
+[ "$(docker exec "$app" id -u)" != 0 ] || fail "the app runs as root"
+[ "$(http_get "$url/_stcore/health")" = ok ] || fail "/_stcore/health is not ok"
+connects="$(http_get "$url/_stcore/metrics" | sed -n 's/^session_events_total{type="connect"} //p')"
+[ "$connects" = 0 ] || fail "something ran the app before the first visitor (connects: $connects)"
+http_get "$url/$share_link" | grep -q '<div id="root">' || fail "the share link does not serve the app's page"
+
+if "$python" -c "import playwright" 2>/dev/null && [ -x /usr/bin/chromium ]; then
+    say "opening the share link on the cold container in Chromium"
+    ATTNVIZ_SMOKE_URL="$url" "$python" -m pytest -q -p no:cacheprovider \
+        tests/browser/test_proxy.py -k test_container_serves_a_cold_share_link || fail "browser check"
+else
+    say "no Playwright in $python or no /usr/bin/chromium: skipped the browser check (HTTP checks passed)"
+fi
+
+start=$SECONDS
+docker stop "$app" >/dev/null
+say "stopped in $((SECONDS - start)) s (SIGTERM handled)"
+[ $((SECONDS - start)) -lt 10 ] || fail "the app ignored SIGTERM and was killed"
+
+# 2. Under a path prefix: the HEALTHCHECK must follow it, the app must answer below it.
+prefixed="$(run_container prefix --env STREAMLIT_SERVER_BASE_URL_PATH=attnviz)"
+wait_healthy "$prefixed"
+[ "$(http_get "http://127.0.0.1:$(host_port "$prefixed")/attnviz/_stcore/health")" = ok ] ||
+    fail "/attnviz/_stcore/health is not ok"
+
+say "passed"

@@ -1,0 +1,307 @@
+"""Scale-out through a real proxy: Debian's nginx with deploy/nginx/attnviz.conf on 127.0.0.1 in front of two app
+servers that share one cookie secret (as compose.yaml and deploy/k8s give every replica).
+
+Which replica served what is read from two independent witnesses: nginx's access log (the upstream that answered
+each request, the WebSocket included) and each server's own /_stcore/metrics (its active_sessions gauge).
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import re
+import secrets
+import socket
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Page
+
+from tests.deploy.nginx_proxy import NginxProxy
+
+from .helpers import (
+    APP_SELECTOR,
+    HOST,
+    ConsoleRecorder,
+    StreamlitServer,
+    exceptions,
+    free_port,
+    goto,
+    screenshot,
+    wait_for_plotly,
+)
+
+# A preset's second batch row on the self-attention page: a link that carries state, not just a page name.
+SHARE_LINK = "Self_attention?p=unit_sentences&b=1"
+# A running container of the image (deploy/smoke.sh starts one), e.g. http://127.0.0.1:32768.
+SMOKE_URL = os.environ.get("ATTNVIZ_SMOKE_URL", "").rstrip("/")
+AFFINITY = re.compile(r"[0-9a-f]{32}")
+# Streamlit's frontend, opened on a sub-page, first probes <page>/_stcore/{health,host-config} to find the base
+# path, and gets a 404 (streamlit/streamlit#7074); through the proxy the same probe is logged with the proxy's URL.
+BASE_PATH_PROBE = (
+    r"Failed to load resource: the server responded with a status of 404 \(Not Found\) "
+    r"\(http://127\.0\.0\.1:\d+/(attnviz/)?(Self|Cross|Kernel)_attention/_stcore/(health|host-config):\d+\)"
+)
+
+Figures = list[dict[str, Any]]
+
+
+@dataclass
+class Cluster:
+    """Two app replicas and the nginx in front of them."""
+
+    replicas: list[StreamlitServer]
+    proxy: NginxProxy
+    base_path: str = ""
+
+    def url_for(self, path: str = "") -> str:
+        """URL of an app path through the proxy, below the base path."""
+        prefix = f"{self.base_path}/" if self.base_path else ""
+        return self.proxy.url_for(prefix + path)
+
+    def upstream(self, replica: StreamlitServer) -> str:
+        """The replica's address as nginx logs it."""
+        return f"{HOST}:{replica.port}"
+
+    def sessions(self) -> dict[str, int]:
+        """Active Streamlit sessions per replica (upstream address -> count), as each server reports it."""
+        return {self.upstream(replica): active_sessions(replica) for replica in self.replicas}
+
+    def serving(self) -> StreamlitServer:
+        """The one replica that holds a session right now (fails unless exactly one does)."""
+        holding = [replica for replica in self.replicas if active_sessions(replica) > 0]
+        assert len(holding) == 1, f"sessions per replica: {self.sessions()}"
+        return holding[0]
+
+    def answered_by(self, affinity: str) -> list[str]:
+        """For each logged request of one browser (its affinity cookie), the upstream that finally answered it."""
+        # nginx logs "a, b" when it tried a, found it down, and passed the request to b.
+        return [entry["upstream"].split(", ")[-1] for entry in self.proxy.access_log() if entry["affinity"] == affinity]
+
+
+def active_sessions(server: StreamlitServer) -> int:
+    """The server's own count of connected sessions (Streamlit's /_stcore/metrics, OpenMetrics text)."""
+    with urllib.request.urlopen(server.url_for("_stcore/metrics"), timeout=5) as response:
+        text = response.read().decode()
+    match = re.search(r"^active_sessions (\d+)$", text, re.MULTILINE)
+    assert match, f"no active_sessions gauge in {server.url_for('_stcore/metrics')}"
+    return int(match.group(1))
+
+
+def wait_until(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
+    """Poll `condition` every 0.2 s until it holds; fail with `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out after {timeout:.0f} s waiting until {what}"
+        time.sleep(0.2)
+
+
+def fetch(url: str, cookie: str | None = None) -> tuple[int, str, list[str]]:
+    """GET `url` (optionally with an affinity cookie): status, body and the affinity Set-Cookie headers."""
+    request = urllib.request.Request(url, headers={"Cookie": f"attnviz_affinity={cookie}"} if cookie else {})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        set_cookies = response.headers.get_all("Set-Cookie") or []
+        return response.status, response.read().decode(), [c for c in set_cookies if c.startswith("attnviz_affinity=")]
+
+
+def websocket_handshake(proxy: NginxProxy, path: str, host: str) -> str:
+    """Open /_stcore/stream through the proxy as a browser at http://`host` would; return the response status line."""
+    key = base64.b64encode(os.urandom(16)).decode()
+    request = (
+        f"GET {path} HTTP/1.1\r\nHost: {host}\r\nOrigin: http://{host}\r\nUpgrade: websocket\r\n"
+        f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n"
+    )
+    with socket.create_connection((HOST, proxy.port), timeout=10) as sock:
+        sock.sendall(request.encode())
+        return sock.recv(4096).decode("latin-1").split("\r\n", 1)[0]
+
+
+def open_page(page: Page, url: str) -> Figures:
+    """Open `url`, wait for the script run and the weights heatmap (the other charts sit in a collapsed expander)."""
+    goto(page, url)
+    figures = wait_for_plotly(page, count=1)
+    assert exceptions(page) == [], f"{url} shows an exception"
+    assert page.locator(APP_SELECTOR).get_attribute("data-test-connection-state") == "CONNECTED"
+    return [{k: v for k, v in figure.items() if k != "index"} for figure in figures]
+
+
+def affinity_of(page: Page) -> str:
+    """The affinity cookie nginx gave this page's browser context."""
+    cookies = {c["name"]: c["value"] for c in page.context.cookies()}
+    assert AFFINITY.fullmatch(cookies.get("attnviz_affinity", "")), f"no affinity cookie: {cookies}"
+    return cookies["attnviz_affinity"]
+
+
+def ws_url(http_url: str) -> str:
+    """The ws:// form of an http:// URL."""
+    return "ws" + http_url.removeprefix("http")
+
+
+def stream_sockets(page: Page) -> list[str]:
+    """Start recording the URLs of the WebSockets `page` opens; returns the (growing) list."""
+    urls: list[str] = []
+    page.on("websocket", lambda ws: urls.append(ws.url))
+    return urls
+
+
+@pytest.fixture
+def start_cluster(
+    fresh_server: Callable[..., StreamlitServer], console_errors: ConsoleRecorder, tmp_path: Path
+) -> Iterator[Callable[..., Cluster]]:
+    """Factory: `start_cluster(base_path="")` starts two replicas of app.py and nginx in front of them."""
+    console_errors.ignore.append(BASE_PATH_PROBE)
+    proxies: list[NginxProxy] = []
+
+    def start(base_path: str = "") -> Cluster:
+        secret = {"STREAMLIT_SERVER_COOKIE_SECRET": secrets.token_hex(32)}
+        options = {"baseUrlPath": base_path} if base_path else {}
+        replicas = [fresh_server(env=secret, server_options=options) for _ in range(2)]
+        proxy = NginxProxy([f"{HOST}:{r.port}" for r in replicas], free_port(), tmp_path / f"nginx{len(proxies)}")
+        proxies.append(proxy)
+        proxy.start()
+        return Cluster(replicas, proxy, base_path)
+
+    yield start
+    for proxy in proxies:
+        proxy.stop()
+
+
+def test_session_stays_on_one_replica(
+    start_cluster: Callable[..., Cluster], new_page: Callable[..., Page], console_errors: ConsoleRecorder
+) -> None:
+    """The app loads through the proxy, its WebSocket connects, and every request of the browser hits one replica."""
+    cluster = start_cluster()
+    page = new_page()
+    sockets = stream_sockets(page)
+    open_page(page, cluster.url_for())
+    affinity = affinity_of(page)
+    replica = cluster.serving()
+    assert cluster.sessions() == {cluster.upstream(r): int(r is replica) for r in cluster.replicas}, (
+        "the other replica has a session too"
+    )
+
+    # A second page load and a rerun triggered from the page keep to the same replica.
+    open_page(page, cluster.url_for(SHARE_LINK))
+    temperature = page.get_by_role("spinbutton", name="Temperature T", exact=True)
+    temperature.fill("0.5")
+    temperature.press("Enter")
+    page.wait_for_function("() => new URLSearchParams(window.location.search).get('T') === '0.5'")
+    screenshot(page, "proxy_session")
+    assert cluster.serving() is replica
+    assert len(sockets) == 2 and set(sockets) == {ws_url(cluster.url_for("_stcore/stream"))}, sockets
+    page.context.close()  # nginx logs a WebSocket when it closes
+
+    def streams() -> list[dict[str, Any]]:
+        return [e for e in cluster.proxy.access_log() if e["affinity"] == affinity and e["uri"] == "/_stcore/stream"]
+
+    wait_until(lambda: len(streams()) == len(sockets), "nginx logged both WebSockets")
+    assert all(e["status"] == "101" and e["upgrade"] == "websocket" for e in streams()), streams()
+    log = [e for e in cluster.proxy.access_log() if e["affinity"] == affinity]
+    assert set(cluster.answered_by(affinity)) == {cluster.upstream(replica)}, log
+    assert len(log) > 20, "expected the page, its scripts and assets in the log"
+    console_errors.assert_clean()
+
+
+def test_affinity_cookie_spreads_and_sticks(start_cluster: Callable[..., Cluster]) -> None:
+    """New browsers spread over both replicas; one cookie always lands on one; only valid cookies are kept."""
+    cluster = start_cluster()
+    health = cluster.url_for("_stcore/health")
+    status, body, set_cookies = fetch(health)
+    assert (status, body) == (200, "ok")
+    assert len(set_cookies) == 1 and re.fullmatch(
+        r"attnviz_affinity=[0-9a-f]{32}; Path=/; HttpOnly; SameSite=Lax", set_cookies[0]
+    ), set_cookies
+    cookies = [secrets.token_hex(16) for _ in range(16)]
+    for cookie in cookies:
+        for _ in range(3):
+            assert fetch(health, cookie)[2] == [], "a valid affinity cookie was replaced"
+    answered = {cookie: set(cluster.answered_by(cookie)) for cookie in cookies}
+    assert all(len(upstreams) == 1 for upstreams in answered.values()), answered
+    assert set().union(*answered.values()) == {cluster.upstream(r) for r in cluster.replicas}, answered
+    for forged in ("0" * 31, "G" * 32, "x; Path=/evil"):
+        assert fetch(health, forged)[2][0].startswith("attnviz_affinity="), f"{forged!r} was kept"
+
+
+def test_websocket_sees_the_browsers_host(start_cluster: Callable[..., Cluster]) -> None:
+    """The proxy forwards the Host the browser used, so Streamlit's same-origin check passes for any site name.
+
+    The connection still goes to 127.0.0.1; only the Host and Origin headers carry the public name. Were the proxy
+    to send its own upstream name instead, Streamlit would refuse the WebSocket (403).
+    """
+    cluster = start_cluster()
+    status = websocket_handshake(cluster.proxy, "/_stcore/stream", f"attnviz.example:{cluster.proxy.port}")
+    assert status.startswith("HTTP/1.1 101 "), status
+
+
+def test_replica_lost_midway(
+    start_cluster: Callable[..., Cluster], new_page: Callable[..., Page], console_errors: ConsoleRecorder
+) -> None:
+    """One replica dies: the open page fails over, new sessions work, and a share link reproduces the page."""
+    cluster = start_cluster()
+    page = new_page()
+    original = open_page(page, cluster.url_for(SHARE_LINK))
+    affinity = affinity_of(page)
+    lost = cluster.serving()
+    survivor = next(r for r in cluster.replicas if r is not lost)
+    assert active_sessions(survivor) == 0, "the survivor must be cold: the link below is the first page it runs"
+    lost.stop()
+
+    # The open page reconnects through the proxy, which passes its cookie to the survivor; a reload rebuilds it
+    # from the URL.
+    wait_until(lambda: active_sessions(survivor) == 1, "the open page reconnected to the surviving replica")
+    page.reload()
+    assert open_page(page, page.url) == original
+    assert cluster.answered_by(affinity)[-1] == cluster.upstream(survivor)
+    page.context.close()
+    console_errors.clear()  # the lost connection was reported while the replica was down: expected
+
+    fresh = new_page()
+    open_page(fresh, cluster.url_for())
+    shared = new_page()
+    assert open_page(shared, cluster.url_for(SHARE_LINK)) == original, "the share link differs after the loss"
+    screenshot(shared, "proxy_share_link_after_replica_loss")
+    direct = new_page()
+    assert open_page(direct, survivor.url_for(SHARE_LINK)) == original, "the page differs opened directly"
+    for other in (fresh, shared):
+        assert set(cluster.answered_by(affinity_of(other))) == {cluster.upstream(survivor)}
+    console_errors.assert_clean()
+
+
+def test_base_path_through_proxy(
+    start_cluster: Callable[..., Cluster], new_page: Callable[..., Page], console_errors: ConsoleRecorder
+) -> None:
+    """Served under /attnviz/ (server.baseUrlPath): a cold share link through the proxy shows the direct page."""
+    cluster = start_cluster(base_path="attnviz")
+    assert fetch(cluster.url_for("_stcore/health"))[:2] == (200, "ok")
+    page = new_page()
+    sockets = stream_sockets(page)
+    through_proxy = open_page(page, cluster.url_for(SHARE_LINK))
+    assert sockets == [ws_url(cluster.url_for("_stcore/stream"))]
+    replica = cluster.serving()
+    direct = new_page()
+    assert open_page(direct, replica.url_for(SHARE_LINK)) == through_proxy
+    page.context.close()
+    wait_until(
+        lambda: any(e["uri"] == "/attnviz/_stcore/stream" for e in cluster.proxy.access_log()),
+        "nginx logged the WebSocket below the base path",
+    )
+    console_errors.assert_clean()
+
+
+@pytest.mark.skipif(not SMOKE_URL, reason="needs a running container: deploy/smoke.sh sets ATTNVIZ_SMOKE_URL")
+def test_container_serves_a_cold_share_link(
+    server: StreamlitServer, new_page: Callable[..., Page], console_errors: ConsoleRecorder
+) -> None:
+    """The image's app, opened first by a share link (nothing ran it before), draws what a local server draws."""
+    console_errors.ignore.append(BASE_PATH_PROBE)
+    container = new_page()
+    in_container = open_page(container, f"{SMOKE_URL}/{SHARE_LINK}")
+    screenshot(container, "container_share_link")
+    assert open_page(new_page(), server.url_for(SHARE_LINK)) == in_container
+    open_page(new_page(), f"{SMOKE_URL}/")
+    console_errors.assert_clean()

@@ -1,0 +1,271 @@
+"""The deployment files, checked without Docker or a cluster: nginx -t, the container scripts, and that the
+Dockerfile, compose.yaml, the nginx configuration and the Kubernetes manifests agree with one another.
+
+(hadolint on the Dockerfile, kubernetes-validate on the manifests and shellcheck on the scripts run in `make test`.)
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from fnmatch import fnmatch
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.deploy.nginx_proxy import REPO_ROOT, NginxProxy
+
+DEPLOY = REPO_ROOT / "deploy"
+ENTRYPOINT = DEPLOY / "docker" / "entrypoint.sh"
+HEALTHCHECK = DEPLOY / "docker" / "healthcheck.py"
+APP_PORT = 8501
+
+
+def load_yaml(path: Path) -> list[dict[str, Any]]:
+    """Every document of a YAML file."""
+    return [doc for doc in yaml.safe_load_all(path.read_text(encoding="utf-8")) if doc]
+
+
+def manifests() -> dict[str, dict[str, Any]]:
+    """deploy/k8s/*.yaml by kind."""
+    found = {doc["kind"]: doc for path in sorted((DEPLOY / "k8s").glob("*.yaml")) for doc in load_yaml(path)}
+    assert set(found) >= {"Deployment", "Service", "Ingress", "HorizontalPodAutoscaler"}, sorted(found)
+    return found
+
+
+def dockerfile_instructions() -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) of the Dockerfile, continuation lines joined, comments dropped."""
+    text = re.sub(r"\\\n", " ", (REPO_ROOT / "Dockerfile").read_text(encoding="utf-8"))
+    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    return [(line.split(None, 1)[0].upper(), line.split(None, 1)[1] if " " in line else "") for line in lines]
+
+
+# ----- nginx ---------------------------------------------------------------------------------------------------
+
+
+def test_nginx_accepts_the_config(tmp_path: Path) -> None:
+    """`nginx -t` on deploy/nginx/attnviz.conf, with two loopback replicas as the tests run it."""
+    result = NginxProxy(["127.0.0.1:9", "127.0.0.1:10"], 8080, tmp_path).check()
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "test is successful" in result.stderr
+
+
+def test_compose_serves_the_same_nginx_config() -> None:
+    """compose.yaml mounts the tested site file and the include folder it expects; replicas share the secret."""
+    compose = load_yaml(REPO_ROOT / "compose.yaml")[0]
+    app, proxy = compose["services"]["app"], compose["services"]["proxy"]
+    mounts = dict(volume.rsplit(":", 1)[0].split(":", 1) for volume in proxy["volumes"])
+    assert mounts == {
+        "./deploy/nginx/attnviz.conf": "/etc/nginx/conf.d/default.conf",
+        "./deploy/nginx/compose": "/etc/nginx/attnviz",
+    }
+    site = (DEPLOY / "nginx" / "attnviz.conf").read_text(encoding="utf-8")
+    for include in re.findall(r"^\s*include (attnviz/\S+);", site, re.MULTILINE):
+        assert (DEPLOY / "nginx" / "compose" / include.removeprefix("attnviz/")).is_file(), include
+    upstream = (DEPLOY / "nginx" / "compose" / "upstream.conf").read_text(encoding="utf-8")
+    assert re.search(rf"^server app:{APP_PORT}\b", upstream, re.MULTILINE), upstream
+    assert proxy["ports"] == [f"${{ATTNVIZ_PORT:-{APP_PORT}}}:{APP_PORT}"]
+    assert proxy["depends_on"]["app"]["condition"] == "service_healthy"
+    # One secret for every replica: from the environment, else one generated file on a shared volume.
+    secret_file = app["environment"]["ATTNVIZ_COOKIE_SECRET_FILE"]
+    volume, mount = app["volumes"][0].split(":")
+    assert volume in compose["volumes"] and PurePosixPath(secret_file).parent == PurePosixPath(mount)
+    assert app["environment"]["STREAMLIT_SERVER_BASE_URL_PATH"] == "${ATTNVIZ_BASE_PATH:-}"
+
+
+# ----- Dockerfile and .dockerignore ----------------------------------------------------------------------------
+
+
+def test_dockerfile_production_settings() -> None:
+    """Non-root numeric user, /app, port 8501, the health check script, and Streamlit's production settings."""
+    instructions = dockerfile_instructions()
+    values = {name: args for name, args in instructions}  # the last of each, i.e. the runtime stage's
+    env = dict(re.findall(r"(\w+)=(\S+)", " ".join(args for name, args in instructions if name == "ENV")))
+    args = " ".join(args for name, args in instructions if name == "ARG")
+    assert values["USER"] == "${APP_UID}:${APP_UID}" and "APP_UID=10001" in args
+    assert values["WORKDIR"] == "/app" and values["EXPOSE"] == str(APP_PORT)
+    assert "/app/deploy/docker/healthcheck.py" in values["HEALTHCHECK"]
+    assert env["STREAMLIT_SERVER_HEADLESS"] == "true"
+    assert env["STREAMLIT_SERVER_FILE_WATCHER_TYPE"] == "none"
+    assert env["STREAMLIT_SERVER_ENABLE_XSRF_PROTECTION"] == "true"
+    assert env["STREAMLIT_CLIENT_SHOW_ERROR_DETAILS"] == "none"
+    assert env["STREAMLIT_BROWSER_GATHER_USAGE_STATS"] == "false"
+    assert env["STREAMLIT_SERVER_PORT"] == str(APP_PORT)
+    assert "BASE_IMAGE=python:3.11-slim" in args and "TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu" in args
+
+
+def dockerignored(path: str) -> bool:
+    """Whether .dockerignore keeps `path` out of the build context (Docker's rules: the last matching pattern
+    wins, a pattern matching a parent folder matches its files; fnmatch stands in for Go's filepath.Match)."""
+    patterns = [
+        line.strip()
+        for line in (REPO_ROOT / ".dockerignore").read_text(encoding="utf-8").splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    parts = PurePosixPath(path).parts
+    prefixes = ["/".join(parts[: i + 1]) for i in range(len(parts))]
+    excluded = False
+    for pattern in patterns:
+        negated = pattern.startswith("!")
+        pattern = pattern.removeprefix("!").rstrip("/")
+        if any(fnmatch(prefix, pattern) for prefix in prefixes):
+            excluded = not negated
+    return excluded
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "app.py",
+        "pages/1_Self_attention.py",
+        "attnviz/__init__.py",
+        "attnviz/ui/common.py",
+        "requirements.txt",
+        ".streamlit/config.toml",
+        "deploy/docker/entrypoint.sh",
+        "deploy/docker/healthcheck.py",
+    ],
+)
+def test_dockerignore_lets_in_the_app(path: str) -> None:
+    """What the image runs is in the build context."""
+    assert not dockerignored(path)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "tests/test_app.py",
+        "tests/browser/helpers.py",
+        ".venv/bin/python",
+        "venv/lib/site.py",
+        "bench/run.py",
+        ".git/HEAD",
+        ".streamlit/secrets.toml",
+        "attnviz/__pycache__/state.cpython-311.pyc",
+        ".pytest_cache/v/cache/nodeids",
+        ".hypothesis/examples/x",
+        "test-artifacts/logs/x.log",
+        "deploy/smoke.sh",
+        "Dockerfile",
+    ],
+)
+def test_dockerignore_keeps_out_the_rest(path: str) -> None:
+    """Tests, caches, virtualenvs, git metadata and local secrets stay out of the image."""
+    assert dockerignored(path)
+
+
+def test_dockerignore_admits_every_python_file_the_app_imports() -> None:
+    """Every file of app.py, pages/ and attnviz/ in the repository reaches the image."""
+    files = [REPO_ROOT / "app.py", *(REPO_ROOT / "pages").rglob("*.py"), *(REPO_ROOT / "attnviz").rglob("*.py")]
+    assert [f for f in files if dockerignored(f.relative_to(REPO_ROOT).as_posix())] == []
+
+
+# ----- container scripts ---------------------------------------------------------------------------------------
+
+
+def run_entrypoint(tmp_path: Path, **env: str) -> dict[str, str]:
+    """Run deploy/docker/entrypoint.sh with a stand-in `streamlit` that reports its arguments and cookie secret."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    fake = bin_dir / "streamlit"
+    fake.write_text('#!/bin/sh\necho "args=$*"\necho "secret=${STREAMLIT_SERVER_COOKIE_SECRET:-}"\n')
+    fake.chmod(0o755)
+    python_dir = str(Path(sys.executable).parent)
+    clean = {k: v for k, v in os.environ.items() if "COOKIE_SECRET" not in k}
+    result = subprocess.run(
+        [str(ENTRYPOINT), "--server.baseUrlPath", "attnviz"],
+        env={**clean, "PATH": f"{bin_dir}:{python_dir}:{os.environ['PATH']}", **env},
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=30,
+    )
+    return dict(line.split("=", 1) for line in result.stdout.splitlines())
+
+
+def test_entrypoint_shares_one_cookie_secret(tmp_path: Path) -> None:
+    """Replicas sharing a secret file get one generated secret; an explicit secret wins; arguments pass through."""
+    secret_file = str(tmp_path / "cookie_secret")
+    first = run_entrypoint(tmp_path, ATTNVIZ_COOKIE_SECRET_FILE=secret_file)
+    second = run_entrypoint(tmp_path, ATTNVIZ_COOKIE_SECRET_FILE=secret_file)
+    assert re.fullmatch(r"[0-9a-f]{64}", first["secret"]) and second["secret"] == first["secret"]
+    assert first["args"] == "run app.py --server.baseUrlPath attnviz"
+    chosen = run_entrypoint(tmp_path, ATTNVIZ_COOKIE_SECRET="from-env", ATTNVIZ_COOKIE_SECRET_FILE=secret_file)
+    assert chosen["secret"] == "from-env"
+    direct = run_entrypoint(tmp_path, STREAMLIT_SERVER_COOKIE_SECRET="streamlit", ATTNVIZ_COOKIE_SECRET="x")
+    assert direct["secret"] == "streamlit"
+    assert run_entrypoint(tmp_path)["secret"] == "", "without any setting Streamlit should pick its own"
+
+
+class _Health(BaseHTTPRequestHandler):
+    """Answers "ok" on /attnviz/_stcore/health only, like Streamlit with baseUrlPath=attnviz."""
+
+    def do_GET(self) -> None:
+        ok = self.path == "/attnviz/_stcore/health"
+        self.send_response(200 if ok else 404)
+        self.end_headers()
+        self.wfile.write(b"ok" if ok else b"not here")
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Keep test output quiet."""
+
+
+@pytest.fixture
+def health_server() -> Iterator[int]:
+    """A loopback HTTP server standing in for Streamlit's health endpoint; yields its port."""
+    httpd = HTTPServer(("127.0.0.1", 0), _Health)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield httpd.server_address[1]
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_healthcheck_follows_port_and_base_path(health_server: int) -> None:
+    """The HEALTHCHECK script asks <base path>/_stcore/health on Streamlit's port and exits 0 only on "ok"."""
+
+    def check(**env: str) -> int:
+        clean = {k: v for k, v in os.environ.items() if not k.startswith("STREAMLIT_SERVER_")}
+        return subprocess.run([sys.executable, str(HEALTHCHECK)], env={**clean, **env}, timeout=30).returncode
+
+    port = str(health_server)
+    assert check(STREAMLIT_SERVER_PORT=port, STREAMLIT_SERVER_BASE_URL_PATH="/attnviz/") == 0
+    assert check(STREAMLIT_SERVER_PORT=port) == 1  # the wrong path: 404
+    assert check(STREAMLIT_SERVER_PORT="9", STREAMLIT_SERVER_BASE_URL_PATH="attnviz") == 1  # nothing listens
+
+
+# ----- Kubernetes ----------------------------------------------------------------------------------------------
+
+
+def test_k8s_manifests_agree() -> None:
+    """Ports, names, probes, user and affinity line up across Deployment, Service, Ingress, HPA and Dockerfile."""
+    k8s = manifests()
+    deployment, service, ingress, hpa = (
+        k8s[kind] for kind in ("Deployment", "Service", "Ingress", "HorizontalPodAutoscaler")
+    )
+    pod = deployment["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    labels = deployment["spec"]["template"]["metadata"]["labels"]
+    assert deployment["spec"]["selector"]["matchLabels"] == labels == service["spec"]["selector"]
+    assert container["ports"] == [{"name": "http", "containerPort": APP_PORT}]
+    for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+        assert container[probe]["httpGet"] == {"path": "/_stcore/health", "port": "http"}, probe
+    assert set(container["resources"]) == {"requests", "limits"}
+    assert pod["securityContext"]["runAsNonRoot"] is True and pod["securityContext"]["runAsUser"] == 10001
+    assert service["spec"]["ports"][0]["targetPort"] == "http"
+    backend = ingress["spec"]["rules"][0]["http"]["paths"][0]["backend"]["service"]
+    assert backend == {"name": service["metadata"]["name"], "port": {"name": service["spec"]["ports"][0]["name"]}}
+    annotations = ingress["metadata"]["annotations"]
+    assert annotations["nginx.ingress.kubernetes.io/affinity"] == "cookie"
+    assert int(annotations["nginx.ingress.kubernetes.io/proxy-read-timeout"]) >= 3600
+    target = hpa["spec"]["scaleTargetRef"]
+    assert (target["kind"], target["name"]) == ("Deployment", deployment["metadata"]["name"])
+    secret = next(e for e in container["env"] if e["name"] == "ATTNVIZ_COOKIE_SECRET")
+    assert secret["valueFrom"]["secretKeyRef"]["name"] == "attnviz-cookie-secret"
