@@ -19,6 +19,7 @@ image="${ATTNVIZ_IMAGE:-attnviz:smoke}"
 python="${PYTHON:-$HOME/.venvs/attnviz/bin/python}"
 share_link="Self_attention?p=unit_sentences&b=1"
 containers=()
+container=""
 
 say() { printf 'smoke: %s\n' "$*"; }
 fail() {
@@ -46,13 +47,14 @@ with opener.open(sys.argv[1], timeout=30) as response:
 EOF
 }
 
-# Start the image in the background like a production replica; echo the container name.
+# Start the image in the background like a production replica; its name goes to $container (not printed: a
+# command substitution would run this in a subshell, and cleanup would never learn the name).
 run_container() {
-    local name="attnviz-smoke-$$-$1"
+    container="attnviz-smoke-$$-$1"
     shift
-    containers+=("$name")
-    docker run --detach --name "$name" --read-only --tmpfs /tmp --publish 127.0.0.1::8501 "$@" "$image" >/dev/null
-    echo "$name"
+    containers+=("$container")
+    docker run --detach --name "$container" --read-only --tmpfs /tmp --publish 127.0.0.1::8501 "$@" "$image" \
+        >/dev/null
 }
 
 # Wait until Docker's own HEALTHCHECK reports the container healthy; print how long it took.
@@ -84,7 +86,8 @@ say "image size: $((size / 1000000)) MB (target: under 1300 MB)"
 [ "$size" -lt 1300000000 ] || fail "the image is larger than 1.3 GB"
 
 # 1. The image as `docker run -p 8501:8501 attnviz` starts it.
-app="$(run_container app)"
+run_container app
+app="$container"
 wait_healthy "$app"
 url="http://127.0.0.1:$(host_port "$app")"
 [ "$(docker exec "$app" id -u)" != 0 ] || fail "the app runs as root"
@@ -107,7 +110,8 @@ say "stopped in $((SECONDS - start)) s (SIGTERM handled)"
 [ $((SECONDS - start)) -lt 10 ] || fail "the app ignored SIGTERM and was killed"
 
 # 2. Under a path prefix: the HEALTHCHECK must follow it, the app must answer below it.
-prefixed="$(run_container prefix --env STREAMLIT_SERVER_BASE_URL_PATH=attnviz)"
+run_container prefix --env STREAMLIT_SERVER_BASE_URL_PATH=attnviz
+prefixed="$container"
 wait_healthy "$prefixed"
 [ "$(http_get "http://127.0.0.1:$(host_port "$prefixed")/attnviz/_stcore/health")" = ok ] ||
     fail "/attnviz/_stcore/health is not ok"

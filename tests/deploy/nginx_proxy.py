@@ -8,6 +8,8 @@ attnviz/upstream.conf. Nothing is installed or started system-wide.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import grp
 import json
 import os
@@ -17,6 +19,7 @@ import signal
 import socket
 import subprocess
 import time
+import weakref
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -24,6 +27,7 @@ from typing import Any
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SITE_CONF = REPO_ROOT / "deploy" / "nginx" / "attnviz.conf"
 HOST = "127.0.0.1"
+_RUNNING: weakref.WeakSet[NginxProxy] = weakref.WeakSet()
 
 # One JSON object per request: the affinity the site file computed and the replica that answered.
 _MAIN_CONF = """\
@@ -118,6 +122,7 @@ class NginxProxy:
         self._proc = subprocess.Popen(
             self._argv(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
+        _RUNNING.add(self)
         deadline = time.monotonic() + timeout
         while not self._accepts():
             if self._proc.poll() is not None:
@@ -139,6 +144,7 @@ class NginxProxy:
     def stop(self, grace: float = 10.0) -> None:
         """Fast shutdown (SIGTERM), then SIGKILL if nginx is still there after `grace` seconds."""
         proc, self._proc = self._proc, None
+        _RUNNING.discard(self)
         if proc is None or proc.poll() is not None:
             return
         proc.send_signal(signal.SIGTERM)
@@ -169,3 +175,11 @@ class NginxProxy:
         if not path.exists():
             return ""
         return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
+
+
+@atexit.register
+def _stop_leftover_proxies() -> None:
+    """Never leave an nginx behind, even when a test's teardown did not run."""
+    for proxy in list(_RUNNING):
+        with contextlib.suppress(Exception):
+            proxy.stop(grace=3)
