@@ -5,7 +5,7 @@ VENV ?= $(HOME)/.venvs/attnviz
 BIN := $(VENV)/bin
 PORT ?= 8501
 
-.PHONY: run test lint format clean-venv
+.PHONY: run test bench lint format clean-venv
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -19,7 +19,7 @@ $(VENV)/.dev-deps: requirements.txt requirements-dev.txt | $(BIN)/python
 	touch $@
 
 run: $(VENV)/.run-deps
-	$(BIN)/streamlit run app.py --server.port $(PORT)
+	$(BIN)/python -m attnviz.server app.py --server.port $(PORT)
 
 test: $(VENV)/.dev-deps
 	bash scripts/system-deps.sh
@@ -29,6 +29,15 @@ test: $(VENV)/.dev-deps
 	$(BIN)/kubernetes-validate --strict --quiet deploy/k8s/*.yaml
 	$(BIN)/shellcheck deploy/smoke.sh deploy/docker/entrypoint.sh scripts/system-deps.sh
 	$(BIN)/python -m pytest
+
+$(VENV)/.bench-deps: requirements.txt requirements-dev.txt bench/requirements.txt | $(BIN)/python
+	$(BIN)/pip install --quiet -r requirements.txt -r bench/requirements.txt
+	touch $@
+
+# The benchmark suite (several minutes; a quiet machine gives honest figures). Results: bench/results/<date>.*
+bench: $(VENV)/.bench-deps
+	bash scripts/system-deps.sh
+	$(BIN)/python -m bench.run $(BENCH_ARGS)
 
 lint: $(VENV)/.dev-deps
 	$(BIN)/ruff check .

@@ -25,4 +25,5 @@ if [ -z "${STREAMLIT_SERVER_COOKIE_SECRET:-}" ]; then
     fi
 fi
 
-exec streamlit run app.py "$@"
+# attnviz.server is `streamlit run` with TCP_NODELAY on the websocket connections (see attnviz/server.py).
+exec python3 -m attnviz.server app.py "$@"

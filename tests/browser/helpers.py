@@ -132,8 +132,7 @@ class StreamlitServer:
         return [
             self.python,
             "-m",
-            "streamlit",
-            "run",
+            "attnviz.server",  # `streamlit run` with TCP_NODELAY, as `make run` and the image start the app
             str(self.script),
             "--server.headless",
             "true",

@@ -171,11 +171,13 @@ def test_dockerignore_admits_every_python_file_the_app_imports() -> None:
 
 
 def run_entrypoint(tmp_path: Path, **env: str) -> dict[str, str]:
-    """Run deploy/docker/entrypoint.sh with a stand-in `streamlit` that reports its arguments and cookie secret."""
+    """Run deploy/docker/entrypoint.sh with a stand-in `python3` that reports the app's start command and cookie
+    secret (and runs the real Python for anything else, such as generating the secret)."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
-    fake = bin_dir / "streamlit"
-    fake.write_text('#!/bin/sh\necho "args=$*"\necho "secret=${STREAMLIT_SERVER_COOKIE_SECRET:-}"\n')
+    fake = bin_dir / "python3"
+    report = 'echo "args=$*"; echo "secret=${STREAMLIT_SERVER_COOKIE_SECRET:-}"'
+    fake.write_text(f'#!/bin/sh\nif [ "$1" = "-m" ]; then {report}; else exec "{sys.executable}" "$@"; fi\n')
     fake.chmod(0o755)
     python_dir = str(Path(sys.executable).parent)
     clean = {k: v for k, v in os.environ.items() if "COOKIE_SECRET" not in k}
@@ -196,7 +198,7 @@ def test_entrypoint_shares_one_cookie_secret(tmp_path: Path) -> None:
     first = run_entrypoint(tmp_path, ATTNVIZ_COOKIE_SECRET_FILE=secret_file)
     second = run_entrypoint(tmp_path, ATTNVIZ_COOKIE_SECRET_FILE=secret_file)
     assert re.fullmatch(r"[0-9a-f]{64}", first["secret"]) and second["secret"] == first["secret"]
-    assert first["args"] == "run app.py --server.baseUrlPath attnviz"
+    assert first["args"] == "-m attnviz.server app.py --server.baseUrlPath attnviz"
     chosen = run_entrypoint(tmp_path, ATTNVIZ_COOKIE_SECRET="from-env", ATTNVIZ_COOKIE_SECRET_FILE=secret_file)
     assert chosen["secret"] == "from-env"
     direct = run_entrypoint(tmp_path, STREAMLIT_SERVER_COOKIE_SECRET="streamlit", ATTNVIZ_COOKIE_SECRET="x")
