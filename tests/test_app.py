@@ -248,8 +248,8 @@ def test_features_column_count_can_be_changed():
 
 def work_table(at: AppTest, title_start: str) -> list[list[str]]:
     """The body cells of the markdown table in the 'show your work' step whose title starts with `title_start`."""
-    unescaped = [(re.sub(r"\\(.)", r"\1", m.value.split("\n", 1)[0]), m.value) for m in at.markdown]
-    block = next(value for title, value in unescaped if title.startswith(f"**{title_start}"))
+    steps = [step for m in at.markdown for step in ("\n\n" + m.value).split("\n\n**")[1:]]  # "Title**..."
+    block = next(step for step in steps if re.sub(r"\\(.)", r"\1", step).startswith(title_start))
     lines = [line for line in block.splitlines() if line.startswith("| ")]
     return [re.split(r"(?<!\\) \| ", line[2:-2]) for line in lines[2:]]  # skip the header and the rule
 
@@ -286,3 +286,12 @@ def test_default_page_keeps_the_projection_controls_closed():
 def first_weights_heads(at: AppTest) -> list:
     """The per-head heatmaps of the heads grid (the first chart when heads > 1)."""
     return [trace for trace in figures(at)[0]["data"] if trace.get("name", "").startswith("head")]
+
+
+def test_work_panel_puts_long_tables_in_dataframes_with_the_same_numbers():
+    sentence = " ".join(f"w{i}" for i in range(20))  # 20 keys: more than a text table holds
+    at = run_page(SELF, s=sentence)
+    assert len(at.dataframe) == 5  # one per step with a table
+    softmax = at.dataframe[3].value  # step 4: key, e^(z - m), weight
+    np.testing.assert_allclose(softmax.iloc[:, -1].to_numpy(), first_weights(at)[0], rtol=1e-5, atol=1e-7)
+    assert softmax.iloc[:, 0].tolist() == sentence.split()

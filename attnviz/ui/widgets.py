@@ -170,11 +170,12 @@ MAX_TEXT_TABLE_ROWS = 16  # longer step tables become a scrollable dataframe
 
 
 def work_panel(steps: list[Step]) -> None:
-    """Render 'show your work' steps: title, formula, note and numbers, one markdown block per step.
+    """Render 'show your work' steps: title, formula, note and numbers of every step in one markdown element.
 
-    One element per step, not four: every element is a message to the browser, and the class pays for each one
-    on every rerun. Tables longer than MAX_TEXT_TABLE_ROWS rows go to a scrollable dataframe instead.
+    One element, not four per step: every element is a message to the browser, and a class pays for each one on
+    every rerun. Tables longer than MAX_TEXT_TABLE_ROWS rows go to a scrollable dataframe instead.
     """
+    blocks: list[str] = []
     for step in steps:
         parts = [f"**{md_escape(step.title)}**", f"$$\n{step.formula}\n$$"]
         if step.note:  # "First key worked out: $...$" carries app-made LaTeX; other notes may quote user tokens
@@ -182,9 +183,13 @@ def work_panel(steps: list[Step]) -> None:
         as_text = 0 < len(step.rows) <= MAX_TEXT_TABLE_ROWS
         if as_text:
             parts.append(markdown_table(step.columns, step.rows))
-        st.markdown("\n\n".join(parts))
+        blocks.append("\n\n".join(parts))
         if step.rows and not as_text:
+            st.markdown("\n\n".join(blocks))
+            blocks = []
             st.dataframe(_arrow_table(step.columns, step.rows), hide_index=True, width="stretch")
+    if blocks:
+        st.markdown("\n\n".join(blocks))
 
 
 def _cell(value: object) -> str:
