@@ -15,8 +15,10 @@ import argparse
 import asyncio
 import contextlib
 import random
+import re
 import statistics
 import time
+import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
@@ -115,12 +117,23 @@ class SimulatedUser:
         self.widget_fragments: dict[str, str] = {}  # widget id -> id of the st.fragment that drew it
         self.widget_states: dict[str, WidgetState] = {}
         self.ws: ClientConnection | None = None
-        self.chart_bytes: list[int] = []  # sizes of the Plotly chart messages of the last run, as sent
+        self.chart_bytes: list[int] = []  # sizes of the Plotly chart messages of the last run, uncompressed
+        self.chart_wire_bytes: list[int] = []  # the same deflated as permessage-deflate sends them (if negotiated)
 
     async def open(self) -> float:
         """Connect and load the page; return the seconds the first run took."""
         self.ws = await connect(self.ws_url, subprotocols=["streamlit"], max_size=None, origin=self.origin)
         return await self.rerun()
+
+    def _wire_size(self, frame: bytes) -> int:
+        """Bytes of `frame` on the wire: deflated with the negotiated window if permessage-deflate is on."""
+        assert self.ws is not None
+        extensions = self.ws.response.headers.get("Sec-WebSocket-Extensions", "") if self.ws.response else ""
+        if "permessage-deflate" not in extensions:
+            return len(frame)
+        match = re.search(r"server_max_window_bits=(\d+)", extensions)
+        deflate = zlib.compressobj(zlib.Z_DEFAULT_COMPRESSION, zlib.DEFLATED, -int(match.group(1) if match else 15))
+        return len(deflate.compress(frame) + deflate.flush(zlib.Z_SYNC_FLUSH)) - 4  # the frame omits 00 00 ff ff
 
     async def close(self) -> None:
         """Close the websocket."""
@@ -151,7 +164,7 @@ class SimulatedUser:
         started = time.perf_counter()
         await self.ws.send(msg.SerializeToString())
         problem: str | None = None
-        self.chart_bytes = []
+        self.chart_bytes, self.chart_wire_bytes = [], []
         while True:
             frame = await self.ws.recv()
             fwd = ForwardMsg()
@@ -166,6 +179,7 @@ class SimulatedUser:
                 element_type = element.WhichOneof("type")
                 if element_type == "plotly_chart":
                     self.chart_bytes.append(len(frame))
+                    self.chart_wire_bytes.append(self._wire_size(frame))
                 if element_type == "exception":
                     problem = problem or f"exception on the page: {element.exception.message[:200]}"
                 elif element_type is not None:
