@@ -26,6 +26,7 @@ MAX_TEXT_CELLS = 144  # numbers are printed in the cells only up to 12 x 12
 MAX_HOVER_SCORE_CELLS = 64 * 64  # above this, raw scores stay out of the hover (they would double the payload)
 POSITION_MARK = "·"  # "the·1", "the·5": duplicate tokens stay distinct categories
 ORANGE, BLUE, VERMILLION, BLACK = "#E69F00", "#0072B2", "#D55E00", "#000000"  # Okabe–Ito, colour-blind safe
+GREEN = "#009E73"  # Okabe–Ito bluish green
 
 Labels = Sequence[str] | None
 
@@ -426,9 +427,15 @@ def kernel_regression_figure(
     *,
     y_true: Any = None,
     no_support: Any = None,
+    points: tuple[Any, Any] | None = None,
+    extra_curve: tuple[Any, str] | None = None,
     title: str = "Nadaraya–Watson regression",
 ) -> go.Figure:
-    """Training points, the true function and the prediction; gaps and × marks where no key was in reach."""
+    """Training points, the true function and the prediction; gaps and × marks where no key was in reach.
+
+    `points` = (x, y) marks chosen queries and their predictions; `extra_curve` = (y, name) adds a dashed curve
+    over the query grid `x_query` (e.g. the prediction with a learned σ).
+    """
     keys, values = _vector(x_train, "x_train"), _vector(y_train, "y_train")  # (n,) each
     queries, predictions = _vector(x_query, "x_query"), _vector(y_pred, "y_pred")  # (m,) each
     if keys.shape != values.shape or queries.shape != predictions.shape:
@@ -440,8 +447,8 @@ def kernel_regression_figure(
         raise ValueError("no_support must have one flag per query")
     empty = empty[order]
     predictions = np.where(empty, np.float32(np.nan), predictions).astype(np.float32)  # NaN: a gap in the line
-    points = {"color": ORANGE, "size": 7, "opacity": 0.8}
-    data = [_scatter(keys, values, "training data (keys, values)", "key x", "value y", marker=points)]
+    dots = {"color": ORANGE, "size": 7, "opacity": 0.8}
+    data = [_scatter(keys, values, "training data (keys, values)", "key x", "value y", marker=dots)]
     if y_true is not None:
         truth = _vector(y_true, "y_true")
         if truth.shape != queries.shape:
@@ -450,6 +457,20 @@ def kernel_regression_figure(
         data.append(_scatter(queries, truth[order], "true function", "x", "true y", mode="lines", line=dashed))
     solid = {"color": BLUE, "width": 3}
     data.append(_scatter(queries, predictions, "prediction", "query x", "prediction", mode="lines", line=solid))
+    if extra_curve is not None:
+        curve = _vector(extra_curve[0], "extra_curve y")
+        if curve.shape != queries.shape:
+            raise ValueError("extra_curve must have one value per grid point")
+        curve = curve[order]
+        dashed = {"color": GREEN, "dash": "dash", "width": 2}
+        name = html.escape(str(extra_curve[1]), quote=False)
+        data.append(_scatter(queries, curve, name, "query x", "prediction", mode="lines", line=dashed))
+    if points is not None:
+        marked_x, marked_y = _vector(points[0], "points x"), _vector(points[1], "points y")
+        if marked_x.shape != marked_y.shape:
+            raise ValueError("points x and y must have the same length")
+        diamond = {"symbol": "diamond", "size": 11, "color": VERMILLION}
+        data.append(_scatter(marked_x, marked_y, "queries", "query x", "prediction", marker=diamond))
     layout: dict[str, Any] = {
         "title": {"text": title},
         "legend": {"orientation": "h", "x": 0.0, "y": 1.0, "yanchor": "bottom"},

@@ -341,7 +341,14 @@ def every_builder(causal_3x4) -> dict[str, go.Figure]:
         "heads_open": figures.heads_grid(np.stack([weights] * 3), columns=2),
         "compare": figures.comparison_figure(weights, weights[::-1], label_a="a", label_b="b", mask=allowed),
         "kernel": figures.kernel_regression_figure(
-            [0, 1, 2], [1, 2, 3], [0.5, 5.0], [1.5, 0.0], y_true=[1.5, 6.0], no_support=[False, True]
+            [0, 1, 2],
+            [1, 2, 3],
+            [0.5, 5.0],
+            [1.5, 0.0],
+            y_true=[1.5, 6.0],
+            no_support=[False, True],
+            points=([0.5], [1.5]),
+            extra_curve=([1.4, 2.0], "learned σ = <b>1</b>"),
         ),
         "loss": figures.loss_curve([3.0, 2.0, 0.01]),
         "bars": figures.vector_bars([0.2, 0.8], labels=["a", "b"], title="t"),
@@ -390,3 +397,16 @@ def test_large_heatmaps_leave_raw_scores_out_of_the_hover_to_halve_the_payload()
     assert small.data[0].customdata is not None and "score" in small.data[0].hovertemplate
     assert large.data[0].customdata is None and "score" not in large.data[0].hovertemplate
     assert len(large.to_json()) < 1.5 * weights.nbytes  # one float32 array (base64) and little else
+
+
+def test_kernel_figure_marks_queries_and_draws_the_extra_curve_over_the_sorted_grid():
+    fig = figures.kernel_regression_figure(
+        [0, 1], [0, 1], [2.0, 0.0, 1.0], [0.2, 0.0, 0.1], points=([1.0], [0.1]), extra_curve=([20, 0, 10], "σ<b>")
+    )
+    extra = next(trace for trace in fig.data if trace.name == "σ&lt;b&gt;")  # escaped: shown, not markup
+    np.testing.assert_array_equal(extra.x, [0.0, 1.0, 2.0])
+    np.testing.assert_array_equal(extra.y, [0, 10, 20])  # reordered with the grid
+    marked = next(trace for trace in fig.data if trace.name == "queries")
+    assert list(marked.x) == [1.0] and list(marked.y) == pytest.approx([0.1])
+    with pytest.raises(ValueError, match="one value per grid point"):
+        figures.kernel_regression_figure([0], [0], [0.0, 1.0], [0, 0], extra_curve=([1], "x"))

@@ -82,16 +82,11 @@ def kernel_page() -> None:
         if state.preset == TOY:
             st.number_input("Data seed", 0, 2**31 - 1, key=widget_key(PAGE, "toy_seed"), on_change=_reload_toy)
             st.number_input("Training points", 5, 200, key=widget_key(PAGE, "toy_n"), on_change=_reload_toy)
-    left, right = st.columns([2, 3], gap="large")
-    with left:
-        kernel = st.selectbox(
-            "Kernel", list(KERNELS), key=widget_key(PAGE, "kernel"), format_func=lambda k: KERNELS[k].label
-        )
-        st.latex(KERNELS[kernel].formula + r",\quad u = \frac{\lvert q - k \rvert}{\sigma}")
-        st.caption(KERNELS[kernel].explanation)
-        bandwidth = st.number_input("Bandwidth σ", 0.001, 10000.0, key=widget_key(PAGE, "bandwidth"), format="%.4g")
+    points_column, queries_column = st.columns([3, 2], gap="large")
+    with points_column:
         st.markdown("**Training points** (keys and their values)")
         points = _points_editor(state)
+    with queries_column:
         query_text = st.text_input("Query points (comma-separated)", key=widget_key(PAGE, "queries"))
         try:
             queries = parse_vector(query_text, "query points")
@@ -102,9 +97,24 @@ def kernel_page() -> None:
         state = replace(state, keys=points[0], values=points[1])
     if queries is not None:
         state = replace(state, queries=queries)
+    _controls_and_results(state, ready=points is not None and queries is not None)
+
+
+@st.fragment
+def _controls_and_results(state: KernelState, ready: bool) -> None:
+    """Kernel, σ and everything computed from them. A fragment: moving σ reruns only this part, not the sidebar
+    and the data editors above (their values arrive as the arguments of the last full run)."""
+    left, right = st.columns([2, 3], gap="large")
+    with left:
+        kernel = st.selectbox(
+            "Kernel", list(KERNELS), key=widget_key(PAGE, "kernel"), format_func=lambda k: KERNELS[k].label
+        )
+        formula = KERNELS[kernel].formula + r",\quad u = \frac{\lvert q - k \rvert}{\sigma}"
+        st.markdown(f"$$\n{formula}\n$$\n\n{KERNELS[kernel].explanation}")  # one element: formula and text
+        bandwidth = st.number_input("Bandwidth σ", 0.001, 10000.0, key=widget_key(PAGE, "bandwidth"), format="%.4g")
     state = replace(state, kernel=kernel, bandwidth=float(bandwidth), row=int(value(PAGE, "row")))
     with right:
-        if points is not None and queries is not None:
+        if ready:
             _draw(state)
         share_box(publish(PAGE, state, encode_kernel), PAGE)
 
@@ -113,6 +123,13 @@ def _draw(state: KernelState) -> None:
     trace = run_kernel(state)
     curve = prediction_curve(state)
     grid = curve.queries[:, 0]
+    fit_key = (state.keys, state.values, state.kernel)
+    fitted = st.session_state.get("fit_request") == fit_key and state.kernel != "boxcar"
+    fit = learned_bandwidth(*fit_key) if fitted else None
+    extra = None
+    if fit is not None:
+        learned = prediction_curve(state, bandwidth=fit.bandwidth)
+        extra = (learned.output.numpy(), f"learned σ = {fit.bandwidth:.3g}")
     fig = figures.kernel_regression_figure(
         state.keys,
         state.values,
@@ -120,26 +137,9 @@ def _draw(state: KernelState) -> None:
         curve.output.numpy(),
         y_true=toy_function(grid).numpy() if state.preset == TOY else None,
         no_support=curve.no_support.numpy(),
+        points=(list(state.queries), trace.output.numpy()),
+        extra_curve=extra,
     )
-    fig.add_scatter(
-        x=list(state.queries),
-        y=trace.output.numpy(),
-        mode="markers",
-        name="queries",
-        marker={"symbol": "diamond", "size": 11, "color": "#d55e00"},
-    )
-    fit_key = (state.keys, state.values, state.kernel)
-    fitted = st.session_state.get("fit_request") == fit_key and state.kernel != "boxcar"
-    fit = learned_bandwidth(*fit_key) if fitted else None
-    if fit is not None:
-        learned = prediction_curve(state, bandwidth=fit.bandwidth)
-        fig.add_scatter(
-            x=grid.numpy(),
-            y=learned.output.numpy(),
-            mode="lines",
-            name=f"learned σ = {fit.bandwidth:.3g}",
-            line={"dash": "dash", "color": "#009e73"},
-        )
     chart(fig, "kernel_regression")
     labels = [f"{x:.4g}" for x in state.keys]
     q_labels = [f"{x:.4g}" for x in state.queries]
