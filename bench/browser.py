@@ -69,9 +69,9 @@ def launch(playwright) -> Browser:
     return playwright.chromium.launch(executable_path=CHROMIUM_PATH, args=CHROMIUM_ARGS, headless=True)
 
 
-def change_timings(page: Page, changes: int, start: float = 1.0) -> list[float]:
+def change_timings(page: Page, changes: int, start: float = 1.0, label: str = TEMPERATURE_LABEL) -> list[float]:
     """Type new temperatures into the page and time each until its heatmap is redrawn with new data."""
-    box = page.get_by_role("spinbutton", name=TEMPERATURE_LABEL, exact=True)
+    box = page.get_by_role("spinbutton", name=label, exact=True)
     samples = []
     for i in range(changes):
         box.fill(f"{start + 0.01 * (i + 1):.2f}")
@@ -81,6 +81,20 @@ def change_timings(page: Page, changes: int, start: float = 1.0) -> list[float]:
         samples.append(float(page.evaluate("window.__dt")))
         wait_ready(page)
     return samples
+
+
+def measure_minimal(browser: Browser, changes: int) -> ChangeTiming:
+    """The same measurement on the minimal page (the floor: one number input and one heatmap)."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    try:
+        with start_server(SCENARIOS["minimal"]) as server:
+            goto(page, server.url_for(""))
+            page.wait_for_selector(PLOTLY_SELECTOR, timeout=60_000)
+            change_timings(page, 2, label="Temperature")
+            return ChangeTiming("minimal page", change_timings(page, changes, label="Temperature"))
+    finally:
+        context.close()
 
 
 def measure_changes(server: StreamlitServer, browser: Browser, tokens: int, changes: int) -> ChangeTiming:
@@ -96,15 +110,15 @@ def measure_changes(server: StreamlitServer, browser: Browser, tokens: int, chan
         context.close()
 
 
-def cold_start(browser: Browser, path: str = "Self_attention") -> tuple[float, float]:
+def cold_start(browser: Browser, scenario: str = "self") -> tuple[float, float]:
     """Seconds from `streamlit run` to the server's health answer and to the first rendered page in Chromium."""
     started = time.perf_counter()
-    server = start_server(SCENARIOS["self"])
+    server = start_server(SCENARIOS[scenario])
     try:
         healthy = time.perf_counter() - started
         context = browser.new_context()
         page = context.new_page()
-        goto(page, server.url_for(path))
+        goto(page, server.url_for(SCENARIOS[scenario].page))
         page.wait_for_selector(PLOTLY_SELECTOR, timeout=60_000)
         rendered = time.perf_counter() - started
         context.close()
@@ -119,9 +133,11 @@ def run_browser(changes: int = 20, large_changes: int = 5, cold_runs: int = 3) -
         browser = launch(playwright)
         try:
             colds = [cold_start(browser) for _ in range(cold_runs)]
+            cold_floor = [cold_start(browser, "minimal") for _ in range(cold_runs)]
             with start_server(SCENARIOS["self"]) as server:
                 small = measure_changes(server, browser, 8, changes)
                 large = measure_changes(server, browser, 512, large_changes)
+            floor = measure_minimal(browser, changes)
         finally:
             browser.close()
     return {
@@ -130,4 +146,6 @@ def run_browser(changes: int = 20, large_changes: int = 5, cold_runs: int = 3) -
         "cold_health_s": statistics.median(h for h, _ in colds),
         "cold_render_s": statistics.median(r for _, r in colds),
         "cold_runs": [{"health_s": h, "render_s": r} for h, r in colds],
+        "cold_minimal_render_s": statistics.median(r for _, r in cold_floor),
+        "minimal": {"label": floor.label, "p50_ms": floor.p50, "p95_ms": floor.p95, "samples": floor.samples},
     }

@@ -237,7 +237,7 @@ def markdown(results: dict[str, Any]) -> str:
     if results.get("browser"):
         browser = results["browser"]
         lines += ["", "## Browser (Chromium, control change -> updated heatmap)", ""]
-        for key in ("small", "large"):
+        for key in ("small", "large", "minimal"):
             timing = browser[key]
             lines.append(
                 f"- {timing['label']}: p50 {timing['p50_ms']:.0f} ms, p95 {timing['p95_ms']:.0f} ms "
@@ -245,15 +245,18 @@ def markdown(results: dict[str, Any]) -> str:
             )
         runs = ", ".join(f"{run['render_s']:.2f} s" for run in browser["cold_runs"])
         lines.append(
-            f"- Cold start to first rendered page: {runs} (health answered after "
-            f"{browser['cold_health_s']:.2f} s, median)"
+            f"- Cold start to first rendered page: {runs} (health answered after {browser['cold_health_s']:.2f} s, "
+            f"median); the minimal page, same harness: {browser['cold_minimal_render_s']:.2f} s"
         )
     if results.get("payload"):
         payload = results["payload"]
-        sizes = ", ".join(f"{size / 1e6:.2f} MB" for size in payload["chart_bytes"])
+        sizes = ", ".join(
+            f"{raw / 1e6:.2f} MB ({wire / 1e6:.2f} MB on the wire)"
+            for raw, wire in zip(payload["chart_bytes"], payload["chart_wire_bytes"], strict=True)
+        )
         lines.append(
-            f"- {payload['tokens']}-token page: chart messages {sizes}; one rerun {payload['rerun_s']} s "
-            "of server time (one user)"
+            f"- {payload['tokens']}-token page (all tokens different): heatmap message {sizes}; one rerun "
+            f"{payload['rerun_s']} s from request to finished script (one user)"
         )
     return "\n".join(lines) + "\n"
 
