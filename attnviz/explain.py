@@ -96,8 +96,8 @@ def explain_row(trace: AttentionTrace, row: int, query_label: str, key_labels: l
     steps.append(
         Step(
             "2. Scale and apply the temperature",
-            rf"z_j = a(\mathbf q, \mathbf k_j) \times {scale_tex} \,/\, T \qquad "
-            rf"(\text{{scale}} = {_num(trace.scale)},\ T = {_num(trace.temperature)})",
+            rf"z_j = a(\mathbf q, \mathbf k_j) \times {scale_tex} \,/\, T",
+            note=f"Scale = {_num(trace.scale)}, temperature T = {_num(trace.temperature)}.",
             columns=["key", "score", "logit z"],
             rows=[[k, s, z] for k, s, z in zip(key_labels, scores, logits, strict=True)],
         )
@@ -119,10 +119,10 @@ def explain_row(trace: AttentionTrace, row: int, query_label: str, key_labels: l
     steps.append(
         Step(
             "4. Softmax: exponentiate and normalise",
-            r"\alpha_j = \frac{e^{z_j - m}}{\sum_{i} e^{z_i - m}}, \quad m = \max_i z_i = " + _num(top),
+            r"\alpha_j = \frac{e^{z_j - m}}{\sum_{i} e^{z_i - m}}, \quad m = \max_i z_i",
             note=(
-                f"Sum of the exponentials: {_num(total)}. Subtracting the maximum m changes nothing in the "
-                "result but keeps the exponentials from overflowing."
+                f"m = {_num(top)}; sum of the exponentials: {_num(total)}. Subtracting the maximum m changes "
+                "nothing in the result but keeps the exponentials from overflowing."
             )
             if finite
             else "Every key is masked: the query attends to nothing, all weights are 0 and its output is the "
@@ -133,14 +133,14 @@ def explain_row(trace: AttentionTrace, row: int, query_label: str, key_labels: l
     )
     output = trace.output[row].tolist()
     values = trace.values.tolist()
-    terms = [rf"{_num(w)} \times \mathbf v_{{{j + 1}}}" for j, w in enumerate(weights) if w > 0][:MAX_TERMS]
+    terms = [f"{_num(w)} × v{j + 1}" for j, w in enumerate(weights) if w > 0][:MAX_TERMS]
+    more = " + …" if sum(w > 0 for w in weights) > MAX_TERMS else ""
+    shown = ", ".join(_num(x) for x in output[:16]) + (", …" if len(output) > 16 else "")
     steps.append(
         Step(
             "5. Weighted sum of the values",
-            rf"\mathbf o_{{{q_label}}} = \sum_j \alpha_j \mathbf v_j = "
-            + (" + ".join(terms) or r"\mathbf 0")
-            + (r" + \dots" if sum(w > 0 for w in weights) > MAX_TERMS else ""),
-            note="Output: [" + ", ".join(_num(x) for x in output[:16]) + (", …" if len(output) > 16 else "") + "]",
+            rf"\mathbf o_{{{q_label}}} = \sum_j \alpha_j \mathbf v_j",
+            note=f"o = {' + '.join(terms) or '0'}{more} = [{shown}]",
             columns=["key", "weight α", *[f"v[{i + 1}]" for i in range(min(len(output), 8))]],
             rows=[[k, w, *v[:8]] for k, w, v in zip(key_labels, weights, values, strict=True)],
         )
@@ -163,8 +163,9 @@ def explain_kernel_row(trace: AttentionTrace, row: int, key_labels: list[str]) -
     query = _num(q[0]) if len(q) == 1 else "(" + ", ".join(_num(x) for x in q) + ")"
     steps = [
         Step(
-            f"1. Distance from the query {query} to every key, scaled by σ = {_num(sigma)}",
+            "1. Distance from the query to every key, scaled by the bandwidth σ",
             r"u_i = \frac{\lvert q - k_i \rvert}{\sigma}",
+            note=f"Query q = {query}, σ = {_num(sigma)}.",
             columns=["key", "|q − k|", "u"],
             rows=[[k, d, d / sigma] for k, d in zip(key_labels, distances, strict=True)],
         ),
@@ -184,14 +185,17 @@ def explain_kernel_row(trace: AttentionTrace, row: int, key_labels: list[str]) -
             rows=[[k, w] for k, w in zip(key_labels, weights, strict=True)],
         ),
     ]
-    terms = [rf"{_num(w)} \times {_num(v)}" for w, v in zip(weights, values, strict=True) if w > 1e-4][:MAX_TERMS]
+    terms = [f"{_num(w)} × {_num(v)}" for w, v in zip(weights, values, strict=True) if w > 1e-4][:MAX_TERMS]
     prediction = float(trace.output[row].reshape(-1)[0])
     steps.append(
         Step(
             "4. Prediction: weighted average of the values",
-            r"f(q) = \sum_i \alpha_i v_i = "
-            + (" + ".join(terms) + f" = {_num(prediction)}" if total > 0 else r"\text{undefined}"),
-            note="Terms with weight below 0.0001 are left out of the sum shown.",
+            r"f(q) = \sum_i \alpha_i v_i",
+            note=(
+                f"f(q) = {' + '.join(terms)} = {_num(prediction)} (terms with weight below 0.0001 left out)."
+                if total > 0
+                else "Undefined: no key has any weight."
+            ),
         )
     )
     return steps

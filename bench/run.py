@@ -274,7 +274,7 @@ def html_chart(results: dict[str, Any]) -> str:
         fig.add_scatter(x=users, y=[r["reruns_per_s"] for r in rows], name=f"{name} reruns/s", row=1, col=2)
     fig.update_xaxes(title_text="simulated users", type="log")
     fig.update_layout(title=f"attnviz load benchmark, {results['date']}", height=500)
-    return fig.to_html(include_plotlyjs=True, full_html=True)
+    return fig.to_html(include_plotlyjs="cdn", full_html=True)  # a few kB per result, not 4.6 MB of plotly.js
 
 
 def main() -> None:

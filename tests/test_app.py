@@ -246,24 +246,45 @@ def test_features_column_count_can_be_changed():
     assert first_weights(at).shape == (2, 2)
 
 
-def work_table(at: AppTest, title_start: str) -> list[list[str]]:
-    """The body cells of the markdown table in the 'show your work' step whose title starts with `title_start`."""
-    steps = [step for m in at.markdown for step in ("\n\n" + m.value).split("\n\n**")[1:]]  # "Title**..."
-    block = next(step for step in steps if re.sub(r"\\(.)", r"\1", step).startswith(title_start))
+def work_table(at: AppTest) -> dict[str, list[str]]:
+    """The 'show your work' numbers table (a markdown table), as {column name: cells}."""
+    block = next(m.value for m in at.markdown if "\n| key |" in m.value or m.value.startswith("| key |"))
     lines = [line for line in block.splitlines() if line.startswith("| ")]
-    return [re.split(r"(?<!\\) \| ", line[2:-2]) for line in lines[2:]]  # skip the header and the rule
+    header, *body = ([cell.strip() for cell in re.split(r"(?<!\\)\|", line)[1:-1]] for line in lines)
+    return {name: [row[i] for row in body[1:]] for i, name in enumerate(header)}  # body[0] is the alignment rule
 
 
-def test_work_panel_tables_show_the_heatmaps_numbers_and_tokens_literally():
+def recipe(at: AppTest) -> str:
+    """The 'show your work' recipe: the markdown element with the steps' formulas."""
+    return next(m.value for m in at.markdown if "Softmax" in m.value and "$$" in m.value)
+
+
+def test_work_panel_table_shows_the_heatmaps_numbers_and_tokens_literally():
     at = run_page(SELF, s="the cat | sat *on*", c="1", row="2")
     weights = first_weights(at)  # (Q, K), NaN where masked
-    softmax = work_table(at, "4. Softmax")
-    keys = [cells[0] for cells in softmax]
-    assert keys[:4] == ["the", "cat", "\\|", "sat"] and keys[4].startswith("\\*")  # escaped: shown, not markup
-    shown = np.array([float(cells[-1]) for cells in softmax])
+    table = work_table(at)
+    assert table["key"][:4] == ["the", "cat", "\\|", "sat"] and table["key"][4].startswith("\\*")  # escaped
+    shown = np.array([float(x) for x in table["weight α"]])
     np.testing.assert_allclose(shown, np.nan_to_num(weights[2]), rtol=1e-3, atol=1e-4)
-    mask = work_table(at, "3. Mask")
-    assert [cells[1] for cells in mask][3:] == ["no \\(masked\\)"] * (weights.shape[1] - 3)  # causal: row 3 sees 1..3
+    assert table["allowed"][3:] == ["no \\(masked\\)"] * (weights.shape[1] - 3)  # causal: row 3 sees keys 1..3
+    assert "score" not in table and "score a\\(q, k\\)" in table  # step 2's repeated score column is left out
+
+
+def test_work_panel_recipe_stays_the_same_when_the_temperature_moves():
+    at = run_page(SELF)
+    before_recipe, before_weights = recipe(at), work_table(at)["weight α"]
+    at.number_input(key="w:self:temperature").set_value(0.5).run()
+    assert recipe(at) == before_recipe  # the browser need not typeset the formulas again
+    assert work_table(at)["weight α"] != before_weights
+    assert any("temperature T = 0.5" in re.sub(r"\\(.)", r"\1", m.value) for m in at.markdown)
+
+
+def test_work_panel_puts_a_long_table_in_a_dataframe_with_the_same_numbers():
+    sentence = " ".join(f"w{i}" for i in range(20))  # 20 keys: more than a text table holds
+    at = run_page(SELF, s=sentence)
+    (frame,) = [df.value for df in at.dataframe]
+    np.testing.assert_allclose(frame["weight α"].to_numpy(), first_weights(at)[0], rtol=1e-5, atol=1e-7)
+    assert frame["key"].tolist() == sentence.split()
 
 
 def test_projection_controls_open_for_a_link_that_uses_them_and_keep_their_values():
@@ -286,12 +307,3 @@ def test_default_page_keeps_the_projection_controls_closed():
 def first_weights_heads(at: AppTest) -> list:
     """The per-head heatmaps of the heads grid (the first chart when heads > 1)."""
     return [trace for trace in figures(at)[0]["data"] if trace.get("name", "").startswith("head")]
-
-
-def test_work_panel_puts_long_tables_in_dataframes_with_the_same_numbers():
-    sentence = " ".join(f"w{i}" for i in range(20))  # 20 keys: more than a text table holds
-    at = run_page(SELF, s=sentence)
-    assert len(at.dataframe) == 5  # one per step with a table
-    softmax = at.dataframe[3].value  # step 4: key, e^(z - m), weight
-    np.testing.assert_allclose(softmax.iloc[:, -1].to_numpy(), first_weights(at)[0], rtol=1e-5, atol=1e-7)
-    assert softmax.iloc[:, 0].tolist() == sentence.split()

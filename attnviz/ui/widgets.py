@@ -166,30 +166,53 @@ def share_box(params: dict[str, str], page: str) -> None:
             st.info("This link is too long for a QR code; share it as text.")
 
 
-MAX_TEXT_TABLE_ROWS = 16  # longer step tables become a scrollable dataframe
+MAX_TEXT_TABLE_ROWS = 16  # a longer table becomes a scrollable dataframe
 
 
 def work_panel(steps: list[Step]) -> None:
-    """Render 'show your work' steps: title, formula, note and numbers of every step in one markdown element.
+    """'Show your work' in two elements: the recipe (each step's title and formula) and the numbers (each step's
+    working and one table with a column per quantity, a row per key).
 
-    One element, not four per step: every element is a message to the browser, and a class pays for each one on
-    every rerun. Tables longer than MAX_TEXT_TABLE_ROWS rows go to a scrollable dataframe instead.
+    The recipe holds every LaTeX formula and does not change when a control such as the temperature moves, so the
+    browser does not typeset it again; the numbers are plain text and tables. Re-typesetting a handful of formulas
+    on every change cost ~45 ms in the browser, and each extra element costs the server a message per rerun.
     """
-    blocks: list[str] = []
+    recipe, lines = [], []
     for step in steps:
-        parts = [f"**{md_escape(step.title)}**", f"$$\n{step.formula}\n$$"]
-        if step.note:  # "First key worked out: $...$" carries app-made LaTeX; other notes may quote user tokens
-            parts.append(step.note if step.note.startswith("First key") else md_escape(step.note))
-        as_text = 0 < len(step.rows) <= MAX_TEXT_TABLE_ROWS
-        if as_text:
-            parts.append(markdown_table(step.columns, step.rows))
-        blocks.append("\n\n".join(parts))
-        if step.rows and not as_text:
-            st.markdown("\n\n".join(blocks))
-            blocks = []
-            st.dataframe(_arrow_table(step.columns, step.rows), hide_index=True, width="stretch")
-    if blocks:
-        st.markdown("\n\n".join(blocks))
+        recipe.append(f"**{md_escape(step.title)}**\n\n$$\n{step.formula}\n$$")
+        if step.note.startswith("First key"):  # app-made LaTeX that the temperature does not change
+            recipe.append(step.note)
+        elif step.note:  # plain text, may quote user tokens
+            lines.append(f"**{md_escape(step.title.split(' ', 1)[0])}** {md_escape(step.note)}")
+    st.markdown("\n\n".join(recipe))
+    columns, rows = merged_table(steps)
+    as_text = 0 < len(rows) <= MAX_TEXT_TABLE_ROWS
+    if as_text:
+        lines.append(markdown_table(columns, rows))
+    st.markdown("\n\n".join(lines))
+    if rows and not as_text:
+        st.dataframe(_arrow_table(columns, rows), hide_index=True, width="stretch")
+
+
+def merged_table(steps: list[Step]) -> tuple[list[str], list[list[object]]]:
+    """The steps' per-key tables side by side: the key column once, then every column not already shown
+    (a column whose values repeat an earlier one, like the score carried into step 2, is left out)."""
+    tables = [step for step in steps if step.rows]
+    if not tables:
+        return [], []
+    count = len(tables[0].rows)
+    keys = [row[0] for row in tables[0].rows]
+    columns: list[str] = [tables[0].columns[0]]
+    values: list[list[object]] = [keys]
+    for step in tables:
+        if len(step.rows) != count or [row[0] for row in step.rows] != keys:
+            raise ValueError(f"step {step.title!r} has a table over different keys")
+        for index, name in enumerate(step.columns[1:], start=1):
+            column = [row[index] for row in step.rows]
+            if column not in values:
+                columns.append(name)
+                values.append(column)
+    return columns, [list(row) for row in zip(*values, strict=True)]
 
 
 def _cell(value: object) -> str:
