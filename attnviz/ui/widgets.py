@@ -185,6 +185,7 @@ def work_panel(steps: list[Step]) -> None:
         elif step.note:  # plain text, may quote user tokens
             lines.append(f"**{md_escape(step.title.split(' ', 1)[0])}** {md_escape(step.note)}")
     st.markdown("\n\n".join(recipe))
+    lines.insert(0, "**With the numbers** (the table has one row per key):")
     columns, rows = merged_table(steps)
     as_text = 0 < len(rows) <= MAX_TEXT_TABLE_ROWS
     if as_text:
