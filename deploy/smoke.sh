@@ -99,7 +99,7 @@ http_get "$url/$share_link" | grep -q '<div id="root">' || fail "the share link 
 if "$python" -c "import playwright" 2>/dev/null && [ -x /usr/bin/chromium ]; then
     say "opening the share link on the cold container in Chromium"
     ATTNVIZ_SMOKE_URL="$url" "$python" -m pytest -q -p no:cacheprovider \
-        tests/browser/test_proxy.py -k test_container_serves_a_cold_share_link || fail "browser check"
+        tests/browser/container_check.py || fail "browser check"
 else
     say "no Playwright in $python or no /usr/bin/chromium: skipped the browser check (HTTP checks passed)"
 fi

@@ -39,7 +39,6 @@ from .helpers import (
 # A preset's second batch row on the self-attention page: a link that carries state, not just a page name.
 SHARE_LINK = "Self_attention?p=unit_sentences&b=1"
 # A running container of the image (deploy/smoke.sh starts one), e.g. http://127.0.0.1:32768.
-SMOKE_URL = os.environ.get("ATTNVIZ_SMOKE_URL", "").rstrip("/")
 AFFINITY = re.compile(r"[0-9a-f]{32}")
 # Streamlit's frontend, opened on a sub-page, first probes <page>/_stcore/{health,host-config} to find the base
 # path, and gets a 404 (streamlit/streamlit#7074); through the proxy the same probe is logged with the proxy's URL.
@@ -290,18 +289,4 @@ def test_base_path_through_proxy(
         lambda: any(e["uri"] == "/attnviz/_stcore/stream" for e in cluster.proxy.access_log()),
         "nginx logged the WebSocket below the base path",
     )
-    console_errors.assert_clean()
-
-
-@pytest.mark.skipif(not SMOKE_URL, reason="needs a running container: deploy/smoke.sh sets ATTNVIZ_SMOKE_URL")
-def test_container_serves_a_cold_share_link(
-    server: StreamlitServer, new_page: Callable[..., Page], console_errors: ConsoleRecorder
-) -> None:
-    """The image's app, opened first by a share link (nothing ran it before), draws what a local server draws."""
-    console_errors.ignore.append(BASE_PATH_PROBE)
-    container = new_page()
-    in_container = open_page(container, f"{SMOKE_URL}/{SHARE_LINK}")
-    screenshot(container, "container_share_link")
-    assert open_page(new_page(), server.url_for(SHARE_LINK)) == in_container
-    open_page(new_page(), f"{SMOKE_URL}/")
     console_errors.assert_clean()

@@ -1,0 +1,31 @@
+"""The container smoke check: run by deploy/smoke.sh against a freshly started container, never by `make test`.
+
+Not named test_*.py on purpose: pytest collects it only when given this file explicitly, so CI (which has no
+Docker engine) neither runs nor skips it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+from playwright.sync_api import Page
+
+from .helpers import ConsoleRecorder, StreamlitServer, screenshot
+from .test_proxy import BASE_PATH_PROBE, SHARE_LINK, open_page
+
+SMOKE_URL = os.environ.get("ATTNVIZ_SMOKE_URL", "").rstrip("/")
+
+
+def test_container_serves_a_cold_share_link(
+    server: StreamlitServer, new_page: Callable[..., Page], console_errors: ConsoleRecorder
+) -> None:
+    """The image's app, opened first by a share link (nothing ran it before), draws what a local server draws."""
+    assert SMOKE_URL, "set ATTNVIZ_SMOKE_URL to the container's address (deploy/smoke.sh does)"
+    console_errors.ignore.append(BASE_PATH_PROBE)
+    container = new_page()
+    in_container = open_page(container, f"{SMOKE_URL}/{SHARE_LINK}")
+    screenshot(container, "container_share_link")
+    assert open_page(new_page(), server.url_for(SHARE_LINK)) == in_container
+    open_page(new_page(), f"{SMOKE_URL}/")
+    console_errors.assert_clean()
