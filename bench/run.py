@@ -264,9 +264,18 @@ def markdown(results: dict[str, Any]) -> str:
         "| target | goal | measured | |",
         "|---|---|---|---|",
     ]
+    missed = []
     for key, measured in figures_from(results).items():
         goal, shown, ok = verdict(key, measured)
         lines.append(f"| {TARGETS[key][0]} | {goal} | {shown} | {ok} |")
+        if ok != "met":
+            missed.append(TARGETS[key][0])
+    if missed:
+        lines += [
+            "",
+            f"{len(missed)} not met. What explains each (with the profile) and what would close the gap: "
+            "[bench/README.md, Where the rest of the time goes](../README.md#where-the-rest-of-the-time-goes).",
+        ]
     lines += [
         "",
         "## Load (browserless websocket clients)",
