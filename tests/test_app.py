@@ -204,7 +204,7 @@ def test_closed_expanders_build_nothing_and_open_ones_build_their_content():
 
 
 def test_python_snippet_reproduces_the_page(tmp_path):
-    at = open_expander(run_page(SELF, sc="cosine", c="1"), "open:self:export")
+    at = open_expander(run_page(SELF, sc="cosine", c="1"), "open:self:share")
     snippet = next(code.value for code in at.code if "attnviz.self_attention" in code.value)
     namespace: dict = {}
     exec(compile(snippet, "snippet", "exec"), namespace)  # the app's own generated code, not user input
@@ -307,3 +307,16 @@ def test_default_page_keeps_the_projection_controls_closed():
 def first_weights_heads(at: AppTest) -> list:
     """The per-head heatmaps of the heads grid (the first chart when heads > 1)."""
     return [trace for trace in figures(at)[0]["data"] if trace.get("name", "").startswith("head")]
+
+
+def test_a_comparison_link_opens_the_more_section_and_draws_both_scores_and_their_difference():
+    at = run_page(SELF, cmp="additive")
+    assert at.selectbox(key="w:self:compare").value == "additive"
+    comparison = next(fig for fig in figures(at) if len(fig["data"]) >= 3 and " − " in fig["data"][2]["name"])
+    assert [trace["name"] for trace in comparison["data"][:2]] == ["Scaled dot product", "Additive (Bahdanau)"]
+    first, second, difference = (_array(trace["z"]) for trace in comparison["data"][:3])
+    np.testing.assert_allclose(first, first_weights(at), atol=1e-6)
+    np.testing.assert_allclose(first - second, difference, atol=1e-6)
+    at.session_state["open:self:proj"] = False  # closed, the comparison stays
+    at.run()
+    assert not at.exception and len(figures(at)) == 2 and at.query_params["cmp"] == "additive"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import replace
 
 import streamlit as st
@@ -128,9 +129,10 @@ def _controls(page: str, state: AttentionState, num_queries: int, num_keys: int)
     causal = st.toggle("Causal mask (query i sees keys 1…i)", key=widget_key(page, "causal"))
     lens_mode, lens = lens_editor(page, num_queries, num_keys)
     open_key = f"open:{page}:proj"
-    if value(page, "heads") > 1 or value(page, "projections") != "identity" or value(page, "residual"):
+    used = value(page, "heads") > 1 or value(page, "projections") != "identity" or value(page, "residual")
+    if used or value(page, "compare"):
         st.session_state.setdefault(open_key, True)  # a link or preset that uses them opens the section
-    box = lazy_expander("Projections and heads", key=open_key)
+    box = lazy_expander("More: heads, projections, comparison", key=open_key)
     if box is not None:
         with box:
             projections = st.radio(
@@ -151,12 +153,12 @@ def _controls(page: str, state: AttentionState, num_queries: int, num_keys: int)
             )
             if page == "cross":
                 st.toggle("Add the result to the queries (E + ΔE)", key=bound_key(page, "residual"))
-    compare = st.selectbox(
-        "Compare with another score",
-        ["", *SCORES],
-        key=widget_key(page, "compare"),
-        format_func=lambda n: "— off —" if not n else SCORES[n].label,
-    )
+            st.selectbox(
+                "Compare with another score",
+                ["", *SCORES],
+                key=bound_key(page, "compare"),
+                format_func=lambda n: "— off —" if not n else SCORES[n].label,
+            )
     return replace(
         state,
         score=score,
@@ -171,18 +173,18 @@ def _controls(page: str, state: AttentionState, num_queries: int, num_keys: int)
         proj_seed=int(value(page, "proj_seed")),
         heads=int(value(page, "heads")),
         residual=page == "cross" and bool(value(page, "residual")),
-        compare=compare,
+        compare=value(page, "compare"),
         row=int(value(page, "row")),
     )
 
 
-def _draw(page: str, state: AttentionState, inputs: AttentionInputs) -> None:
-    """Compute and draw every figure of the page."""
+def _draw(page: str, state: AttentionState, inputs: AttentionInputs) -> Callable[[], None] | None:
+    """Compute and draw every figure of the page; return what draws the exports (for the share box)."""
     try:
         trace = run_attention(state, inputs)
     except ValueError as exc:
         st.error(str(exc), icon="🚫")
-        return
+        return None
     q_labels, k_labels = inputs.query_labels, inputs.key_labels
     title = f"{SCORES[state.score].label}: attention weights"
     if trace.num_heads == 1:
@@ -282,20 +284,21 @@ def _draw(page: str, state: AttentionState, inputs: AttentionInputs) -> None:
             "Head", list(range(trace.num_heads)), format_func=lambda h: f"head {h + 1}", key=f"workhead:{page}"
         )
     work_panel(explain_row(trace.heads[head_index], row, q_labels[row], k_labels))
-    export = lazy_expander("Export", key=f"open:{page}:export")
-    if export is not None:
-        with export:
-            st.caption(
-                "PNG: use the camera icon of any chart. CSV: scores and weights of head 1. Python: the code "
-                "that recomputes this page with attnviz."
-            )
-            st.download_button(
-                "Download scores and weights (CSV)",
-                weights_csv(head, q_labels, k_labels),
-                file_name=f"attnviz_{page}_weights.csv",
-                mime="text/csv",
-            )
-            st.code(python_snippet(state), language="python")
+
+    def export() -> None:
+        st.caption(
+            "PNG: use the camera icon of any chart. CSV: scores and weights of head 1. Python: the code that "
+            "recomputes this page with attnviz."
+        )
+        st.download_button(
+            "Download scores and weights (CSV)",
+            weights_csv(head, q_labels, k_labels),
+            file_name=f"attnviz_{page}_weights.csv",
+            mime="text/csv",
+        )
+        st.code(python_snippet(state), language="python")
+
+    return export
 
 
 def attention_page(page: str) -> None:
@@ -335,6 +338,7 @@ def _controls_and_results(page: str, state: AttentionState, inputs: AttentionInp
         num_k = inputs.keys.shape[0] if inputs else 1
         state = _controls(page, state, num_q, num_k)
     params = publish(page, state, encode_attention)
+    export = None
     with right:
         if inputs is not None:
             try:
@@ -346,5 +350,5 @@ def _controls_and_results(page: str, state: AttentionState, inputs: AttentionInp
             else:
                 if len(set(inputs.query_labels)) < len(inputs.query_labels):
                     st.caption("Repeated tokens are numbered (·2, ·3…) on the axes so each keeps its own row.")
-                _draw(page, state, inputs)
-        share_box(params, page)
+                export = _draw(page, state, inputs)
+        share_box(params, page, extra=export)

@@ -145,11 +145,11 @@ def lazy_expander(label: str, key: str) -> DeltaGenerator | None:
     return box if box.open else None
 
 
-def share_box(params: dict[str, str], page: str) -> None:
-    """The link that reproduces this page, and a QR code to project in class."""
+def share_box(params: dict[str, str], page: str, extra: Callable[[], None] | None = None) -> None:
+    """The link that reproduces this page and a QR code to project in class; `extra` draws exports below them."""
     base = st.context.url or ""
     link = base + ("?" + urlencode(params) if params else "")
-    box = lazy_expander("🔗 Share this demo", key=f"open:{page}:share")
+    box = lazy_expander("🔗 Share and export" if extra else "🔗 Share this demo", key=f"open:{page}:share")
     if box is None:
         return
     with box:
@@ -164,6 +164,8 @@ def share_box(params: dict[str, str], page: str) -> None:
             st.image(buffer.getvalue(), caption="QR code of the link", width=220)
         else:
             st.info("This link is too long for a QR code; share it as text.")
+        if extra is not None:
+            extra()
 
 
 MAX_TEXT_TABLE_ROWS = 16  # a longer table becomes a scrollable dataframe
