@@ -139,10 +139,16 @@ def _mask_trace(allowed: np.ndarray, x: list[str], y: list[str], text: bool) -> 
     return _heatmap(z, None, x, y, name="masked", hovertemplate=hover, **grey, **cells)
 
 
+def _axis_keys(panel: int) -> tuple[str, str]:
+    """The layout keys of subplot panel 1, 2, ... ("xaxis", "yaxis" for panel 1; "xaxis2", "yaxis2" for panel 2)."""
+    suffix = "" if panel == 1 else str(panel)
+    return f"xaxis{suffix}", f"yaxis{suffix}"
+
+
 def _axes(panel: int) -> dict[str, str]:
     """The axis references of subplot panel 1, 2, ... ({"xaxis": "x2", "yaxis": "y2"} for panel 2)."""
-    suffix = "" if panel == 1 else str(panel)
-    return {"xaxis": f"x{suffix}", "yaxis": f"y{suffix}"}
+    x_name, y_name = _axis_keys(panel)
+    return {"xaxis": x_name.replace("axis", ""), "yaxis": y_name.replace("axis", "")}
 
 
 def _mask_traces(
@@ -203,7 +209,7 @@ def _grid_layout(count: int, cols: int, titles: list[str], h_space: float, v_spa
         row, col = divmod(panel - 1, cols)
         left, top = col * (width + h_space), 1.0 - row * (height + v_space)
         refs = _axes(panel)
-        x_name, y_name = refs["xaxis"].replace("x", "xaxis"), refs["yaxis"].replace("y", "yaxis")
+        x_name, y_name = _axis_keys(panel)
         layout[x_name] = {"anchor": refs["yaxis"], "domain": [left, left + width]}
         layout[y_name] = {"anchor": refs["xaxis"], "domain": [max(0.0, top - height), top]}
         title = {"text": titles[panel - 1], "x": left + width / 2, "y": top, "xref": "paper", "yref": "paper"}
@@ -289,7 +295,7 @@ def heads_grid(
     if allowed is not None:
         data += _mask_traces([(allowed[head], head + 1) for head in range(heads)], x, y, layout)
     for head in range(heads):
-        x_name, y_name = (ref.replace("x", "xaxis").replace("y", "yaxis") for ref in _axes(head + 1).values())
+        x_name, y_name = _axis_keys(head + 1)
         bottom, left = head + cols >= heads, head % cols == 0  # the bottom panels carry the key labels
         layout[x_name].update(_matrix_axis("keys" if bottom else "", showticklabels=bottom))
         layout[y_name].update(_matrix_axis("queries" if left else "", showticklabels=left, autorange="reversed"))
@@ -328,12 +334,10 @@ def comparison_figure(
     if allowed is not None:
         data += _mask_traces([(allowed, panel) for panel in (1, 2, 3)], x, y, layout)
     for panel in (1, 2, 3):
-        suffix = "" if panel == 1 else str(panel)
-        layout[f"xaxis{suffix}"].update(_matrix_axis("keys"))
+        x_name, y_name = _axis_keys(panel)
         left = panel == 1
-        layout[f"yaxis{suffix}"].update(
-            _matrix_axis("queries" if left else "", showticklabels=left, autorange="reversed")
-        )
+        layout[x_name].update(_matrix_axis("keys"))
+        layout[y_name].update(_matrix_axis("queries" if left else "", showticklabels=left, autorange="reversed"))
     difference_bar = {"title": {"text": "A − B"}, "x": 1.12}
     difference_axis = {"colorscale": _colorscale(DIVERGING_PALETTE), "cmin": -1.0, "cmax": 1.0}
     layout.update(

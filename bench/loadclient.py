@@ -119,6 +119,7 @@ class SimulatedUser:
         self.ws: ClientConnection | None = None
         self.chart_bytes: list[int] = []  # sizes of the Plotly chart messages of the last run, uncompressed
         self.chart_wire_bytes: list[int] = []  # the same deflated as permessage-deflate sends them (if negotiated)
+        self.measure_wire = False  # deflating every chart costs the client CPU: only for payload measurements
 
     async def open(self) -> float:
         """Connect and load the page; return the seconds the first run took."""
@@ -179,7 +180,8 @@ class SimulatedUser:
                 element_type = element.WhichOneof("type")
                 if element_type == "plotly_chart":
                     self.chart_bytes.append(len(frame))
-                    self.chart_wire_bytes.append(self._wire_size(frame))
+                    if self.measure_wire:
+                        self.chart_wire_bytes.append(self._wire_size(frame))
                 if element_type == "exception":
                     problem = problem or f"exception on the page: {element.exception.message[:200]}"
                 elif element_type is not None:

@@ -23,6 +23,7 @@ from typing import Any
 from bench.loadclient import SimulatedUser, run_load
 from bench.procstat import cpu_seconds, machine, rss_mb
 from bench.scenarios import SCENARIOS, Scenario, start_server
+from tests.browser.helpers import StreamlitServer
 
 RESULTS = Path(__file__).resolve().parent / "results"
 USERS = (1, 10, 30)
@@ -45,33 +46,41 @@ TARGETS = {
 }
 
 
+def measure_window(server: StreamlitServer, scenario: Scenario, users: int, seconds: float) -> dict[str, Any]:
+    """One timed window of `users` users on a running server: the load summary plus server CPU per rerun and RSS."""
+    pid = server.pid
+    assert pid is not None
+    cpu: dict[str, float] = {}
+
+    def mark(event: str) -> None:
+        cpu[event] = cpu_seconds(pid)
+
+    result = asyncio.run(
+        run_load(server.url, scenario.page, scenario.control, users, seconds, query=scenario.query, on_window=mark)
+    )
+    row = result.summary()
+    row.update(
+        page=scenario.name,
+        cpu_ms_per_rerun=round(1000 * (cpu["end"] - cpu["start"]) / max(1, len(result.latencies)), 2),
+        rss_mb=round(rss_mb(pid), 1),
+        first_load_ms=round(1000 * statistics.median(result.first_run), 1) if result.first_run else None,
+        error_samples=result.errors[:3],
+    )
+    return row
+
+
+def warm_up(server: StreamlitServer, scenario: Scenario) -> None:
+    """Two users for two seconds: imports, caches and first sessions are done before anything is timed."""
+    asyncio.run(run_load(server.url, scenario.page, scenario.control, 2, 2.0, query=scenario.query))
+
+
 def load_page(scenario: Scenario, users: tuple[int, ...], seconds: float, **options: object) -> list[dict[str, Any]]:
     """Reruns/s, latency percentiles, errors, server CPU per rerun and RSS for each user count on one server."""
     rows = []
     with start_server(scenario, **options) as server:
-        pid = server.pid
-        assert pid is not None
-        asyncio.run(run_load(server.url, scenario.page, scenario.control, 2, 2.0, query=scenario.query))  # warm-up
+        warm_up(server, scenario)
         for count in users:
-            cpu: dict[str, float] = {}
-
-            def mark(event: str, cpu: dict[str, float] = cpu, pid: int = pid) -> None:
-                cpu[event] = cpu_seconds(pid)
-
-            result = asyncio.run(
-                run_load(
-                    server.url, scenario.page, scenario.control, count, seconds, query=scenario.query, on_window=mark
-                )
-            )
-            row = result.summary()
-            reruns = max(1, len(result.latencies))
-            row.update(
-                page=scenario.name,
-                cpu_ms_per_rerun=round(1000 * (cpu["end"] - cpu["start"]) / reruns, 2),
-                rss_mb=round(rss_mb(pid), 1),
-                first_load_ms=round(1000 * statistics.median(result.first_run), 1) if result.first_run else None,
-                error_samples=result.errors[:3],
-            )
+            row = measure_window(server, scenario, count, seconds)
             rows.append(row)
             print(
                 f"  {scenario.name:8s} {count:3d} users: {row['reruns_per_s']:7.1f} reruns/s, "
@@ -89,27 +98,11 @@ def paired_rounds(rounds: int, seconds: float, users: int = 30) -> list[dict[str
     servers = [start_server(scenario) for scenario in pages]
     rows = []
     try:
-        for scenario, server in zip(pages, servers, strict=True):  # warm-up
-            asyncio.run(run_load(server.url, scenario.page, scenario.control, 2, 2.0))
+        for scenario, server in zip(pages, servers, strict=True):
+            warm_up(server, scenario)
         for index in range(rounds):
             for scenario, server in zip(pages, servers, strict=True):
-                pid = server.pid
-                assert pid is not None
-                cpu: dict[str, float] = {}
-
-                def mark(event: str, cpu: dict[str, float] = cpu, pid: int = pid) -> None:
-                    cpu[event] = cpu_seconds(pid)
-
-                result = asyncio.run(
-                    run_load(server.url, scenario.page, scenario.control, users, seconds, on_window=mark)
-                )
-                row = result.summary()
-                row.update(
-                    round=index + 1,
-                    page=scenario.name,
-                    cpu_ms_per_rerun=round(1000 * (cpu["end"] - cpu["start"]) / max(1, len(result.latencies)), 2),
-                    rss_mb=round(rss_mb(pid), 1),
-                )
+                row = {"round": index + 1, **measure_window(server, scenario, users, seconds)}
                 rows.append(row)
                 print(
                     f"  round {index + 1} {scenario.name:8s}: {row['reruns_per_s']:7.1f} reruns/s, "
@@ -170,6 +163,7 @@ def large_payload(tokens: int = 512) -> dict[str, Any]:
             user = SimulatedUser(
                 server.url, scenario.page, f"s={quote(sentence(tokens))}", scenario.control, random.Random(0)
             )
+            user.measure_wire = True
             await user.open()
             times = [await user.change() for _ in range(3)]
             sizes = {"chart_bytes": user.chart_bytes, "chart_wire_bytes": user.chart_wire_bytes}
