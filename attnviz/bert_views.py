@@ -1,0 +1,151 @@
+"""What the pretrained-model page shows, computed from a BertTrace: which tokens, one head or an average, the
+thumbnails of every head, a head finder and the exports. Pure: no Streamlit, no Plotly."""
+
+from __future__ import annotations
+
+import csv
+import io
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from attnviz.bert import SPECIAL_TOKENS
+
+if TYPE_CHECKING:
+    from attnviz.bert import BertTrace
+    from attnviz.model_state import ModelState
+
+MAX_THUMBNAIL = 128  # tokens per side of a model-view thumbnail; longer inputs are max-pooled down to this
+
+# Head finder: what a head may attend to, for every word token (rows without [CLS]/[SEP]).
+PATTERNS = {
+    "previous": "the previous token",
+    "next": "the next token",
+    "self": "itself",
+    "cls": "[CLS]",
+    "sep": "[SEP]",
+}
+
+
+def token_selection(
+    tokens: list[str], type_ids: Tensor, hide_special: bool, part: str = "all"
+) -> tuple[list[int], list[int]]:
+    """Indices of the query rows and key columns to show.
+
+    `part` only matters for a sentence pair: "ab" keeps sentence A's queries against sentence B's keys, "ba" the
+    reverse. [SEP] belongs to the sentence it closes; with `hide_special` [CLS] and [SEP] are left out.
+    """
+    kept = [i for i, token in enumerate(tokens) if not (hide_special and token in SPECIAL_TOKENS)]
+    if part == "all" or int(type_ids.max()) == 0:
+        return kept, kept
+    first = [i for i in kept if int(type_ids[i]) == 0]
+    second = [i for i in kept if int(type_ids[i]) == 1]
+    return (first, second) if part == "ab" else (second, first)
+
+
+def head_weights(trace: BertTrace, layer: int, heads: tuple[int, ...]) -> Tensor:
+    """The weights of one head, or the average of several, (T, T). Layer and heads count from 1."""
+    chosen = [head - 1 for head in heads]
+    return trace.layers[layer - 1].weights[chosen].mean(dim=0)
+
+
+def head_view(weights: Tensor, rows: list[int], cols: list[int], renormalise: bool = False) -> Tensor:
+    """The (rows, cols) block of a weight matrix (..., T, T); with `renormalise`, each row rescaled to sum to 1.
+
+    A row whose shown weights are all 0 stays 0 (nothing to rescale)."""
+    block = weights[..., rows, :][..., cols]
+    if renormalise:
+        total = block.sum(dim=-1, keepdim=True)
+        block = torch.where(total > 0, block / total.clamp_min(torch.finfo(block.dtype).tiny), block)
+    return block
+
+
+def thumbnails(
+    attentions: Tensor, rows: list[int], cols: list[int], renormalise: bool = False, size: int = MAX_THUMBNAIL
+) -> tuple[Tensor, bool]:
+    """Every head's (rows, cols) view, (L, h, r, c), max-pooled to at most `size` per side; and whether pooled.
+
+    Max-pooling keeps a sharp pattern (a diagonal, one column) visible where averaging would wash it out."""
+    views = head_view(attentions, rows, cols, renormalise)  # (L, h, r, c)
+    layers, heads, r, c = views.shape
+    if r <= size and c <= size:
+        return views, False
+    pooled = F.adaptive_max_pool2d(views.reshape(layers * heads, r, c), (min(r, size), min(c, size)))
+    return pooled.reshape(layers, heads, *pooled.shape[-2:]), True
+
+
+def find_heads(trace: BertTrace) -> list[tuple[str, int, int, float]]:
+    """For each pattern, the head that gives it the most weight on average over the word tokens.
+
+    Returns (pattern, layer, head, mean weight) with layer and head counted from 1."""
+    attentions = trace.attentions  # (L, h, T, T)
+    tokens, length = trace.tokens, len(trace.tokens)
+    words = [i for i, token in enumerate(tokens) if token not in SPECIAL_TOKENS]
+    if not words:
+        return []
+    index = torch.tensor(words)
+    targets = {
+        "previous": [(i, i - 1) for i in words if i >= 1],
+        "next": [(i, i + 1) for i in words if i + 1 < length],
+        "self": [(i, i) for i in words],
+    }
+    found = []
+    for pattern in PATTERNS:
+        if pattern in targets:
+            pairs = targets[pattern]
+            rows, cols = torch.tensor([p[0] for p in pairs]), torch.tensor([p[1] for p in pairs])
+            score = attentions[..., rows, cols].mean(dim=-1)  # (L, h)
+        else:
+            special = "[CLS]" if pattern == "cls" else "[SEP]"
+            columns = [j for j, token in enumerate(tokens) if token == special]
+            score = attentions[..., index, :][..., columns].sum(dim=-1).mean(dim=-1)  # (L, h)
+        best = int(score.argmax())
+        layer, head = divmod(best, score.shape[1])
+        found.append((pattern, layer + 1, head + 1, float(score.flatten()[best])))
+    return found
+
+
+def _csv_safe(text: str) -> str:
+    """Keep spreadsheet programs from reading a token such as '=1+1' as a formula."""
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
+def view_csv(block: Tensor, tokens: list[str], rows: list[int], cols: list[int]) -> str:
+    """A head view as CSV: one line per (query, key) pair shown, with the tokens' positions ([CLS] = 0)."""
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(["query_position", "query", "key_position", "key", "weight"])
+    for i, line in zip(rows, block.tolist(), strict=True):
+        for j, weight in zip(cols, line, strict=True):
+            writer.writerow([i, _csv_safe(tokens[i]), j, _csv_safe(tokens[j]), f"{weight:.8g}"])
+    return out.getvalue()
+
+
+def attentions_npz(trace: BertTrace) -> bytes:
+    """Every layer's and head's weights with the tokens, as a NumPy .npz (numbers and text only: no pickle)."""
+    out = io.BytesIO()
+    np.savez_compressed(
+        out,
+        attentions=trace.attentions.numpy(),  # (layers, heads, T, T)
+        tokens=np.array(trace.tokens, dtype=np.str_),
+        token_type_ids=trace.type_ids.numpy(),
+    )
+    return out.getvalue()
+
+
+def model_snippet(state: ModelState) -> str:
+    """A short script that recomputes the page with attnviz (layer and head counted from 0 in code)."""
+    pair = f", pair={state.pair!r}" if state.pair.strip() else ""
+    head = state.heads[0]
+    return (
+        "from attnviz.bert import load_minilm\n\n"
+        "model = load_minilm()  # all-MiniLM-L6-v2, from the installed package: no download\n"
+        f"trace = model.run({state.sentence!r}{pair})\n"
+        "print(trace.tokens)\n"
+        "print(trace.attentions.shape)  # (layers, heads, tokens, tokens)\n"
+        f"head = trace.head(layer={state.layer - 1}, head={head - 1})  # layer {state.layer}, head {head} on the page\n"
+        f"print(head.weights[{state.token}])  # how token {state.token} (the one followed) weighs every key\n"
+    )

@@ -1,0 +1,253 @@
+"""The pretrained-model page: all-MiniLM-L6-v2's 72 real heads, one head up close, one query's q·k step by step."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+import streamlit as st
+
+from attnviz import figures, model_figures
+from attnviz.bert import MAX_MODEL_TOKENS, MODEL_NAME, BertEncoder, BertTrace, ModelUnavailableError, load_minilm
+from attnviz.bert_views import (
+    PATTERNS,
+    attentions_npz,
+    find_heads,
+    head_view,
+    head_weights,
+    model_snippet,
+    thumbnails,
+    token_selection,
+    view_csv,
+)
+from attnviz.explain import explain_row
+from attnviz.model_state import NUM_HEADS, NUM_LAYERS, PARTS, ModelState, decode_model, encode_model
+from attnviz.state import MAX_TEXT
+from attnviz.ui.common import chart, md_escape, publish, sync_from_url, widget_key
+from attnviz.ui.widgets import share_box, work_panel
+
+PAGE = "model"
+_CONVERT = {"heads": list}  # the multiselect holds a list; the state a tuple
+
+
+@st.cache_resource(show_spinner=f"Loading the pretrained model ({MODEL_NAME}, 90 MB, from the installed package)…")
+def get_model() -> BertEncoder:
+    """The model, loaded once per server and shared by every session (about 0.1 s)."""
+    return load_minilm()
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def run_model(sentence: str, pair: str) -> BertTrace:
+    """Every layer and head for one input: a pure result, shared by sessions that type the same sentence."""
+    return get_model().run(sentence, pair or None)
+
+
+def model_page() -> None:
+    """Draw the pretrained-model page."""
+    state: ModelState = sync_from_url(PAGE, decode_model, _CONVERT)
+    try:
+        get_model()
+    except ModelUnavailableError as exc:
+        st.error(str(exc), icon="🚫")
+        return
+    left, right = st.columns(2)
+    sentence = left.text_input(
+        "Sentence",
+        key=widget_key(PAGE, "sentence"),
+        max_chars=MAX_TEXT,
+        help=f"Split into WordPiece tokens by the model's own tokenizer (lower-cased; rare words become several "
+        f"pieces such as 'un', '##bel'). Up to {MAX_MODEL_TOKENS} tokens with [CLS] and [SEP].",
+    )
+    pair = right.text_input(
+        "Second sentence (optional)",
+        key=widget_key(PAGE, "pair"),
+        max_chars=MAX_TEXT,
+        help="With a second sentence the model reads [CLS] first [SEP] second [SEP], as in BERT's sentence-pair "
+        "tasks; the view can then show only the attention from one sentence to the other.",
+    )
+    state = replace(state, sentence=sentence, pair=pair)
+    trace = None
+    try:
+        trace = run_model(sentence, pair)
+    except ValueError as exc:
+        st.error(f"Sentence: {exc}", icon="🚫")
+    _controls_and_results(state, trace)
+
+
+def _controls(state: ModelState, trace: BertTrace | None) -> ModelState:
+    """Layer, heads, token filters and the followed token."""
+    layer = st.selectbox("Layer", list(range(1, NUM_LAYERS + 1)), key=widget_key(PAGE, "layer"))
+    heads = st.multiselect(
+        "Heads (one, or several to average)",
+        list(range(1, NUM_HEADS + 1)),
+        key=widget_key(PAGE, "heads"),
+        format_func=lambda h: f"head {h}",
+    )
+    if not heads:
+        st.warning(f"Choose at least one head; showing head {state.heads[0]} until you do.")
+        heads = list(state.heads)
+    hide = st.toggle("Hide [CLS] and [SEP]", key=widget_key(PAGE, "hide_special"))
+    renormalise = st.toggle(
+        "Renormalise rows",
+        key=widget_key(PAGE, "renormalise"),
+        help="Rescale each row of what is shown so that it sums to 1 again (after hiding tokens, or between two "
+        "sentences). The model itself never does this.",
+    )
+    part = "all"
+    if state.pair.strip():
+        part = st.radio(
+            "Attention between the sentences",
+            PARTS,
+            key=widget_key(PAGE, "part"),
+            format_func={"all": "all tokens", "ab": "first → second", "ba": "second → first"}.get,
+        )
+    token = state.token
+    if trace is not None:
+        key = widget_key(PAGE, "token")
+        if st.session_state.get(key, 0) >= len(trace.tokens):
+            st.session_state[key] = 0
+        tokens = trace.tokens
+        token = st.selectbox(
+            "Token to follow (neuron view)",
+            list(range(len(tokens))),
+            key=key,
+            format_func=lambda i: f"{i}: {tokens[i]}",
+        )
+    return replace(
+        state,
+        layer=int(layer),
+        heads=tuple(sorted(int(h) for h in heads)),
+        hide_special=bool(hide),
+        renormalise=bool(renormalise),
+        part=part,
+        token=int(token),
+    )
+
+
+def _finder(trace: BertTrace) -> None:
+    """The heads of this sentence that do something recognisable, as a small table."""
+    lines = [
+        f"- {md_escape(PATTERNS[pattern])}: layer {layer}, head {head} ({weight:.2f})"
+        for pattern, layer, head, weight in find_heads(trace)
+    ]
+    if lines:
+        st.markdown(
+            "**Heads worth a look** in this sentence: the head that gives each target the most weight "
+            "(its mean weight over the words).\n\n" + "\n".join(lines)
+        )
+
+
+def token_labels(tokens: list[str]) -> list[str]:
+    """Tokens as axis labels: a repeated token is marked with its position, counted as in the token picker."""
+    mark = figures.POSITION_MARK
+    return [f"{token}{mark}{i}" if tokens.count(token) > 1 else token for i, token in enumerate(tokens)]
+
+
+def _draw(state: ModelState, trace: BertTrace) -> Callable[[], None]:
+    """Model view, head view and neuron view; returns what draws the exports."""
+    tokens = token_labels(trace.tokens)
+    rows, cols = token_selection(trace.tokens, trace.type_ids, state.hide_special, state.part)
+    if not rows or not cols:
+        st.info("Nothing to show: every token is hidden. Show [CLS] and [SEP] or add words.")
+    else:
+        views, pooled = thumbnails(trace.attentions, rows, cols, state.renormalise)
+        chart(
+            model_figures.model_view(views.numpy(), selected_layer=state.layer, selected_heads=state.heads),
+            "model_view",
+        )
+        if pooled:
+            st.caption(
+                f"{len(tokens)} tokens: each thumbnail is max-pooled to {views.shape[-1]} cells a side, so thin "
+                "patterns stay visible. The head view below has every token."
+            )
+        _head_view(state, trace, rows, cols)
+    _neuron_view(state, trace)
+
+    def export() -> None:
+        block = head_view(head_weights(trace, state.layer, state.heads), rows, cols, state.renormalise)
+        st.caption(
+            "PNG: the camera icon of any chart. CSV: the head view as shown. NPZ: all "
+            f"{NUM_LAYERS * NUM_HEADS} heads' weights with the tokens (numpy.load, no pickle needed)."
+        )
+        st.download_button(
+            "Download the head view (CSV)",
+            view_csv(block, trace.tokens, rows, cols),
+            file_name=f"attnviz_minilm_layer{state.layer}_heads{'-'.join(map(str, state.heads))}.csv",
+            mime="text/csv",
+        )
+        st.download_button(
+            "Download every head (NumPy .npz)",
+            attentions_npz(trace),
+            file_name="attnviz_minilm_attentions.npz",
+            mime="application/octet-stream",
+        )
+        st.code(model_snippet(state), language="python")
+
+    return export
+
+
+def _head_view(state: ModelState, trace: BertTrace, rows: list[int], cols: list[int]) -> None:
+    tokens = token_labels(trace.tokens)
+    weights = head_weights(trace, state.layer, state.heads)  # (T, T)
+    block = head_view(weights, rows, cols, state.renormalise)
+    single = len(state.heads) == 1
+    which = f"head {state.heads[0]}" if single else "average of heads " + ", ".join(map(str, state.heads))
+    scores = None
+    if single:
+        raw = trace.layers[state.layer - 1].scores[state.heads[0] - 1]  # (T, T) q·k before the 1/√d scale
+        scores = head_view(raw, rows, cols).numpy()
+    chart(
+        figures.weights_heatmap(
+            block.numpy(),
+            scores=scores,
+            query_labels=[tokens[i] for i in rows],
+            key_labels=[tokens[j] for j in cols],
+            title=f"Head view: layer {state.layer}, {which}",
+        ),
+        f"minilm_layer{state.layer}_{which.replace(' ', '_')}",
+    )
+    shown_all = len(rows) == len(cols) == len(tokens)
+    if not shown_all and not state.renormalise:
+        st.caption("Rows sum to less than 1 here: the hidden tokens hold the rest of each row's weight.")
+
+
+def _neuron_view(state: ModelState, trace: BertTrace) -> None:
+    tokens = token_labels(trace.tokens)
+    head = state.heads[0]
+    token = min(state.token, len(tokens) - 1)
+    st.subheader(f"Neuron view: '{tokens[token]}' in layer {state.layer}, head {head}")
+    note = " (the first of the chosen heads)" if len(state.heads) > 1 else ""
+    st.caption(
+        f"The query vector of '{tokens[token]}' in head {head}{note}, every key, their products coordinate by "
+        "coordinate, the scaled dot products and the softmax: the model's real numbers, over every token "
+        "([CLS] and [SEP] included, whatever the views above hide)."
+    )
+    head_trace = trace.head(state.layer - 1, head - 1)
+    chart(
+        model_figures.neuron_view(
+            head_trace.queries[token].numpy(),
+            head_trace.keys.numpy(),
+            head_trace.logits[token].numpy(),
+            head_trace.weights[token].numpy(),
+            key_labels=tokens,
+            query_label=tokens[token],
+        ),
+        f"minilm_neuron_layer{state.layer}_head{head}",
+    )
+    work_panel(explain_row(head_trace, token, tokens[token], tokens))
+
+
+@st.fragment
+def _controls_and_results(state: ModelState, trace: BertTrace | None) -> None:
+    """Controls and every view. A fragment: moving a control reruns only this part, not the sentence inputs."""
+    left, right = st.columns([1, 3], gap="large")
+    with left:
+        state = _controls(state, trace)
+        if trace is not None:
+            _finder(trace)
+    params = publish(PAGE, state, encode_model)
+    export = None
+    with right:
+        if trace is not None:
+            export = _draw(state, trace)
+        share_box(params, PAGE, extra=export)
