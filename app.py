@@ -53,7 +53,7 @@ chart(
 )
 
 st.header("Explore")
-cards = st.columns(3)
+cards = st.columns(4)
 for column, (path, title, text) in zip(
     cards,
     (
@@ -73,6 +73,12 @@ for column, (path, title, text) in zip(
             "pages/3_Kernel_attention.py",
             "📈 Kernel attention",
             "Nadaraya–Watson regression: kernels, bandwidth, the weights behind each prediction, and learning σ.",
+        ),
+        (
+            "pages/4_Pretrained_model.py",
+            "🧠 Pretrained model",
+            "The 72 real heads of a small BERT (all-MiniLM-L6-v2) on your sentence, offline: every head at once, "
+            "one head up close, and one token's q·k worked out.",
         ),
     ),
     strict=True,

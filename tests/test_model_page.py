@@ -1,0 +1,166 @@
+"""AppTest: the pretrained-model page shows the model's real heads, follows links and reports bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from attnviz.bert import load_minilm
+from tests.test_app import _array, figures, run_page
+
+MODEL, SELF, CROSS = "pages/4_Pretrained_model.py", "pages/1_Self_attention.py", "pages/2_Cross_attention.py"
+
+
+@pytest.fixture(scope="module")
+def model():
+    return load_minilm()
+
+
+def charts(at) -> dict[str, dict]:
+    """The page's figures by what they show."""
+    named = {}
+    for fig in figures(at):
+        title = fig["layout"].get("title", {}).get("text", "")
+        named[title.split(":")[0]] = fig
+    return named
+
+
+def head_z(at) -> np.ndarray:
+    return _array(charts(at)["Head view"]["data"][0]["z"])
+
+
+def test_default_page_shows_all_72_heads_one_head_and_the_followed_tokens_numbers(model):
+    at = run_page(MODEL)
+    shown = charts(at)
+    assert set(shown) == {"Model view", "Head view", "Neuron view"}
+    assert len(shown["Model view"]["data"]) == 72
+    trace = model.run("The cat sat on the mat because it was tired.")
+    np.testing.assert_allclose(head_z(at), trace.attentions[5, 11].numpy(), atol=1e-7)  # layer 6, head 12
+    neuron = shown["Neuron view"]["data"]
+    head = trace.head(5, 11)
+    np.testing.assert_allclose(_array(neuron[0]["z"])[0], head.queries[8].numpy(), atol=1e-7)  # q of "it"
+    np.testing.assert_allclose(_array(neuron[4]["z"])[:, 0], head.weights[8].numpy(), atol=1e-7)
+    work = " ".join(m.value for m in at.markdown).replace("\\", "")  # markdown escapes
+    assert "Score the query 'it' against every key" in work and "Softmax" in work
+    assert "Scale = 0.1768" in work  # 1/√32
+
+
+def test_a_pair_link_shows_one_sentence_attending_to_the_other_renormalised(model):
+    at = run_page(MODEL, s="Where is the cat?", s2="The cat is on the mat.", pt="ab", hs="1", rn="1", l="3", hd="2,5")
+    trace = model.run("Where is the cat?", "The cat is on the mat.")
+    tokens = trace.tokens
+    first = [i for i, t in enumerate(tokens) if trace.type_ids[i] == 0 and t not in ("[CLS]", "[SEP]")]
+    second = [i for i, t in enumerate(tokens) if trace.type_ids[i] == 1 and t not in ("[CLS]", "[SEP]")]
+    mean = trace.attentions[2, [1, 4]].mean(dim=0)
+    block = mean[first][:, second]
+    expected = block / block.sum(dim=-1, keepdim=True)
+    np.testing.assert_allclose(head_z(at), expected.numpy(), rtol=1e-5)
+    head = charts(at)["Head view"]
+    assert head["data"][0]["y"] == ["where", "is·2", "the·3", "cat·4", "?"]  # repeated tokens marked by position
+    assert "average of heads 2, 5" in head["layout"]["title"]["text"]
+    assert at.radio(key="w:model:part").value == "ab"
+    shapes = charts(at)["Model view"]["layout"]["shapes"]
+    assert len(shapes) == 2  # heads 2 and 5 of layer 3 outlined
+
+
+def test_moving_a_control_updates_the_view_and_the_link(model):
+    at = run_page(MODEL)
+    at.selectbox(key="w:model:layer").set_value(1).run()
+    at.multiselect(key="w:model:heads").set_value([3]).run()
+    assert not at.exception
+    assert at.query_params["l"] == "1" and at.query_params["hd"] == "3"
+    trace = model.run("The cat sat on the mat because it was tired.")
+    np.testing.assert_allclose(head_z(at), trace.attentions[0, 2].numpy(), atol=1e-7)
+    at.multiselect(key="w:model:heads").set_value([]).run()  # nothing chosen: say so, keep the last heads
+    assert any("at least one head" in w.value for w in at.warning)
+    np.testing.assert_allclose(head_z(at), trace.attentions[0, 2].numpy(), atol=1e-7)
+
+
+def test_a_new_sentence_is_tokenised_by_the_model_and_the_followed_token_is_clamped():
+    at = run_page(MODEL, tk="9")
+    at.text_input(key="w:model:sentence").set_value("Hi there").run()
+    assert not at.exception
+    assert at.selectbox(key="w:model:token").value == 0
+    assert charts(at)["Head view"]["data"][0]["x"] == ["[CLS]", "hi", "there", "[SEP]"]
+
+
+@pytest.mark.parametrize(("sentence", "message"), [("", "empty"), ("cat " * 300, "302 WordPiece tokens")])
+def test_bad_sentences_are_reported_and_the_page_keeps_working(sentence, message):
+    at = run_page(MODEL)
+    at.text_input(key="w:model:sentence").set_value(sentence).run()
+    assert not at.exception
+    assert any(message in e.value for e in at.error), [e.value for e in at.error]
+    at.text_input(key="w:model:sentence").set_value("back to normal").run()
+    assert not at.exception and not at.error and "Head view" in charts(at)
+
+
+def test_a_128_token_sentence_shows_every_token():
+    sentence = " ".join(["cat"] * 126)
+    at = run_page(MODEL, s=sentence)
+    assert head_z(at).shape == (128, 128)
+    model_view = charts(at)["Model view"]["data"]
+    assert _array(model_view[0]["z"]).shape == (128, 128)
+
+
+def test_hostile_link_parameters_warn_and_fall_back():
+    at = run_page(MODEL, l="99", hd="1,<b>", pt="x", tk="-4", s2="y" * 3000)
+    warnings = " ".join(w.value for w in at.warning)
+    for key in ("'l'", "'hd'", "'pt'", "'tk'", "'s2'"):
+        assert key in warnings
+    assert "Head view" in charts(at)
+
+
+def test_without_the_model_the_page_says_how_to_install_it(monkeypatch):
+    from attnviz import bert
+    from attnviz.ui import model_page
+
+    monkeypatch.setattr(bert.importlib.util, "find_spec", lambda name: None)
+    model_page.get_model.clear()
+    try:
+        at = run_page(MODEL)
+        assert any("requirements-model.txt" in e.value for e in at.error)
+        assert not figures(at)
+    finally:
+        model_page.get_model.clear()
+
+
+def test_self_attention_can_use_the_models_input_embeddings(model):
+    sentence = "king queen banana"
+    at = run_page(SELF, s=sentence, emb="minilm", sc="cosine")
+    tokens, vectors = model.word_vectors(sentence)
+    unit = torch.nn.functional.normalize(vectors, dim=-1)
+    expected = torch.softmax(unit @ unit.T, dim=-1).numpy()
+    np.testing.assert_allclose(_array(figures(at)[0]["data"][0]["z"]), expected, rtol=1e-5)
+    assert figures(at)[0]["data"][0]["x"] == tokens
+    assert at.selectbox(key="w:self:embed").value == "minilm"
+    inputs = {n.key for n in at.number_input}
+    assert not inputs & {"w:self:dim", "w:self:embed_seed"}  # nothing to set: the model fixes d = 384
+    at.selectbox(key="w:self:embed").set_value("seeded").run()
+    assert "emb" not in at.query_params and {"w:self:dim", "w:self:embed_seed"} <= {n.key for n in at.number_input}
+
+
+def test_cross_attention_with_model_embeddings_and_its_snippet(model):
+    at = run_page(CROSS, emb="minilm", s="the dog", src="a cat")
+    _, queries = model.word_vectors("the dog")
+    _, keys = model.word_vectors("a cat")
+    assert _array(figures(at)[0]["data"][0]["z"]).shape == (queries.shape[0], keys.shape[0])
+    from attnviz.pipeline import python_snippet
+    from attnviz.state import decode_attention
+
+    snippet = python_snippet(decode_attention({"emb": "minilm", "s": "the dog", "src": "a cat"}, "cross").state)
+    assert "model.word_vectors('the dog')" in snippet and "model.word_vectors('a cat')" in snippet
+    namespace: dict = {}
+    exec(snippet.replace("print(", "(lambda *a: None)("), namespace)  # the app's own code, never user input
+    np.testing.assert_allclose(namespace["trace"].weights[0].numpy(), _array(figures(at)[0]["data"][0]["z"]), rtol=1e-5)
+
+
+def test_share_box_offers_the_link_and_the_exports():
+    at = run_page(MODEL)
+    at.session_state["open:model:share"] = True
+    at.run()
+    assert not at.exception
+    assert any("Link length" in caption.value for caption in at.caption)
+    assert any("load_minilm()" in c.value for c in at.code)
+    labels = [button.proto.label for button in at.get("download_button")]
+    assert labels == ["Download the head view (CSV)", "Download every head (NumPy .npz)"]
