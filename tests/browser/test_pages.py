@@ -31,6 +31,7 @@ PAGES = [
     ("Self_attention", "Self_attention", 1),
     ("Cross_attention", "Cross_attention", 1),
     ("Kernel_attention", "Kernel_attention", 2),
+    ("Pretrained_model", "Pretrained_model", 3),
 ]
 SELF_CHARTS = 1  # the weights; raw scores and outputs are only built once their expander is opened
 KERNEL_CHARTS = 2  # regression curve; weights
@@ -40,7 +41,7 @@ PREDICTION = re.compile(r"f\(57\) = [-0-9.e+]+")
 # path and gets a 404 before it tries /_stcore/... (streamlit/streamlit#7074, open). Not the app's doing.
 BASE_PATH_PROBE = re.compile(
     r"Failed to load resource: the server responded with a status of 404 \(Not Found\) "
-    r"\(http://127\.0\.0\.1:\d+/(Self|Cross|Kernel)_attention/_stcore/(health|host-config):\d+\)"
+    r"\(http://127\.0\.0\.1:\d+/(Self_attention|Cross_attention|Kernel_attention|Pretrained_model)/_stcore/(health|host-config):\d+\)"
 )
 
 
@@ -395,5 +396,39 @@ def test_kernel_default_prediction(page: Page, server: StreamlitServer, console_
     open_app(page, server.url_for("Kernel_attention"), KERNEL_CHARTS)
     text = prediction_text(page)
     assert re.search(r"f\(57\) = 45\.5(?![0-9])", text), text
+    assert exceptions(page) == []
+    assert_clean(console_errors)
+
+
+# ----- the pretrained model's real heads ------------------------------------------------------------------------
+
+
+def test_model_page_link_on_a_cold_server_then_a_typed_sentence(
+    fresh_server: Callable[..., StreamlitServer], new_page: Callable[..., Page], console_errors: ConsoleRecorder
+) -> None:
+    """A link to layer 1, head 3 opened first thing on a new server (the model loads there, offline); then a typed
+    sentence: the model's tokens on the axes, every row attending to the previous token, the neuron view of the
+    followed token, and the URL carrying it all."""
+    cold = fresh_server()
+    page = new_page()
+    figures = open_app(page, cold.url_for("Pretrained_model?l=1&hd=3"), 3)
+    assert figure_titled(figures, "Head view")["title"] == "Head view: layer 1, head 3"
+    assert len(figure_titled(figures, "Model view")["data"]) == 72
+    box = page.get_by_role("textbox", name="Sentence", exact=True)
+    box.fill("one two three four five")
+    box.press("Enter")
+    assert wait_rerun(page)
+    words = ["[CLS]", "one", "two", "three", "four", "five", "[SEP]"]
+    figures = settled_figures(page, lambda figs: figure_titled(figs, "Head view")["data"][0]["x"] == words)
+    rows = figure_titled(figures, "Head view")["data"][0]["z"]
+    for i in range(2, 6):  # this head's weights peak at the previous token for every word
+        assert max(range(len(words)), key=lambda j: rows[i][j]) == i - 1, rows[i]
+    assert wait_for_params(page, {"s": "one two three four five", "l": "1", "hd": "3"})
+    choose(page, "Token to follow (neuron view)", "3: three")
+    figures = settled_figures(page, lambda figs: "'three'" in figure_titled(figs, "Neuron view")["title"])
+    weights = figure_titled(figures, "Neuron view")["data"][4]["z"]
+    assert math.isclose(sum(row[0] for row in weights), 1.0, abs_tol=1e-4)
+    assert wait_for_params(page, {"tk": "3"})
+    screenshot(page, "Pretrained_model_typed")
     assert exceptions(page) == []
     assert_clean(console_errors)
