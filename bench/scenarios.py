@@ -58,6 +58,16 @@ SCENARIOS: dict[str, Scenario] = {
             "Kernel_attention",
             Control("w:kernel:bandwidth", "double", BANDWIDTHS),
         ),
+        Scenario(
+            "model",
+            "Pretrained model, 128 tokens (72 heads, head view, neuron view)",
+            "app.py",
+            "Pretrained_model",
+            # Students move the view controls, not the sentence: each rerun redraws the 72 thumbnails, the
+            # 128 x 128 head view and the neuron view from the cached trace.
+            Control("w:model:renormalise", "bool", (True, False)),
+            query="s=" + "+".join(["cat"] * 126),
+        ),
     )
 }
 

@@ -11,10 +11,11 @@ from collections.abc import Callable
 
 from playwright.sync_api import Page
 
-from .helpers import ConsoleRecorder, StreamlitServer, screenshot
+from .helpers import ConsoleRecorder, StreamlitServer, exceptions, goto, screenshot, wait_for_plotly
 from .test_proxy import BASE_PATH_PROBE, SHARE_LINK, open_page
 
 SMOKE_URL = os.environ.get("ATTNVIZ_SMOKE_URL", "").rstrip("/")
+MODEL_LINK = "Pretrained_model?l=1&hd=3&s=one+two+three+four"
 
 
 def test_container_serves_a_cold_share_link(
@@ -28,4 +29,22 @@ def test_container_serves_a_cold_share_link(
     screenshot(container, "container_share_link")
     assert open_page(new_page(), server.url_for(SHARE_LINK)) == in_container
     open_page(new_page(), f"{SMOKE_URL}/")
+    console_errors.assert_clean()
+
+
+def test_container_runs_the_pretrained_model_offline(
+    server: StreamlitServer, new_page: Callable[..., Page], console_errors: ConsoleRecorder
+) -> None:
+    """The model inside the image (no download) draws the same 72 heads, head view and neuron view as a local
+    server."""
+    assert SMOKE_URL, "set ATTNVIZ_SMOKE_URL to the container's address (deploy/smoke.sh does)"
+    console_errors.ignore.append(BASE_PATH_PROBE)
+    shown = []
+    for page, url in ((new_page(), f"{SMOKE_URL}/{MODEL_LINK}"), (new_page(), server.url_for(MODEL_LINK))):
+        goto(page, url)
+        figures = wait_for_plotly(page, count=3)
+        assert exceptions(page) == [], f"{url} shows an exception"
+        shown.append([{k: v for k, v in figure.items() if k != "index"} for figure in figures])
+        screenshot(page, "container_model" if not shown[1:] else "local_model")
+    assert shown[0] == shown[1]
     console_errors.assert_clean()

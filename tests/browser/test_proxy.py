@@ -44,7 +44,7 @@ AFFINITY = re.compile(r"[0-9a-f]{32}")
 # path, and gets a 404 (streamlit/streamlit#7074); through the proxy the same probe is logged with the proxy's URL.
 BASE_PATH_PROBE = (
     r"Failed to load resource: the server responded with a status of 404 \(Not Found\) "
-    r"\(http://127\.0\.0\.1:\d+/(attnviz/)?(Self|Cross|Kernel)_attention/_stcore/(health|host-config):\d+\)"
+    r"\(http://127\.0\.0\.1:\d+/(attnviz/)?(Self_attention|Cross_attention|Kernel_attention|Pretrained_model)/_stcore/(health|host-config):\d+\)"
 )
 
 Figures = list[dict[str, Any]]
