@@ -13,6 +13,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from attnviz.bert import SPECIAL_TOKENS
+from attnviz.pipeline import _csv_safe
 
 if TYPE_CHECKING:
     from attnviz.bert import BertTrace
@@ -106,11 +107,6 @@ def find_heads(trace: BertTrace) -> list[tuple[str, int, int, float]]:
         layer, head = divmod(best, score.shape[1])
         found.append((pattern, layer + 1, head + 1, float(score.flatten()[best])))
     return found
-
-
-def _csv_safe(text: str) -> str:
-    """Keep spreadsheet programs from reading a token such as '=1+1' as a formula."""
-    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
 
 
 def view_csv(block: Tensor, tokens: list[str], rows: list[int], cols: list[int]) -> str:
