@@ -78,6 +78,18 @@ def thumbnails(
     return pooled.reshape(layers, heads, *pooled.shape[-2:]), True
 
 
+def pooled_labels(labels: list[str], size: int) -> list[str]:
+    """Labels for `size` max-pooled bins over `labels`, as adaptive pooling cuts them ("cat … mat" for a bin)."""
+    count = len(labels)
+    if count <= size:
+        return list(labels)
+    bins = []
+    for i in range(size):
+        start, end = (i * count) // size, -(-((i + 1) * count) // size)  # floor and ceiling, as PyTorch does
+        bins.append(labels[start] if end - start == 1 else f"{labels[start]} … {labels[end - 1]}")
+    return bins
+
+
 def find_heads(trace: BertTrace) -> list[tuple[str, int, int, float]]:
     """For each pattern, the head that gives it the most weight on average over the word tokens.
 

@@ -27,81 +27,85 @@ MAX_CELL_TEXT_ROWS = 40  # the neuron view prints scores and weights in their ce
 
 
 def model_view(
-    views: Any, *, selected_layer: int = 0, selected_heads: tuple[int, ...] = (), palette: str = WEIGHTS_PALETTE
+    views: Any,
+    *,
+    row_labels: Labels = None,
+    col_labels: Labels = None,
+    selected_layer: int = 0,
+    selected_heads: tuple[int, ...] = (),
+    palette: str = WEIGHTS_PALETTE,
 ) -> go.Figure:
     """Every head of every layer as a thumbnail, views (L, h, r, c) on [0, 1]; the chosen heads outlined.
 
-    One heatmap trace per head on a shared pair of axes (72 small images draw much faster than 72 subplots), each
-    weight quantised to a byte; the hover names the head. Layer and heads are counted from 1 here."""
+    One heatmap of all the thumbnails side by side, weights quantised to a byte (a 128-token view is 1.2 MB, not
+    4.7), white lines between the heads. One trace instead of 72 keeps a rerun cheap. The hover names the layer,
+    head, query and key. Layer and heads are counted from 1 here."""
     values = _array(views, "views", 4)  # (L, h, r, c)
     layers, heads, rows, cols = values.shape
-    gap = max(1, round(0.12 * max(rows, cols)))
-    step_x, step_y = cols + gap, rows + gap
     levels = np.rint(np.clip(np.nan_to_num(values), 0.0, 1.0) * LEVELS).astype(np.uint8)
-    data = []
-    for layer in range(layers):
-        for head in range(heads):
-            name = f"layer {layer + 1}, head {head + 1}"
-            data.append(
-                {
-                    "type": "heatmap",
-                    "z": levels[layer, head],
-                    "x0": head * step_x,
-                    "dx": 1,
-                    "y0": layer * step_y,
-                    "dy": 1,
-                    "coloraxis": "coloraxis",
-                    "name": name,
-                    "hovertemplate": f"{name}<extra></extra>",
-                }
-            )
-    shapes = [
+    tiles = levels.transpose(0, 2, 1, 3).reshape(layers * rows, heads * cols)  # (L * r, h * c), tile (l, h) at l, h
+    queries, keys = unique_labels(row_labels, rows, "q"), unique_labels(col_labels, cols, "k")
+    y = [f"layer {layer + 1}, query {query}" for layer in range(layers) for query in queries]
+    x = [f"head {head + 1}, key {key}" for head in range(heads) for key in keys]
+    white = {"color": "white", "width": 3}
+    lines = [
+        {"type": "line", "x0": h * cols - 0.5, "x1": h * cols - 0.5, "y0": -0.5, "y1": layers * rows - 0.5}
+        for h in range(1, heads)
+    ] + [
+        {"type": "line", "y0": layer * rows - 0.5, "y1": layer * rows - 0.5, "x0": -0.5, "x1": heads * cols - 0.5}
+        for layer in range(1, layers)
+    ]
+    outlines = [
         {
             "type": "rect",
-            "x0": (head - 1) * step_x - 0.5 - gap / 3,
-            "x1": (head - 1) * step_x + cols - 0.5 + gap / 3,
-            "y0": (selected_layer - 1) * step_y - 0.5 - gap / 3,
-            "y1": (selected_layer - 1) * step_y + rows - 0.5 + gap / 3,
+            "x0": (head - 1) * cols - 0.5,
+            "x1": head * cols - 0.5,
+            "y0": (selected_layer - 1) * rows - 0.5,
+            "y1": selected_layer * rows - 0.5,
             "line": {"color": VERMILLION, "width": 3},
         }
         for head in selected_heads
         if 1 <= selected_layer <= layers and 1 <= head <= heads
     ]
     ticks = [0.0, 0.25, 0.5, 0.75, 1.0]
-    colour = {
+    trace = {
+        "type": "heatmap",
+        "z": tiles,
+        "x": x,
+        "y": y,
         "colorscale": _colorscale(palette),
-        "cmin": 0,
-        "cmax": LEVELS,
+        "zmin": 0,
+        "zmax": LEVELS,
         "colorbar": {
             "title": {"text": "weight"},
             "tickvals": [t * LEVELS for t in ticks],
             "ticktext": [f"{t:g}" for t in ticks],
         },
+        "name": "model view",
+        "hovertemplate": "%{y}<br>%{x}<extra></extra>",
     }
-    axis = {"showgrid": False, "zeroline": False, "ticks": ""}
+    axis = {"type": "category", "showgrid": False, "zeroline": False, "ticks": ""}
     layout = {
         "title": {"text": "Model view: every layer and head (queries down, keys across)"},
         # about square tiles at a typical plot width of ~800 px, plus room for the title and head labels
-        "height": int(min(1000, max(360, 110 + 640 * layers * step_y / (heads * step_x)))),
+        "height": int(min(1000, max(360, 110 + 640 * layers * rows / (heads * cols)))),
         "xaxis": {
             **axis,
-            "tickvals": [h * step_x + (cols - 1) / 2 for h in range(heads)],
+            "tickvals": x[cols // 2 :: cols],
             "ticktext": [f"head {h + 1}" for h in range(heads)],
             "side": "top",
-            "range": [-0.5 - gap, heads * step_x - 0.5],
         },
         "yaxis": {
             **axis,
-            "tickvals": [layer * step_y + (rows - 1) / 2 for layer in range(layers)],
+            "tickvals": y[rows // 2 :: rows],
             "ticktext": [f"layer {layer + 1}" for layer in range(layers)],
-            "range": [layers * step_y - 0.5, -0.5 - gap],  # reversed: layer 1 and the first query at the top
+            "autorange": "reversed",  # layer 1 and the first query at the top
         },
-        "coloraxis": colour,
-        "shapes": shapes,
+        "shapes": [{**line, "line": white} for line in lines] + outlines,
         "plot_bgcolor": "white",
         "margin": {"t": 90},
     }
-    return _figure(data, layout)
+    return _figure([trace], layout)
 
 
 def neuron_view(

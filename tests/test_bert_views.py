@@ -16,6 +16,7 @@ from attnviz.bert_views import (
     head_view,
     head_weights,
     model_snippet,
+    pooled_labels,
     thumbnails,
     token_selection,
     view_csv,
@@ -77,6 +78,14 @@ def test_thumbnails_keep_short_inputs_and_max_pool_long_ones():
     assert pooled and small.shape == (2, 3, 100, 100)
     torch.testing.assert_close(small[1, 2, 0, 0], attentions[1, 2, :2, :2].max())  # a 2 x 2 block's maximum
     assert small.amax() == attentions.amax()  # the brightest cell survives
+
+
+def test_pooled_labels_name_the_tokens_each_bin_covers():
+    labels = [f"t{i}" for i in range(5)]
+    assert pooled_labels(labels, 8) == labels
+    assert pooled_labels(labels, 2) == ["t0 … t2", "t2 … t4"]  # adaptive pooling's overlapping bins
+    pooled = torch.nn.functional.adaptive_max_pool1d(torch.arange(5.0)[None, None], 2)[0, 0]
+    assert pooled.tolist() == [2.0, 4.0]  # the last index of each bin, as the labels say
 
 
 def test_find_heads_names_the_head_with_each_pattern():

@@ -434,26 +434,26 @@ def test_kernel_figure_marks_queries_and_draws_the_extra_curve_over_the_sorted_g
 # ---------------------------------------------------------------- the pretrained-model page
 
 
-def test_model_view_draws_every_head_as_a_byte_thumbnail_and_outlines_the_chosen_ones():
-    views = RNG.dirichlet(np.ones(5), size=(6, 12, 5)).astype(np.float32)  # (L, h, r, c)
-    fig = model_figures.model_view(views, selected_layer=3, selected_heads=(2, 7))
-    assert len(fig.data) == 72
-    seventh = fig.data[2 * 12 + 6]  # layer 3, head 7
-    assert seventh.hovertemplate.startswith("layer 3, head 7")
-    z = np.asarray(seventh.z)
-    assert z.dtype == np.uint8
-    np.testing.assert_array_equal(z, np.rint(views[2, 6] * model_figures.LEVELS))
-    assert fig.layout.coloraxis.cmax == model_figures.LEVELS
-    assert list(fig.layout.coloraxis.colorbar.ticktext) == ["0", "0.25", "0.5", "0.75", "1"]
-    boxes = [(s.x0, s.x1, s.y0, s.y1) for s in fig.layout.shapes]
-    assert len(boxes) == 2
-    for (x0, x1, y0, y1), head in zip(boxes, (2, 7), strict=True):  # each box surrounds its own thumbnail
-        trace = fig.data[2 * 12 + head - 1]
-        assert x0 < trace.x0 - 0.5 and trace.x0 + 5 - 0.5 < x1
-        assert y0 < trace.y0 - 0.5 and trace.y0 + 5 - 0.5 < y1
+def test_model_view_tiles_every_head_as_bytes_and_outlines_the_chosen_ones():
+    views = RNG.dirichlet(np.ones(5), size=(6, 12, 4)).astype(np.float32)  # (L, h, r, c): 4 queries, 5 keys
+    queries, keys = ["[CLS]", "a", "b", "[SEP]"], ["[CLS]", "a", "b", "c", "[SEP]"]
+    fig = model_figures.model_view(views, row_labels=queries, col_labels=keys, selected_layer=3, selected_heads=(2, 7))
+    assert len(fig.data) == 1
+    z = np.asarray(fig.data[0].z)
+    assert z.dtype == np.uint8 and z.shape == (6 * 4, 12 * 5)
+    tile = z[2 * 4 : 3 * 4, 6 * 5 : 7 * 5]  # layer 3, head 7
+    np.testing.assert_array_equal(tile, np.rint(views[2, 6] * model_figures.LEVELS))
+    assert fig.data[0].y[2 * 4 + 1] == "layer 3, query a" and fig.data[0].x[6 * 5 + 3] == "head 7, key c"
+    assert fig.layout.coloraxis.cmax is None and fig.data[0].zmax == model_figures.LEVELS
+    assert list(fig.data[0].colorbar.ticktext) == ["0", "0.25", "0.5", "0.75", "1"]
+    assert list(fig.layout.xaxis.ticktext) == [f"head {h}" for h in range(1, 13)]
+    lines = [s for s in fig.layout.shapes if s.type == "line"]
+    assert len(lines) == 11 + 5  # white lines between the heads and between the layers
+    boxes = [(s.x0, s.x1, s.y0, s.y1) for s in fig.layout.shapes if s.type == "rect"]
+    assert boxes == [(4.5, 9.5, 7.5, 11.5), (29.5, 34.5, 7.5, 11.5)]  # exactly around head 2 and head 7 of layer 3
     big = model_figures.model_view(RNG.dirichlet(np.ones(64), size=(6, 12, 64)).astype(np.float32))
     cells = 6 * 12 * 64 * 64
-    assert len(big.to_json()) < 1.4 * cells + 30_000  # a byte a cell in base64 (float32 would be 5.3 bytes a cell)
+    assert len(big.to_json()) < 1.4 * cells + 60_000  # a byte a cell in base64 (float32 would be 5.3 bytes a cell)
 
 
 def test_neuron_view_products_sum_to_the_dot_products():

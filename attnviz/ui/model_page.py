@@ -16,6 +16,7 @@ from attnviz.bert_views import (
     head_view,
     head_weights,
     model_snippet,
+    pooled_labels,
     thumbnails,
     token_selection,
     view_csv,
@@ -105,7 +106,7 @@ def _controls(state: ModelState, trace: BertTrace | None) -> ModelState:
     if trace is not None:
         key = widget_key(PAGE, "token")
         if st.session_state.get(key, 0) >= len(trace.tokens):
-            st.session_state[key] = 0
+            st.session_state[key] = 1 if len(trace.tokens) > 2 else 0  # the first word of a shorter sentence
         tokens = trace.tokens
         token = st.selectbox(
             "Token to follow (neuron view)",
@@ -151,13 +152,20 @@ def _draw(state: ModelState, trace: BertTrace) -> Callable[[], None]:
         st.info("Nothing to show: every token is hidden. Show [CLS] and [SEP] or add words.")
     else:
         views, pooled = thumbnails(trace.attentions, rows, cols, state.renormalise)
+        size = views.shape[-1]
         chart(
-            model_figures.model_view(views.numpy(), selected_layer=state.layer, selected_heads=state.heads),
+            model_figures.model_view(
+                views.numpy(),
+                row_labels=pooled_labels([tokens[i] for i in rows], views.shape[-2]),
+                col_labels=pooled_labels([tokens[j] for j in cols], size),
+                selected_layer=state.layer,
+                selected_heads=state.heads,
+            ),
             "model_view",
         )
         if pooled:
             st.caption(
-                f"{len(tokens)} tokens: each thumbnail is max-pooled to {views.shape[-1]} cells a side, so thin "
+                f"{len(tokens)} tokens: each thumbnail is max-pooled to {size} cells a side, so thin "
                 "patterns stay visible. The head view below has every token."
             )
         _head_view(state, trace, rows, cols)
