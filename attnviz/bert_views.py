@@ -19,7 +19,9 @@ if TYPE_CHECKING:
     from attnviz.bert import BertTrace
     from attnviz.model_state import ModelState
 
-MAX_THUMBNAIL = 128  # tokens per side of a model-view thumbnail; longer inputs are max-pooled down to this
+# Cells per side of a model-view thumbnail; longer inputs are max-pooled down to this. A thumbnail is ~65 px wide on a
+# laptop screen, so 64 cells lose nothing visible, and a 128-token model view sends a quarter of the data.
+MAX_THUMBNAIL = 64
 
 # Head finder: what a head may attend to, for every word token (rows without [CLS]/[SEP]).
 PATTERNS = {

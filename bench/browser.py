@@ -113,6 +113,38 @@ def measure_changes(server: StreamlitServer, browser: Browser, tokens: int, chan
         context.close()
 
 
+MODEL_WORDS = ["the", "cat", "sat", "on", "a", "mat", "and", "dog", "ran", "to", "it", "was", "tired", "because"]
+
+
+def model_sentence(tokens: int, last: int) -> str:
+    """Words the model's tokenizer keeps whole: `tokens` WordPiece tokens with [CLS] and [SEP]; `last` varies the
+    final word so that every change is a new sentence (the trace cache cannot answer it)."""
+    words = [MODEL_WORDS[i % len(MODEL_WORDS)] for i in range(tokens - 3)]
+    return " ".join([*words, MODEL_WORDS[last % len(MODEL_WORDS)]])
+
+
+def measure_model(server: StreamlitServer, browser: Browser, tokens: int, changes: int) -> ChangeTiming:
+    """The pretrained-model page: type a new sentence of `tokens` tokens, time until the model view (the page's
+    first chart, all 72 heads) is redrawn with the new attention; the whole encoder runs for each change."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    try:
+        goto(page, server.url_for(f"Pretrained_model?s={quote(model_sentence(tokens, 0))}"))
+        page.wait_for_selector(PLOTLY_SELECTOR, timeout=60_000)
+        box = page.get_by_role("textbox", name="Sentence", exact=True)
+        samples = []
+        for i in range(changes + 2):  # the first two warm up
+            box.fill(model_sentence(tokens, i + 1))
+            page.evaluate(_ARM_JS)
+            box.press("Enter")
+            page.wait_for_function("() => window.__dt !== null", timeout=60_000)
+            samples.append(float(page.evaluate("window.__dt")))
+            wait_ready(page)
+        return ChangeTiming(f"model page, {tokens} tokens", samples[2:])
+    finally:
+        context.close()
+
+
 def cold_start(browser: Browser, scenario: str = "self") -> tuple[float, float]:
     """Seconds from `streamlit run` to the server's health answer and to the first rendered page in Chromium."""
     started = time.perf_counter()
@@ -140,6 +172,7 @@ def run_browser(changes: int = 20, large_changes: int = 5, cold_runs: int = 3) -
             with start_server(SCENARIOS["self"]) as server:
                 small = measure_changes(server, browser, 8, changes)
                 large = measure_changes(server, browser, 512, large_changes)
+                models = [measure_model(server, browser, tokens, large_changes) for tokens in (16, 128)]
             floor = measure_minimal(browser, changes)
         finally:
             browser.close()
@@ -151,4 +184,5 @@ def run_browser(changes: int = 20, large_changes: int = 5, cold_runs: int = 3) -
         "cold_runs": [{"health_s": h, "render_s": r} for h, r in colds],
         "cold_minimal_render_s": statistics.median(r for _, r in cold_floor),
         "minimal": {"label": floor.label, "p50_ms": floor.p50, "p95_ms": floor.p95, "samples": floor.samples},
+        "model": [{"label": m.label, "p50_ms": m.p50, "p95_ms": m.p95, "samples": m.samples} for m in models],
     }

@@ -95,12 +95,13 @@ def test_bad_sentences_are_reported_and_the_page_keeps_working(sentence, message
     assert not at.exception and not at.error and "Head view" in charts(at)
 
 
-def test_a_128_token_sentence_shows_every_token():
+def test_a_128_token_sentence_shows_every_token_in_the_head_view():
     sentence = " ".join(["cat"] * 126)
     at = run_page(MODEL, s=sentence)
     assert head_z(at).shape == (128, 128)
     model_view = charts(at)["Model view"]["data"]
-    assert _array(model_view[0]["z"]).shape == (6 * 128, 12 * 128)  # every token, not pooled
+    assert _array(model_view[0]["z"]).shape == (6 * 64, 12 * 64)  # thumbnails max-pooled to 64 cells a side
+    assert any("max-pooled to 64" in caption.value for caption in at.caption)
 
 
 def test_hostile_link_parameters_warn_and_fall_back():
@@ -168,6 +169,6 @@ def test_share_box_offers_the_link_and_the_exports():
 
 def test_a_long_input_pools_the_thumbnails_but_keeps_every_token_in_the_head_view():
     at = run_page(MODEL, s=" ".join(["cat", "dog"] * 99))  # 200 tokens with [CLS] and [SEP]
-    assert _array(charts(at)["Model view"]["data"][0]["z"]).shape == (6 * 128, 12 * 128)
-    assert any("max-pooled to 128" in caption.value for caption in at.caption)
+    assert _array(charts(at)["Model view"]["data"][0]["z"]).shape == (6 * 64, 12 * 64)
+    assert any("max-pooled to 64" in caption.value for caption in at.caption)
     assert head_z(at).shape == (200, 200)
