@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -140,8 +141,8 @@ def _finder(trace: BertTrace) -> None:
 
 def token_labels(tokens: list[str]) -> list[str]:
     """Tokens as axis labels: a repeated token is marked with its position, counted as in the token picker."""
-    mark = figures.POSITION_MARK
-    return [f"{token}{mark}{i}" if tokens.count(token) > 1 else token for i, token in enumerate(tokens)]
+    mark, counts = figures.POSITION_MARK, Counter(tokens)
+    return [f"{token}{mark}{i}" if counts[token] > 1 else token for i, token in enumerate(tokens)]
 
 
 def _draw(state: ModelState, trace: BertTrace) -> Callable[[], None]:
