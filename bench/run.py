@@ -312,8 +312,7 @@ def markdown(results: dict[str, Any]) -> str:
     if results.get("browser"):
         browser = results["browser"]
         lines += ["", "## Browser (Chromium, control change -> updated heatmap)", ""]
-        for key in ("small", "large", "minimal"):
-            timing = browser[key]
+        for timing in [browser[key] for key in ("small", "large", "minimal")] + browser.get("model", []):
             lines.append(
                 f"- {timing['label']}: p50 {timing['p50_ms']:.0f} ms, p95 {timing['p95_ms']:.0f} ms "
                 f"({len(timing['samples'])} changes)"
@@ -323,6 +322,22 @@ def markdown(results: dict[str, Any]) -> str:
             f"- Cold start to first rendered page: {runs} (health answered after {browser['cold_health_s']:.2f} s, "
             f"median); the minimal page, same harness: {browser['cold_minimal_render_s']:.2f} s"
         )
+    if results.get("model"):
+        model = results["model"]
+        compute = ", ".join(
+            f"{tokens} tokens {timing['p50_ms']} ms (p90 {timing['p90_ms']})"
+            for tokens, timing in model["compute"].items()
+            if tokens != "threads"
+        )
+        lines += [
+            "",
+            "## Pretrained model (all-MiniLM-L6-v2)",
+            "",
+            f"- Load in a fresh process after torch: {', '.join(f'{s:.3f} s' for s in model['load']['load_s'])}; "
+            f"first sentence after loading: {model['load']['first_run_s_median']:.3f} s",
+            f"- All 6 x 12 heads, every intermediate traced ({model['compute']['threads']} threads): {compute}",
+            "- The model page under load (128 tokens) is in the load table above.",
+        ]
     if results.get("payload"):
         payload = results["payload"]
         sizes = ", ".join(
