@@ -172,3 +172,11 @@ def test_a_long_input_pools_the_thumbnails_but_keeps_every_token_in_the_head_vie
     assert _array(charts(at)["Model view"]["data"][0]["z"]).shape == (6 * 64, 12 * 64)
     assert any("max-pooled to 64" in caption.value for caption in at.caption)
     assert head_z(at).shape == (200, 200)
+
+
+def test_markup_in_a_sentence_is_shown_as_text():
+    at = run_page(MODEL, s="*bold* <b>x</b> _it_", tk="1")
+    headers = [h.value for h in at.subheader]
+    assert any(r"Neuron view: '\*·1'" in h for h in headers), headers  # the first "*", escaped for markdown
+    head = charts(at)["Head view"]["data"][0]
+    assert "&lt;·4" in head["x"] and not any("<" in label for label in head["x"])  # Plotly reads <b> as markup

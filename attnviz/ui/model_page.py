@@ -226,10 +226,11 @@ def _neuron_view(state: ModelState, trace: BertTrace) -> None:
     tokens = token_labels(trace.tokens)
     head = state.heads[0]
     token = min(state.token, len(tokens) - 1)
-    st.subheader(f"Neuron view: '{tokens[token]}' in layer {state.layer}, head {head}")
+    shown = md_escape(tokens[token])  # the user's text: shown literally, never as markdown
+    st.subheader(f"Neuron view: '{shown}' in layer {state.layer}, head {head}")
     note = " (the first of the chosen heads)" if len(state.heads) > 1 else ""
     st.caption(
-        f"The query vector of '{tokens[token]}' in head {head}{note}, every key, their products coordinate by "
+        f"The query vector of '{shown}' in head {head}{note}, every key, their products coordinate by "
         "coordinate, the scaled dot products and the softmax: the model's real numbers, over every token "
         "([CLS] and [SEP] included, whatever the views above hide)."
     )
