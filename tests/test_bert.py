@@ -133,3 +133,18 @@ def test_broken_model_files_give_a_message_not_a_traceback(tmp_path):
     (tmp_path / "config.json").write_text("{}")
     with pytest.raises(ModelUnavailableError, match="cannot be read"):
         load_minilm(tmp_path)
+
+
+def test_loading_and_running_the_model_opens_no_network_connection():
+    code = (
+        "import socket\n"
+        "def refuse(*args, **kwargs):\n"
+        "    raise AssertionError('network access attempted')\n"
+        "socket.socket.connect = refuse\n"
+        "socket.create_connection = refuse\n"
+        "socket.getaddrinfo = refuse\n"
+        "from attnviz.bert import load_minilm\n"
+        "trace = load_minilm().run('no network here', 'none at all')\n"
+        "assert trace.attentions.shape[:2] == (6, 12)\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=os.path.dirname(os.path.dirname(__file__)))
