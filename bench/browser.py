@@ -140,7 +140,7 @@ def measure_model(server: StreamlitServer, browser: Browser, tokens: int, change
             page.wait_for_function("() => window.__dt !== null", timeout=60_000)
             samples.append(float(page.evaluate("window.__dt")))
             wait_ready(page)
-        return ChangeTiming(f"model page, {tokens} tokens", samples[2:])
+        return ChangeTiming(f"model page, a new {tokens}-token sentence typed -> model view", samples[2:])
     finally:
         context.close()
 

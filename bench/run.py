@@ -322,6 +322,16 @@ def markdown(results: dict[str, Any]) -> str:
             f"- Cold start to first rendered page: {runs} (health answered after {browser['cold_health_s']:.2f} s, "
             f"median); the minimal page, same harness: {browser['cold_minimal_render_s']:.2f} s"
         )
+    if results.get("payload"):
+        payload = results["payload"]
+        sizes = ", ".join(
+            f"{raw / 1e6:.2f} MB ({wire / 1e6:.2f} MB on the wire)"
+            for raw, wire in zip(payload["chart_bytes"], payload["chart_wire_bytes"], strict=True)
+        )
+        lines.append(
+            f"- {payload['tokens']}-token page (all tokens different): heatmap message {sizes}; one rerun "
+            f"{payload['rerun_s']} s from request to finished script (one user)"
+        )
     if results.get("model"):
         model = results["model"]
         compute = ", ".join(
@@ -338,16 +348,6 @@ def markdown(results: dict[str, Any]) -> str:
             f"- All 6 x 12 heads, every intermediate traced ({model['compute']['threads']} threads): {compute}",
             "- The model page under load (128 tokens) is in the load table above.",
         ]
-    if results.get("payload"):
-        payload = results["payload"]
-        sizes = ", ".join(
-            f"{raw / 1e6:.2f} MB ({wire / 1e6:.2f} MB on the wire)"
-            for raw, wire in zip(payload["chart_bytes"], payload["chart_wire_bytes"], strict=True)
-        )
-        lines.append(
-            f"- {payload['tokens']}-token page (all tokens different): heatmap message {sizes}; one rerun "
-            f"{payload['rerun_s']} s from request to finished script (one user)"
-        )
     return "\n".join(lines) + "\n"
 
 
