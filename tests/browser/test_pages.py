@@ -414,7 +414,7 @@ def test_model_page_link_on_a_cold_server_then_a_typed_sentence(
     figures = open_app(page, cold.url_for("Pretrained_model?l=1&hd=3"), 3)
     assert figure_titled(figures, "Head view")["title"] == "Head view: layer 1, head 3"
     model_view = figure_titled(figures, "Model view")["data"][0]
-    assert len(model_view["x"]) == 12 * 7 and len(model_view["y"]) == 6 * 7  # 72 heads of 7 tokens
+    assert len(model_view["x"]) == 12 * 13 and len(model_view["y"]) == 6 * 13  # 72 heads, 13 tokens by default
     box = page.get_by_role("textbox", name="Sentence", exact=True)
     box.fill("one two three four five")
     box.press("Enter")
