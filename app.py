@@ -3,36 +3,22 @@
 import streamlit as st
 
 from attnviz import PRESETS, figures
-from attnviz.ui.common import chart, page_frame
+from attnviz.ui.common import chart, page_frame, tr
 
-page_frame(
-    "attnviz",
-    "🔍",
-    "Attention mechanisms you can see: type numbers or a sentence, pick a scoring function "
-    "and masks, and watch what PyTorch computes, step by step.",
-)
+page_frame("home", "🔍")
 
-st.header("Attention is soft addressing")
-st.markdown(
-    "Think of a memory where every item is stored as a **key** (its address) and a **value** (its content). "
-    "An ordinary lookup takes the one item whose key equals the query. Attention instead compares the **query** "
-    "with *every* key, turns the similarities into weights that sum to 1 (a softmax), and returns the weighted "
-    "sum of *all* the values. The weights are where the model is paying attention."
-)
+st.header(tr("home.soft_addressing"))
+st.markdown(tr("home.soft_addressing_text"))
 st.latex(
     r"f(\mathbf q) = \sum_{i} \alpha(\mathbf q, \mathbf k_i)\, \mathbf v_i, \qquad "
     r"\alpha(\mathbf q, \mathbf k_i) = \frac{\exp a(\mathbf q, \mathbf k_i)}{\sum_j \exp a(\mathbf q, \mathbf k_j)}"
 )
 
-st.header("A worked example: predicting weight from waist size")
+st.header(tr("home.example"))
 example = PRESETS["waist_weight"]
 trace = example.run()
 weights = trace.weights[0].tolist()
-st.markdown(
-    "Three people have waists **51, 56, 58** (the keys) and weigh **40, 43, 48** (the values). What should we "
-    "predict for a waist of **57** (the query)? Score each key with a Gaussian kernel, "
-    r"$a(q, k) = -\tfrac{1}{2}(q - k)^2$:"
-)
+st.markdown(tr("home.example_text") + r" $a(q, k) = -\tfrac{1}{2}(q - k)^2$:")
 st.latex(r"a(57, 51) = -18,\quad a(57, 56) = -0.5,\quad a(57, 58) = -0.5")
 st.latex(
     r"\alpha(57, 51) = \frac{e^{-18}}{e^{-18} + 2e^{-0.5}} \approx "
@@ -47,43 +33,24 @@ chart(
         scores=trace.scores.numpy(),
         query_labels=["57"],
         key_labels=["51", "56", "58"],
-        title="Weights of the query 57 over the three keys",
+        title=tr("home.example_chart"),
     ),
     "home_waist_weight",
 )
 
-st.header("Explore")
+st.header(tr("home.explore"))
 cards = st.columns(4)
-for column, (path, title, text) in zip(
+for column, (path, icon, page) in zip(
     cards,
     (
-        (
-            "pages/1_Self_attention.py",
-            "🔁 Self-attention",
-            "A sentence or a matrix attends to itself: scoring functions, temperature, causal and length masks, "
-            "projections and several heads.",
-        ),
-        (
-            "pages/2_Cross_attention.py",
-            "🔀 Cross-attention",
-            "A target sentence attends over a source sentence; queries and key/value matrices of different lengths; "
-            "the residual E + ΔE.",
-        ),
-        (
-            "pages/3_Kernel_attention.py",
-            "📈 Kernel attention",
-            "Nadaraya–Watson regression: kernels, bandwidth, the weights behind each prediction, and learning σ.",
-        ),
-        (
-            "pages/4_Pretrained_model.py",
-            "🧠 Pretrained model",
-            "The 72 real heads of a small BERT (all-MiniLM-L6-v2) on your sentence, offline: every head at once, "
-            "one head up close, and one token's q·k worked out.",
-        ),
+        ("pages/1_Self_attention.py", "🔁", "self"),
+        ("pages/2_Cross_attention.py", "🔀", "cross"),
+        ("pages/3_Kernel_attention.py", "📈", "kernel"),
+        ("pages/4_Pretrained_model.py", "🧠", "model"),
     ),
     strict=True,
 ):
     with column.container(border=True):
-        st.subheader(title)
-        st.write(text)
-        st.page_link(path, label="Open", icon="➡️")
+        st.subheader(f"{icon} {tr(page + '.title')}")
+        st.write(tr(f"home.card_{page}"))
+        st.page_link(path, label=tr("home.open"), icon="➡️")

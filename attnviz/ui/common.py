@@ -11,6 +11,9 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from attnviz.figures import chart_config
+from attnviz.i18n import DEFAULT_LANGUAGE, LANGUAGES, t
+
+LANG_PARAM = "lang"  # the interface language in every link, e.g. ?lang=zh-Hant; no parameter means English
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
 
@@ -20,16 +23,61 @@ def md_escape(text: str) -> str:
     return _MD_SPECIAL.sub(r"\\\1", str(text))
 
 
-def page_frame(title: str, icon: str, intro: str) -> None:
-    """Page config, title and the shared sidebar; every page (and a cold deep link) calls this first."""
-    st.set_page_config(page_title=f"{title} · attnviz", page_icon=icon, layout="wide")
-    st.title(title)
-    st.caption(intro)
+def current_language() -> str:
+    """The session's interface language ("en", "zh-Hans" or "zh-Hant")."""
+    return st.session_state.get(LANG_PARAM, DEFAULT_LANGUAGE)
+
+
+def tr(key: str, **params: object) -> str:
+    """A message of the catalogue in the session's language."""
+    return t(key, current_language(), **params)
+
+
+def _language_from_link() -> str | None:
+    """Take the language of a link (?lang=...) into the session; a warning for an unknown one."""
+    raw = st.query_params.get(LANG_PARAM)
+    if raw is None:
+        return None
+    if raw in LANGUAGES:
+        st.session_state[LANG_PARAM] = raw
+        return None
+    return tr("frame.bad_language", value=str(raw)[:40], choices=", ".join(LANGUAGES))
+
+
+def _choose_language() -> None:
+    """Callback of the language picker: remember the choice and put it in the link."""
+    lang = st.session_state[f"w:{LANG_PARAM}"]
+    st.session_state[LANG_PARAM] = lang
+    if lang == DEFAULT_LANGUAGE:
+        st.query_params.pop(LANG_PARAM, None)
+    else:
+        st.query_params[LANG_PARAM] = lang
+
+
+def page_frame(page: str, icon: str) -> None:
+    """Page config, title and the shared sidebar (language picker first); every page (and a cold deep link) calls
+    this first. `page` names the catalogue's "<page>.title" and "<page>.intro"."""
+    warning = _language_from_link()
+    st.set_page_config(page_title=f"{tr(page + '.title')} · attnviz", page_icon=icon, layout="wide")
+    st.title(tr(page + ".title"))
+    st.caption(tr(page + ".intro"))
     with st.sidebar:
-        st.caption(
-            "attnviz — attention mechanisms you can see. Every control is saved in the link: share it to "
-            "reproduce this page exactly."
+        st.session_state[f"w:{LANG_PARAM}"] = current_language()
+        st.selectbox(
+            tr("frame.language"),
+            list(LANGUAGES),
+            format_func=LANGUAGES.get,
+            key=f"w:{LANG_PARAM}",
+            on_change=_choose_language,
         )
+        st.caption(tr("frame.sidebar"))
+    if warning:
+        st.warning(warning, icon="⚠️")
+
+
+def link_params() -> dict[str, str]:
+    """The link's parameters without the language (each page's codec reads these)."""
+    return {key: value for key, value in st.query_params.to_dict().items() if key != LANG_PARAM}
 
 
 def widget_key(page: str, name: str) -> str:
@@ -51,7 +99,7 @@ def sync_from_url(
     page: str, decode: Callable[[dict[str, str]], Any], convert: dict[str, Callable[[Any], Any]] | None = None
 ) -> Any:
     """Load the page state from the URL when the URL changed under us (a shared link, back/forward)."""
-    params = st.query_params.to_dict()
+    params = link_params()
     stored = st.session_state.get(f"state:{page}")
     if st.session_state.get(f"url:{page}") != params or stored is None:
         if not params and stored is not None:
@@ -80,9 +128,11 @@ def publish(page: str, state: Any, encode: Callable[[Any], dict[str, str]]) -> d
         st.session_state[f"warnings:{page}"] = []  # the user moved on from the link's problems
     st.session_state[f"state:{page}"] = state
     params = encode(state)
+    st.session_state[f"url:{page}"] = params
+    if current_language() != DEFAULT_LANGUAGE:
+        params = {**params, LANG_PARAM: current_language()}  # the link keeps the language
     if st.query_params.to_dict() != params:
         st.query_params.from_dict(params)
-    st.session_state[f"url:{page}"] = params
     return params
 
 

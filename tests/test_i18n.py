@@ -1,0 +1,90 @@
+"""The interface languages: a complete message table, the language picker, and the language in every link."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from attnviz.i18n import LANGUAGES, Text, placeholders, t
+from attnviz.i18n.messages import CATALOGUE
+from tests.test_app import ROOT, run_page
+
+SOURCES = [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py")), *sorted((ROOT / "attnviz").rglob("*.py"))]
+USED = re.compile(r"""\btr?\(\s*["']([a-z_]+\.[a-z_0-9]+)["']""")
+DYNAMIC = re.compile(r"^([a-z]+\.(title|intro)|home\.card_[a-z]+)$")  # built as page + ".title", f"home.card_{page}"
+# Characters that exist only in one script: a Simplified text must not use the Traditional form and vice versa.
+SIMPLIFIED_ONLY = set("这个们语键头为发关时来对说计权选择显输数据签态钮")
+TRADITIONAL_ONLY = set("這個們語鍵頭為發關時來對說計權選擇顯輸數據籤態鈕")
+
+
+def test_every_message_has_every_language_with_the_same_placeholders():
+    for key, text in CATALOGUE.items():
+        assert isinstance(text, Text), key
+        english = placeholders(text.en)
+        for lang in LANGUAGES:
+            message = text.get(lang)
+            assert message.strip(), f"{key}: empty in {lang}"
+            assert placeholders(message) == english, f"{key}: placeholders differ in {lang}"
+
+
+def test_chinese_texts_use_their_own_script():
+    for key, text in CATALOGUE.items():
+        assert not SIMPLIFIED_ONLY & set(text.zh_hant), f"{key}: Simplified characters in Traditional Chinese"
+        assert not TRADITIONAL_ONLY & set(text.zh_hans), f"{key}: Traditional characters in Simplified Chinese"
+
+
+def test_every_key_the_code_uses_exists_and_every_message_is_used():
+    code = "\n".join(path.read_text(encoding="utf-8") for path in SOURCES)
+    used = set(USED.findall(code))
+    assert used, "no tr(...) calls found: the scan is broken"
+    assert used <= set(CATALOGUE), f"keys used but missing from the catalogue: {sorted(used - set(CATALOGUE))}"
+    unused = {key for key in CATALOGUE if key not in used and not DYNAMIC.match(key)}
+    assert not unused, f"messages nobody shows: {sorted(unused)}"
+
+
+def test_placeholders_are_filled_in():
+    assert "'xx'" in t("frame.bad_language", "zh-Hant", value="xx", choices="en")
+    with pytest.raises(KeyError):
+        t("no.such_key", "en")
+
+
+@pytest.mark.parametrize("lang", list(LANGUAGES))
+def test_home_page_in_every_language(lang):
+    at = run_page("app.py", **({"lang": lang} if lang != "en" else {}))
+    assert at.title[0].value == t("home.title", lang)
+    headers = [h.value for h in at.header]
+    assert headers[0] == t("home.soft_addressing", lang)
+    assert at.selectbox(key="w:lang").value == lang
+    assert not at.warning
+
+
+def test_an_unknown_language_in_a_link_warns_and_falls_back_to_english():
+    at = run_page("app.py", lang="<b>fr</b>")
+    assert any("'lang'" in w.value and "English" in w.value for w in at.warning)
+    assert at.header[0].value == t("home.soft_addressing", "en")
+
+
+def test_choosing_a_language_puts_it_in_the_link_and_keeps_the_page_state():
+    at = run_page("pages/1_Self_attention.py", T="2")
+    at.selectbox(key="w:lang").set_value("zh-Hans").run()
+    assert not at.exception
+    assert at.query_params["lang"] == "zh-Hans" and at.query_params["T"] == "2"
+    assert at.title[0].value == t("self.title", "zh-Hans")
+    at.number_input(key="w:self:temperature").set_value(3.0).run()
+    assert at.query_params["lang"] == "zh-Hans" and at.query_params["T"] == "3"  # controls keep the language
+    at.selectbox(key="w:lang").set_value("en").run()
+    assert "lang" not in at.query_params and at.title[0].value == "Self-attention"
+
+
+def test_a_link_in_chinese_opens_each_page_in_chinese():
+    for path, page in (
+        ("pages/1_Self_attention.py", "self"),
+        ("pages/2_Cross_attention.py", "cross"),
+        ("pages/3_Kernel_attention.py", "kernel"),
+        ("pages/4_Pretrained_model.py", "model"),
+    ):
+        at = run_page(path, lang="zh-Hant")
+        assert at.title[0].value == t(f"{page}.title", "zh-Hant"), path
+        assert Path(path).name  # the page ran without an exception (run_page checks)
