@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from attnviz.i18n import Text
+from attnviz.i18n.attention import ATTENTION
 
 CATALOGUE: dict[str, Text] = {
     # ----- the frame: sidebar, language, links -------------------------------------------------------------------
@@ -115,4 +116,5 @@ CATALOGUE: dict[str, Text] = {
         "小型 BERT（all-MiniLM-L6-v2）在你的句子上的 72 個真實注意力頭，離線執行：一次看全部頭，近看一個頭，"
         "並算出一個詞元的 q·k。",
     ),
+    **ATTENTION,
 }

@@ -11,6 +11,7 @@ import streamlit as st
 from attnviz import figures
 from attnviz.bert import MODEL_NAME, ModelUnavailableError
 from attnviz.explain import explain_row
+from attnviz.i18n import t
 from attnviz.pipeline import (
     AttentionInputs,
     WordVectors,
@@ -32,7 +33,18 @@ from attnviz.state import (
     encode_attention,
     preset_batches,
 )
-from attnviz.ui.common import bound_key, chart, publish, push_state, sync_from_url, value, widget_key
+from attnviz.ui.common import (
+    bound_key,
+    chart,
+    current_language,
+    labeller,
+    publish,
+    push_state,
+    sync_from_url,
+    tr,
+    value,
+    widget_key,
+)
 from attnviz.ui.model_page import get_model
 from attnviz.ui.widgets import (
     batch_selector,
@@ -69,43 +81,42 @@ def _load_batch(page: str) -> None:
 def _inputs_panel(page: str, state: AttentionState) -> AttentionState:
     """Sentence or matrix inputs; returns the state with the typed inputs (the last good ones on error)."""
     mode = st.radio(
-        "Input",
+        tr("attention.input"),
         ["sentence", "numbers"],
         key=widget_key(page, "mode"),
         horizontal=True,
-        format_func={"sentence": "a sentence", "numbers": "numbers (a matrix)"}.get,
+        format_func=labeller("attention.input_{}"),
     )
     changes = {"mode": mode}
     if mode == "sentence":
-        label = "Sentence" if page == "self" else "Query sentence (target)"
+        label = tr("attention.sentence" if page == "self" else "attention.query_sentence")
         widths = [4, 2, 1, 1] if page == "self" else [3, 3, 2, 1, 1]
         columns = st.columns(widths, vertical_alignment="bottom")
         changes["sentence"] = columns[0].text_input(
             label,
             key=widget_key(page, "sentence"),
             max_chars=2000,
-            help="With seeded embeddings, words, punctuation and each Chinese or Japanese character become tokens "
-            "and each token gets a seeded random vector. With the model's embeddings, its WordPiece tokenizer "
-            "splits the text and each piece gets its row of the model's input embedding table.",
+            help=tr("attention.sentence_help"),
         )
         if page == "cross":
             changes["source"] = columns[1].text_input(
-                "Source sentence (keys and values)", key=widget_key(page, "source"), max_chars=2000
+                tr("attention.source_sentence"), key=widget_key(page, "source"), max_chars=2000
             )
         changes["embed"] = columns[-3].selectbox(
-            "Embeddings",
+            tr("attention.embeddings"),
             EMBEDDINGS,
             key=widget_key(page, "embed"),
-            format_func={"seeded": "seeded random", "minilm": f"{MODEL_NAME} input embeddings"}.get,
-            help="Seeded random vectors show the mechanism with small numbers. The pretrained model's input "
-            "embeddings (384 numbers a token) place related words close together: try the cosine score.",
+            format_func=labeller("attention.embed_{}", model=MODEL_NAME),
+            help=tr("attention.embeddings_help"),
         )
         if changes["embed"] == "minilm":
-            columns[-2].caption("d = 384, fixed by the model")
+            columns[-2].caption(tr("attention.model_dim"))
         else:
-            changes["dim"] = columns[-2].number_input("Embedding size d", 1, MAX_DIM, key=widget_key(page, "dim"))
+            changes["dim"] = columns[-2].number_input(
+                tr("attention.embedding_size"), 1, MAX_DIM, key=widget_key(page, "dim")
+            )
             changes["embed_seed"] = columns[-1].number_input(
-                "Embedding seed", 0, 2**31 - 1, key=widget_key(page, "embed_seed")
+                tr("attention.embedding_seed"), 0, 2**31 - 1, key=widget_key(page, "embed_seed")
             )
     elif page == "self":
         column, _ = st.columns(2)
@@ -113,20 +124,42 @@ def _inputs_panel(page: str, state: AttentionState) -> AttentionState:
             matrix = matrix_editor(
                 page,
                 "queries",
-                "Tokens x",
+                tr("attention.tokens_x"),
                 "t",
-                "Rows are tokens, columns are features. Self-attention uses x as queries, keys and values.",
+                tr("attention.tokens_x_help"),
             )
         if matrix is not None:
             changes.update(queries=matrix, keys=matrix, values=matrix)
     else:
-        editors = (("queries", "Queries", "q"), ("keys", "Keys", "k"), ("values", "Values", "k"))
+        editors = (
+            ("queries", tr("attention.queries"), "q"),
+            ("keys", tr("attention.keys"), "k"),
+            ("values", tr("attention.values"), "k"),
+        )
         for column, (name, label, prefix) in zip(st.columns(3), editors, strict=True):
             with column:
-                matrix = matrix_editor(page, name, label, prefix, f"Rows are {name}, columns their features.")
+                matrix = matrix_editor(page, name, label, prefix, tr("attention.matrix_help", what=label))
             if matrix is not None:
                 changes[name] = matrix
     return replace(state, **changes)
+
+
+def _optional_score_label() -> Callable[[str], str]:
+    """Score names as labels, "" as "off" (in this run's language)."""
+    score, off = labeller("score.{}.label"), tr("attention.off")
+    return lambda name: score(name) if name else off
+
+
+def _head_label() -> Callable[[int], str]:
+    """Head index 0, 1, ... as "head 1", "head 2", ... (in this run's language)."""
+    lang = current_language()
+    return lambda index: t("attention.head_n", lang, n=index + 1)
+
+
+def _preset_label() -> Callable[[str], str]:
+    """A preset's title, "" as "none"."""
+    none = tr("attention.no_preset")
+    return lambda key: PRESETS[key].title if key else none
 
 
 def _word_vectors(state: AttentionState) -> WordVectors | None:
@@ -141,21 +174,21 @@ def _controls(page: str, state: AttentionState, num_queries: int, num_keys: int)
     score = score_picker(page)
     score_params(page, score)
     temperature = st.number_input(
-        "Temperature T",
+        tr("attention.temperature"),
         0.001,
         1000.0,
         key=widget_key(page, "temperature"),
         step=0.1,
         format="%.3g",
-        help="Logits are divided by T: small T sharpens the weights, large T flattens them.",
+        help=tr("attention.temperature_help"),
     )
-    causal = st.toggle("Causal mask (query i sees keys 1…i)", key=widget_key(page, "causal"))
+    causal = st.toggle(tr("attention.causal"), key=widget_key(page, "causal"))
     lens_mode, lens = lens_editor(page, num_queries, num_keys)
     open_key = f"open:{page}:proj"
     used = value(page, "heads") > 1 or value(page, "projections") != "identity" or value(page, "residual")
     if used or value(page, "compare"):
         st.session_state.setdefault(open_key, True)  # a link or preset that uses them opens the section
-    box = lazy_expander("More: heads, projections, comparison", key=open_key)
+    box = lazy_expander(tr("attention.more"), key=open_key)
     if box is not None:
         with box:
             projections = st.radio(
@@ -163,24 +196,24 @@ def _controls(page: str, state: AttentionState, num_queries: int, num_keys: int)
                 ["identity", "random"],
                 key=bound_key(page, "projections"),
                 horizontal=True,
-                format_func={"identity": "identity", "random": "seeded random"}.get,
+                format_func=labeller("attention.projection_{}"),
             )
             if projections == "random":
-                st.number_input("Projection seed", 0, 2**31 - 1, key=bound_key(page, "proj_seed"))
+                st.number_input(tr("attention.projection_seed"), 0, 2**31 - 1, key=bound_key(page, "proj_seed"))
             st.slider(
-                "Heads",
+                tr("attention.heads"),
                 1,
                 MAX_HEADS,
                 key=bound_key(page, "heads"),
-                help="The feature size must be divisible by the number of heads.",
+                help=tr("attention.heads_help"),
             )
             if page == "cross":
-                st.toggle("Add the result to the queries (E + ΔE)", key=bound_key(page, "residual"))
+                st.toggle(tr("attention.residual"), key=bound_key(page, "residual"))
             st.selectbox(
-                "Compare with another score",
+                tr("attention.compare"),
                 ["", *SCORES],
                 key=bound_key(page, "compare"),
-                format_func=lambda n: "— off —" if not n else SCORES[n].label,
+                format_func=_optional_score_label(),
             )
     return replace(
         state,
@@ -209,7 +242,7 @@ def _draw(page: str, state: AttentionState, inputs: AttentionInputs) -> Callable
         st.error(str(exc), icon="🚫")
         return None
     q_labels, k_labels = inputs.query_labels, inputs.key_labels
-    title = f"{SCORES[state.score].label}: attention weights"
+    title = tr("attention.weights_title", score=tr(f"score.{state.score}.label"))
     if trace.num_heads == 1:
         head = trace.heads[0]
         chart(
@@ -230,7 +263,7 @@ def _draw(page: str, state: AttentionState, inputs: AttentionInputs) -> Callable
                 mask=trace.heads[0].mask.numpy(),
                 query_labels=q_labels,
                 key_labels=k_labels,
-                head_titles=[f"head {h + 1}" for h in range(trace.num_heads)],
+                head_titles=[tr("attention.head_n", n=h + 1) for h in range(trace.num_heads)],
             ),
             f"{page}_attention_heads",
         )
@@ -240,12 +273,12 @@ def _draw(page: str, state: AttentionState, inputs: AttentionInputs) -> Callable
                 mask=trace.heads[0].mask.numpy(),
                 query_labels=q_labels,
                 key_labels=k_labels,
-                title="Average of the heads' weights",
+                title=tr("attention.mean_title"),
             ),
             f"{page}_attention_mean",
         )
     head = trace.heads[0]
-    raw = lazy_expander("Raw scores, logits and outputs", key=f"open:{page}:raw")
+    raw = lazy_expander(tr("attention.raw"), key=f"open:{page}:raw")
     if raw is not None:
         with raw:
             chart(
@@ -253,14 +286,14 @@ def _draw(page: str, state: AttentionState, inputs: AttentionInputs) -> Callable
                     head.scores.numpy(),
                     row_labels=q_labels,
                     col_labels=k_labels,
-                    title="Raw scores a(q, k)" + (" (head 1)" if trace.num_heads > 1 else ""),
+                    title=tr("attention.raw_title_head1" if trace.num_heads > 1 else "attention.raw_title"),
                     x_title="keys",
                     y_title="queries",
                 ),
                 f"{page}_raw_scores",
             )
             out_cols = [f"o{j + 1}" for j in range(trace.output.shape[-1])]
-            out_title = "Output E + ΔE" if trace.residual else "Output (attention-weighted values)"
+            out_title = tr("attention.output_residual" if trace.residual else "attention.output")
             chart(
                 figures.matrix_heatmap(
                     trace.output.numpy(),
@@ -284,37 +317,37 @@ def _draw(page: str, state: AttentionState, inputs: AttentionInputs) -> Callable
         try:
             other = run_attention(state, inputs, score=state.compare)
         except ValueError as exc:
-            st.error(f"Comparison with {SCORES[state.compare].label}: {exc}", icon="🚫")
+            st.error(tr("attention.comparison_error", score=tr(f"score.{state.compare}.label"), error=exc), icon="🚫")
         else:
-            st.subheader("Two scoring functions side by side")
+            st.subheader(tr("attention.side_by_side"))
             chart(
                 figures.comparison_figure(
                     trace.mean_weights.numpy(),
                     other.mean_weights.numpy(),
-                    label_a=SCORES[state.score].label,
-                    label_b=SCORES[state.compare].label,
+                    label_a=tr(f"score.{state.score}.label"),
+                    label_b=tr(f"score.{state.compare}.label"),
                     mask=head.mask.numpy(),
                     query_labels=q_labels,
                     key_labels=k_labels,
                 ),
                 f"{page}_compare_{state.score}_{state.compare}",
             )
-    st.subheader("Show your work")
+    st.subheader(tr("attention.show_work"))
     row = selected_row(page, q_labels)
     head_index = 0
     if trace.num_heads > 1:
         head_index = st.selectbox(
-            "Head", list(range(trace.num_heads)), format_func=lambda h: f"head {h + 1}", key=f"workhead:{page}"
+            tr("attention.head"),
+            list(range(trace.num_heads)),
+            format_func=_head_label(),
+            key=f"workhead:{page}",
         )
     work_panel(explain_row(trace.heads[head_index], row, q_labels[row], k_labels))
 
     def export() -> None:
-        st.caption(
-            "PNG: use the camera icon of any chart. CSV: scores and weights of head 1. Python: the code that "
-            "recomputes this page with attnviz."
-        )
+        st.caption(tr("attention.export_caption"))
         st.download_button(
-            "Download scores and weights (CSV)",
+            tr("attention.download_csv"),
             weights_csv(head, q_labels, k_labels),
             file_name=f"attnviz_{page}_weights.csv",
             mime="text/csv",
@@ -332,10 +365,10 @@ def attention_page(page: str) -> None:
     ]
     with st.sidebar:
         st.selectbox(
-            "Preset from the study notes",
+            tr("attention.preset"),
             [NO_PRESET, *page_presets],
             key=widget_key(page, "preset"),
-            format_func=lambda k: "— none —" if not k else PRESETS[k].title,
+            format_func=_preset_label(),
             on_change=_load_preset,
             args=(page,),
         )
@@ -372,6 +405,6 @@ def _controls_and_results(page: str, state: AttentionState, inputs: AttentionInp
                 st.error(str(exc), icon="🚫")
             else:
                 if len(set(inputs.query_labels)) < len(inputs.query_labels):
-                    st.caption("Repeated tokens are numbered (·2, ·3…) on the axes so each keeps its own row.")
+                    st.caption(tr("attention.repeated_tokens"))
                 export = _draw(page, state, inputs)
         share_box(params, page, extra=export)

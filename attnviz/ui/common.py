@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Callable
 from dataclasses import fields
@@ -9,11 +10,13 @@ from typing import Any
 
 import plotly.graph_objects as go
 import streamlit as st
+from streamlit.errors import StreamlitAPIException
 
 from attnviz.figures import chart_config
 from attnviz.i18n import DEFAULT_LANGUAGE, LANGUAGES, t
 
 LANG_PARAM = "lang"  # the interface language in every link, e.g. ?lang=zh-Hant; no parameter means English
+LABELLED_WIDGET_PREFIXES = ("w:", "workhead:")  # keys of the app's widgets whose options are shown as labels
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
 
@@ -33,6 +36,14 @@ def tr(key: str, **params: object) -> str:
     return t(key, current_language(), **params)
 
 
+def labeller(template: str, **params: object) -> Callable[[Any], str]:
+    """A `format_func` that shows option `x` as the message `template.format(x)`, in the language of this run.
+
+    The language is fixed when the widget is drawn: Streamlit may call a format_func again after the run."""
+    lang = current_language()
+    return lambda option: t(template.format(option), lang, **params)
+
+
 def _language_from_link() -> str | None:
     """Take the language of a link (?lang=...) into the session; a warning for an unknown one."""
     raw = st.query_params.get(LANG_PARAM)
@@ -45,7 +56,16 @@ def _language_from_link() -> str | None:
 
 
 def _choose_language() -> None:
-    """Callback of the language picker: remember the choice and put it in the link."""
+    """Callback of the language picker: remember the choice and put it in the link.
+
+    A selectbox or radio reports its choice as the label the browser shows, and the labels are about to change
+    language: the rerun would read "a sentence" against the Chinese labels and not find it. So every widget's
+    current value is written back into the session state first, where it is kept as the value itself."""
+    for key in list(st.session_state):
+        if key == f"w:{LANG_PARAM}" or not key.startswith(LABELLED_WIDGET_PREFIXES):
+            continue
+        with contextlib.suppress(StreamlitAPIException):  # buttons, editors, uploaders: not settable, no label
+            st.session_state[key] = st.session_state[key]
     lang = st.session_state[f"w:{LANG_PARAM}"]
     st.session_state[LANG_PARAM] = lang
     if lang == DEFAULT_LANGUAGE:

@@ -16,7 +16,7 @@ from attnviz.explain import Step
 from attnviz.pipeline import matrix_from_cells
 from attnviz.scores import SCORES
 from attnviz.state import MAX_COLS, MAX_ROWS, Matrix
-from attnviz.ui.common import md_escape, value, widget_key
+from attnviz.ui.common import labeller, md_escape, tr, value, widget_key
 
 
 def _frame(matrix: Matrix, row_prefix: str) -> pd.DataFrame:
@@ -37,7 +37,7 @@ def matrix_editor(page: str, name: str, label: str, row_prefix: str, help: str) 
     st.markdown(f"**{label}**", help=help)
     width_key = f"width:{page}:{name}:{version}"
     current_width = len(loaded[0]) if loaded else 1
-    width = st.number_input(f"Features (columns) of {label.lower()}", 1, MAX_COLS, current_width, key=width_key)
+    width = st.number_input(tr("widget.features_of", name=label.lower()), 1, MAX_COLS, current_width, key=width_key)
     base = _frame(loaded, row_prefix)
     if width != current_width:
         # Resizing keeps what was typed: start from the last edited cells, pad with zeros or cut.
@@ -57,7 +57,7 @@ def matrix_editor(page: str, name: str, label: str, row_prefix: str, help: str) 
     cells = edited.astype(object).where(edited.notna(), None).values.tolist()
     st.session_state[cells_key] = cells
     if len(cells) > MAX_ROWS:
-        st.error(f"{label} has {len(cells)} rows; the limit is {MAX_ROWS}. Remove some rows.")
+        st.error(tr("widget.too_many_rows", name=label, count=len(cells), limit=MAX_ROWS))
         return None
     try:
         return matrix_from_cells(cells, label, list(base.columns))
@@ -66,11 +66,17 @@ def matrix_editor(page: str, name: str, label: str, row_prefix: str, help: str) 
         return None
 
 
-def score_picker(page: str, field: str = "score", label: str = "Scoring function") -> str:
+def score_picker(page: str, field: str = "score", label: str | None = None) -> str:
     """Selectbox over SCORES with the formula and explanation of the chosen one."""
-    name = st.selectbox(label, list(SCORES), key=widget_key(page, field), format_func=lambda n: SCORES[n].label)
+    name = st.selectbox(
+        label or tr("widget.scoring_function"),
+        list(SCORES),
+        key=widget_key(page, field),
+        format_func=labeller("score.{}.label"),
+    )
     spec = SCORES[name]
-    st.markdown(f"$$\n{spec.formula}\n$$\n\n{spec.explanation}")  # one element: formula and explanation
+    explanation = tr(f"score.{name}.explanation")
+    st.markdown(f"$$\n{spec.formula}\n$$\n\n{explanation}")  # one element: formula and explanation
     return name
 
 
@@ -80,41 +86,46 @@ def score_params(page: str, name: str) -> None:
     for param in spec.params:
         if param.name == "seed":
             st.number_input(
-                "Seed of the learned weights",
+                tr("widget.seed"),
                 0,
                 int(param.maximum),
                 key=widget_key(page, "score_seed"),
-                help=param.help,
+                help=tr("param.seed.help"),
             )
         elif param.name == "num_hiddens":
             st.number_input(
-                "Hidden units h",
+                tr("widget.hidden_units"),
                 int(param.minimum),
                 int(param.maximum),
                 key=widget_key(page, "num_hiddens"),
-                help=param.help,
+                help=tr("param.num_hiddens.help"),
             )
         elif param.name == "bandwidth":
             st.number_input(
-                "Bandwidth σ", 0.001, 1000.0, key=widget_key(page, "bandwidth"), format="%.4g", help=param.help
+                tr("widget.bandwidth"),
+                0.001,
+                1000.0,
+                key=widget_key(page, "bandwidth"),
+                format="%.4g",
+                help=tr("param.bandwidth.help"),
             )
 
 
 def lens_editor(page: str, num_queries: int, num_keys: int) -> tuple[str, tuple[int, ...]]:
     """Valid lengths: none, one for every query, or one per query; returns (mode, lengths)."""
     mode = st.radio(
-        "Valid lengths",
+        tr("widget.valid_lengths"),
         ["none", "all", "per_query"],
         key=widget_key(page, "lens_mode"),
         horizontal=True,
-        format_func={"none": "all keys", "all": "one length for every query", "per_query": "one per query"}.get,
-        help="Keys at index ≥ the valid length are masked: their weight is exactly 0.",
+        format_func=labeller("widget.lens_{}"),
+        help=tr("widget.lens_help"),
     )
     lens: tuple[int, ...] = tuple(value(page, "lens"))
     if mode == "all":
         current = min(lens[0], num_keys) if lens else num_keys
         length = st.slider(
-            "Valid length",
+            tr("widget.valid_length"),
             0,
             num_keys,
             current,
@@ -123,16 +134,18 @@ def lens_editor(page: str, num_queries: int, num_keys: int) -> tuple[str, tuple[
         return mode, (length,)
     if mode == "per_query":
         padded = [min(x, num_keys) for x in (list(lens) + [num_keys] * num_queries)[:num_queries]]
-        frame = pd.DataFrame({"valid length": padded}, index=[f"query {i + 1}" for i in range(num_queries)])
+        column_name = tr("widget.valid_length_column")
+        queries = [tr("widget.query_n", n=i + 1) for i in range(num_queries)]
+        frame = pd.DataFrame({column_name: padded}, index=queries)
         edited = st.data_editor(
             frame,
             key=f"lens:{page}:{num_queries}:{num_keys}:{st.session_state.get(f'version:{page}', 0)}",
-            column_config={"valid length": st.column_config.NumberColumn(min_value=0, max_value=num_keys, step=1)},
+            column_config={column_name: st.column_config.NumberColumn(min_value=0, max_value=num_keys, step=1)},
         )
-        column = edited["valid length"].tolist()
+        column = edited[column_name].tolist()
         bad = [i + 1 for i, x in enumerate(column) if x is None or x != x or not 0 <= x <= num_keys]
         if bad:
-            st.error(f"Valid length of query {bad[0]} must be a whole number from 0 to {num_keys}.")
+            st.error(tr("widget.bad_length", n=bad[0], keys=num_keys))
             return mode, tuple(padded)
         return mode, tuple(int(x) for x in column)
     return mode, ()
@@ -149,21 +162,19 @@ def share_box(params: dict[str, str], page: str, extra: Callable[[], None] | Non
     """The link that reproduces this page and a QR code to project in class; `extra` draws exports below them."""
     base = st.context.url or ""
     link = base + ("?" + urlencode(params) if params else "")
-    box = lazy_expander("🔗 Share and export" if extra else "🔗 Share this demo", key=f"open:{page}:share")
+    box = lazy_expander(tr("widget.share_and_export" if extra else "widget.share"), key=f"open:{page}:share")
     if box is None:
         return
     with box:
-        st.caption(
-            "Everything on this page is in this link. Copy it (the copy icon on the right), or scan the QR code."
-        )
+        st.caption(tr("widget.share_caption"))
         st.code(link, language=None, wrap_lines=True)
-        st.caption(f"Link length: {len(link)} characters.")
+        st.caption(tr("widget.link_length", count=len(link)))
         if len(link) <= 2000:
             buffer = io.BytesIO()
             segno.make(link, error="m").save(buffer, kind="png", scale=4, border=2)
-            st.image(buffer.getvalue(), caption="QR code of the link", width=220)
+            st.image(buffer.getvalue(), caption=tr("widget.qr_caption"), width=220)
         else:
-            st.info("This link is too long for a QR code; share it as text.")
+            st.info(tr("widget.link_too_long"))
         if extra is not None:
             extra()
 
@@ -187,7 +198,7 @@ def work_panel(steps: list[Step]) -> None:
         elif step.note:  # plain text, may quote user tokens
             lines.append(f"**{md_escape(step.title.split(' ', 1)[0])}** {md_escape(step.note)}")
     st.markdown("\n\n".join(recipe))
-    lines.insert(0, "**With the numbers** (the table has one row per key):")
+    lines.insert(0, tr("widget.with_numbers"))
     columns, rows = merged_table(steps)
     as_text = 0 < len(rows) <= MAX_TEXT_TABLE_ROWS
     if as_text:
@@ -250,11 +261,11 @@ def batch_selector(page: str, batches: int, on_change: Callable[[str], None]) ->
     """For a batched preset: which batch row to show."""
     if batches > 1:
         st.number_input(
-            f"Batch row (0 – {batches - 1})",
+            tr("widget.batch_row", last=batches - 1),
             0,
             batches - 1,
             key=widget_key(page, "batch"),
-            help="This preset is a batch of sequences; the page shows one at a time.",
+            help=tr("widget.batch_help"),
             on_change=on_change,
             args=(page,),
         )
@@ -266,7 +277,7 @@ def selected_row(page: str, labels: list[str]) -> int:
     if st.session_state.get(key, 0) >= len(labels):
         st.session_state[key] = 0
     return st.selectbox(
-        "Query row to explain", list(range(len(labels))), key=key, format_func=lambda i: f"{i + 1}: {labels[i]}"
+        tr("widget.query_row"), list(range(len(labels))), key=key, format_func=lambda i: f"{i + 1}: {labels[i]}"
     )
 
 
