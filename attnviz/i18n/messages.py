@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from attnviz.i18n import Text
 from attnviz.i18n.attention import ATTENTION
+from attnviz.i18n.kernel import KERNEL
 
 CATALOGUE: dict[str, Text] = {
     # ----- the frame: sidebar, language, links -------------------------------------------------------------------
@@ -117,4 +118,5 @@ CATALOGUE: dict[str, Text] = {
         "並算出一個詞元的 q·k。",
     ),
     **ATTENTION,
+    **KERNEL,
 }

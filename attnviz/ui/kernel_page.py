@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 import pandas as pd
@@ -9,11 +10,22 @@ import streamlit as st
 
 from attnviz import figures
 from attnviz.explain import explain_kernel_row
+from attnviz.i18n import t
 from attnviz.kernel import KERNELS, BandwidthFit, fit_bandwidth, toy_function
 from attnviz.pipeline import prediction_curve, run_kernel
 from attnviz.presets import PRESETS
 from attnviz.state import KernelState, apply_kernel_preset, decode_kernel, encode_kernel, parse_vector
-from attnviz.ui.common import chart, publish, push_state, sync_from_url, value, widget_key
+from attnviz.ui.common import (
+    chart,
+    current_language,
+    labeller,
+    publish,
+    push_state,
+    sync_from_url,
+    tr,
+    value,
+    widget_key,
+)
 from attnviz.ui.widgets import share_box, work_panel
 
 PAGE = "kernel"
@@ -47,23 +59,33 @@ def _fit(keys: tuple[float, ...], values: tuple[float, ...], kernel: str, progre
 
 def _points_editor(state: KernelState) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
     version = st.session_state.get(f"version:{PAGE}", 0)
-    frame = pd.DataFrame({"key (x)": list(state.keys), "value (y)": list(state.values)}, dtype="float64")
-    edited = st.data_editor(frame, num_rows="dynamic", key=f"points:{version}", width="stretch", height=240)
+    frame = pd.DataFrame(
+        {tr("kernel.key_column"): list(state.keys), tr("kernel.value_column"): list(state.values)}, dtype="float64"
+    )
+    edited = st.data_editor(
+        frame, num_rows="dynamic", key=f"points:{version}:{current_language()}", width="stretch", height=240
+    )
     if edited.isna().any().any():
         row = int(edited.isna().any(axis=1).to_numpy().nonzero()[0][0]) + 1
-        st.error(f"Training points, row {row}: a key or value is empty; type a number or delete the row.")
+        st.error(tr("kernel.empty_cell", row=row))
         return None
     if len(edited) < 1:
-        st.error("Add at least one training point (a key and its value).")
+        st.error(tr("kernel.no_points"))
         return None
     if len(edited) > 512:
-        st.error(f"{len(edited)} training points; the limit is 512.")
+        st.error(tr("kernel.too_many_points", count=len(edited)))
         return None
-    keys, values = edited["key (x)"].tolist(), edited["value (y)"].tolist()
+    keys, values = edited.iloc[:, 0].tolist(), edited.iloc[:, 1].tolist()
     if any(abs(x) > 1e6 for x in keys + values):
-        st.error("Training points must lie within ±1e6.")
+        st.error(tr("kernel.out_of_range"))
         return None
     return tuple(float(x) for x in keys), tuple(float(y) for y in values)
+
+
+def _preset_label() -> Callable[[str], str]:
+    """A preset's title, "" as "none"."""
+    none = tr("attention.no_preset")
+    return lambda key: PRESETS[key].title if key else none
 
 
 def kernel_page() -> None:
@@ -71,27 +93,29 @@ def kernel_page() -> None:
     state: KernelState = sync_from_url(PAGE, decode_kernel, _CONVERT)
     with st.sidebar:
         st.selectbox(
-            "Preset",
+            tr("kernel.preset"),
             KERNEL_PRESETS,
             key=widget_key(PAGE, "preset"),
             on_change=_load_preset,
-            format_func=lambda k: "— none —" if not k else PRESETS[k].title,
+            format_func=_preset_label(),
         )
         if state.preset:
             st.caption(f"**{PRESETS[state.preset].source}.** {PRESETS[state.preset].description}")
         if state.preset == TOY:
-            st.number_input("Data seed", 0, 2**31 - 1, key=widget_key(PAGE, "toy_seed"), on_change=_reload_toy)
-            st.number_input("Training points", 5, 200, key=widget_key(PAGE, "toy_n"), on_change=_reload_toy)
+            st.number_input(
+                tr("kernel.data_seed"), 0, 2**31 - 1, key=widget_key(PAGE, "toy_seed"), on_change=_reload_toy
+            )
+            st.number_input(tr("kernel.training_count"), 5, 200, key=widget_key(PAGE, "toy_n"), on_change=_reload_toy)
     points_column, queries_column = st.columns([3, 2], gap="large")
     with points_column:
-        st.markdown("**Training points** (keys and their values)")
+        st.markdown(tr("kernel.points_heading"))
         points = _points_editor(state)
     with queries_column:
-        query_text = st.text_input("Query points (comma-separated)", key=widget_key(PAGE, "queries"))
+        query_text = st.text_input(tr("kernel.queries"), key=widget_key(PAGE, "queries"))
         try:
             queries = parse_vector(query_text, "query points")
         except ValueError as exc:
-            st.error(f"{exc}. Example: 57, 52.5", icon="🚫")
+            st.error(tr("kernel.queries_example", error=exc), icon="🚫")
             queries = None
     if points is not None:
         state = replace(state, keys=points[0], values=points[1])
@@ -107,11 +131,14 @@ def _controls_and_results(state: KernelState, ready: bool) -> None:
     left, right = st.columns([2, 3], gap="large")
     with left:
         kernel = st.selectbox(
-            "Kernel", list(KERNELS), key=widget_key(PAGE, "kernel"), format_func=lambda k: KERNELS[k].label
+            tr("kernel.kernel"), list(KERNELS), key=widget_key(PAGE, "kernel"), format_func=labeller("kernel.{}.label")
         )
         formula = KERNELS[kernel].formula + r",\quad u = \frac{\lvert q - k \rvert}{\sigma}"
-        st.markdown(f"$$\n{formula}\n$$\n\n{KERNELS[kernel].explanation}")  # one element: formula and text
-        bandwidth = st.number_input("Bandwidth σ", 0.001, 10000.0, key=widget_key(PAGE, "bandwidth"), format="%.4g")
+        explanation = tr(f"kernel.{kernel}.explanation")
+        st.markdown(f"$$\n{formula}\n$$\n\n{explanation}")  # one element: formula and text
+        bandwidth = st.number_input(
+            tr("widget.bandwidth"), 0.001, 10000.0, key=widget_key(PAGE, "bandwidth"), format="%.4g"
+        )
     state = replace(state, kernel=kernel, bandwidth=float(bandwidth), row=int(value(PAGE, "row")))
     with right:
         if ready:
@@ -129,7 +156,7 @@ def _draw(state: KernelState) -> None:
     extra = None
     if fit is not None:
         learned = prediction_curve(state, bandwidth=fit.bandwidth)
-        extra = (learned.output.numpy(), f"learned σ = {fit.bandwidth:.3g}")
+        extra = (learned.output.numpy(), tr("kernel.learned_curve", sigma=f"{fit.bandwidth:.3g}"))
     fig = figures.kernel_regression_figure(
         state.keys,
         state.values,
@@ -145,11 +172,9 @@ def _draw(state: KernelState) -> None:
     q_labels = [f"{x:.4g}" for x in state.queries]
     if bool(trace.no_support.any()):
         missing = ", ".join(q for q, flag in zip(q_labels, trace.no_support.tolist(), strict=True) if flag)
-        st.warning(
-            f"No training key lies inside the {state.kernel} window of query {missing}: no prediction there. Widen σ."
-        )
+        st.warning(tr("kernel.no_support", kernel=tr(f"kernel.{state.kernel}.label"), queries=missing))
     st.markdown(
-        "**Predictions**: "
+        tr("kernel.predictions")
         + ", ".join(f"f({q}) = {y:.4g}" for q, y in zip(q_labels, trace.output.tolist(), strict=True))
     )
     chart(
@@ -158,38 +183,49 @@ def _draw(state: KernelState) -> None:
             scores=trace.scores.numpy(),
             query_labels=q_labels,
             key_labels=labels,
-            title="Attention weights (queries × training keys)",
+            title=tr("kernel.weights_title"),
         ),
         "kernel_weights",
     )
-    st.subheader("Learn the bandwidth")
-    st.caption(
-        "Gradient descent on the leave-one-out squared error: each training point is predicted from the "
-        "others (otherwise σ → 0 just memorises the data)."
-    )
+    st.subheader(tr("kernel.learn_heading"))
+    st.caption(tr("kernel.learn_caption"))
     if st.button(
-        "Learn σ from the training points",
+        tr("kernel.learn_button"),
         disabled=state.kernel == "boxcar" or len(state.keys) < 2,
-        help="Not available for the boxcar kernel (no gradient) or fewer than 2 points.",
+        help=tr("kernel.learn_help"),
     ):
-        bar = st.progress(0.0, text="Training…")
+        bar = st.progress(0.0, text=tr("kernel.training"))
+        lang = current_language()
+
+        def epoch_text(**params: object) -> str:
+            return t("kernel.epoch", lang, **params)
+
         # Trained here with visible progress; the cached call (same inputs) serves the reruns after it.
         _fit(
             *fit_key,
-            progress=lambda epoch, loss: bar.progress(epoch / 200, text=f"Epoch {epoch}/200 · loss {loss:.4g}"),
+            progress=lambda epoch, loss: bar.progress(epoch / 200, text=epoch_text(epoch=epoch, loss=f"{loss:.4g}")),
         )
         bar.empty()
         st.session_state["fit_request"] = fit_key
         st.rerun()
     if fit is not None:
         chart(figures.loss_curve(fit.losses), "kernel_loss_curve")
-        st.success(f"Learned σ = {fit.bandwidth:.4g} (loss {fit.losses[0]:.4g} → {fit.losses[-1]:.4g}).")
-        st.button("Use the learned σ", on_click=_use_bandwidth, args=(fit.bandwidth,))
-    st.subheader("Show your work")
+        st.success(
+            tr(
+                "kernel.learned",
+                sigma=f"{fit.bandwidth:.4g}",
+                first=f"{fit.losses[0]:.4g}",
+                last=f"{fit.losses[-1]:.4g}",
+            )
+        )
+        st.button(tr("kernel.use_learned"), on_click=_use_bandwidth, args=(fit.bandwidth,))
+    st.subheader(tr("attention.show_work"))
     key = widget_key(PAGE, "row")
     if st.session_state.get(key, 0) >= len(q_labels):
         st.session_state[key] = 0
-    row = st.selectbox("Query to explain", list(range(len(q_labels))), key=key, format_func=lambda i: q_labels[i])
+    row = st.selectbox(
+        tr("kernel.query_to_explain"), list(range(len(q_labels))), key=key, format_func=lambda i: q_labels[i]
+    )
     work_panel(explain_kernel_row(trace, row, labels))
 
 

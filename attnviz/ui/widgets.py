@@ -16,7 +16,7 @@ from attnviz.explain import Step
 from attnviz.pipeline import matrix_from_cells
 from attnviz.scores import SCORES
 from attnviz.state import MAX_COLS, MAX_ROWS, Matrix
-from attnviz.ui.common import labeller, md_escape, tr, value, widget_key
+from attnviz.ui.common import current_language, labeller, md_escape, tr, value, widget_key
 
 
 def _frame(matrix: Matrix, row_prefix: str) -> pd.DataFrame:
@@ -134,12 +134,13 @@ def lens_editor(page: str, num_queries: int, num_keys: int) -> tuple[str, tuple[
         return mode, (length,)
     if mode == "per_query":
         padded = [min(x, num_keys) for x in (list(lens) + [num_keys] * num_queries)[:num_queries]]
-        column_name = tr("widget.valid_length_column")
+        column_name, lang = tr("widget.valid_length_column"), current_language()
         queries = [tr("widget.query_n", n=i + 1) for i in range(num_queries)]
         frame = pd.DataFrame({column_name: padded}, index=queries)
         edited = st.data_editor(
             frame,
-            key=f"lens:{page}:{num_queries}:{num_keys}:{st.session_state.get(f'version:{page}', 0)}",
+            # the column is named in the page's language: a new editor when the language changes
+            key=f"lens:{page}:{num_queries}:{num_keys}:{st.session_state.get(f'version:{page}', 0)}:{lang}",
             column_config={column_name: st.column_config.NumberColumn(min_value=0, max_value=num_keys, step=1)},
         )
         column = edited[column_name].tolist()
