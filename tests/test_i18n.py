@@ -17,7 +17,8 @@ LITERAL = re.compile(r"""["']([a-z_]+\.[a-z_0-9.]+)["']""")  # any quoted key, e
 # Keys the code builds from a name: page + ".title", f"home.card_{page}", f"score.{name}.label", ...
 DYNAMIC = re.compile(
     r"^([a-z]+\.(title|intro)|home\.card_[a-z]+|score\.[a-z_]+\.(label|explanation)|param\.[a-z_]+\.help"
-    r"|widget\.lens_[a-z_]+|attention\.(input|embed|projection)_[a-z]+)$"
+    r"|widget\.lens_[a-z_]+|attention\.(input|embed|projection)_[a-z]+|kernel\.[a-z]+\.(label|explanation)"
+    r"|model\.part_[a-z]+|model\.pattern\.[a-z]+)$"
 )
 # Characters that exist only in one script: a Simplified text must not use the Traditional form and vice versa.
 SIMPLIFIED_ONLY = set("这个们语键头为发关时来对说计权选择显输数据签态钮")

@@ -117,13 +117,13 @@ def test_without_the_model_the_page_says_how_to_install_it(monkeypatch):
     from attnviz.ui import model_page
 
     monkeypatch.setattr(bert.importlib.util, "find_spec", lambda name: None)
-    model_page.get_model.clear()
+    model_page._cached_model.clear()
     try:
         at = run_page(MODEL)
         assert any("requirements-model.txt" in e.value for e in at.error)
         assert not figures(at)
     finally:
-        model_page.get_model.clear()
+        model_page._cached_model.clear()
 
 
 def test_self_attention_can_use_the_models_input_embeddings(model):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from attnviz.i18n import Text
 from attnviz.i18n.attention import ATTENTION
 from attnviz.i18n.kernel import KERNEL
+from attnviz.i18n.model import MODEL
 
 CATALOGUE: dict[str, Text] = {
     # ----- the frame: sidebar, language, links -------------------------------------------------------------------
@@ -119,4 +120,5 @@ CATALOGUE: dict[str, Text] = {
     ),
     **ATTENTION,
     **KERNEL,
+    **MODEL,
 }

@@ -11,7 +11,6 @@ import streamlit as st
 from attnviz import figures, model_figures
 from attnviz.bert import MAX_MODEL_TOKENS, MODEL_NAME, BertEncoder, BertTrace, ModelUnavailableError, load_minilm
 from attnviz.bert_views import (
-    PATTERNS,
     attentions_npz,
     find_heads,
     head_view,
@@ -23,19 +22,25 @@ from attnviz.bert_views import (
     view_csv,
 )
 from attnviz.explain import explain_row
+from attnviz.i18n import t
 from attnviz.model_state import NUM_HEADS, NUM_LAYERS, PARTS, ModelState, decode_model, encode_model
 from attnviz.state import MAX_TEXT
-from attnviz.ui.common import chart, md_escape, publish, sync_from_url, widget_key
+from attnviz.ui.common import chart, current_language, labeller, md_escape, publish, sync_from_url, tr, widget_key
 from attnviz.ui.widgets import share_box, work_panel
 
 PAGE = "model"
 _CONVERT = {"heads": list}  # the multiselect holds a list; the state a tuple
 
 
-@st.cache_resource(show_spinner=f"Loading the pretrained model ({MODEL_NAME}, 90 MB, from the installed package)…")
-def get_model() -> BertEncoder:
-    """The model, loaded once per server and shared by every session (about 0.1 s)."""
+@st.cache_resource(show_spinner=False)
+def _cached_model() -> BertEncoder:
     return load_minilm()
+
+
+def get_model() -> BertEncoder:
+    """The model, loaded once per server and shared by every session (about 0.1 s), with a spinner meanwhile."""
+    with st.spinner(tr("model.loading", model=MODEL_NAME)):
+        return _cached_model()
 
 
 @st.cache_resource(max_entries=8, ttl=600, show_spinner=False)
@@ -59,51 +64,54 @@ def model_page() -> None:
         "Sentence",
         key=widget_key(PAGE, "sentence"),
         max_chars=MAX_TEXT,
-        help=f"Split into WordPiece tokens by the model's own tokenizer (lower-cased; rare words become several "
-        f"pieces such as 'un', '##bel'). Up to {MAX_MODEL_TOKENS} tokens with [CLS] and [SEP].",
+        help=tr("model.sentence_help", limit=MAX_MODEL_TOKENS),
     )
     pair = right.text_input(
-        "Second sentence (optional)",
+        tr("model.pair"),
         key=widget_key(PAGE, "pair"),
         max_chars=MAX_TEXT,
-        help="With a second sentence the model reads [CLS] first [SEP] second [SEP], as in BERT's sentence-pair "
-        "tasks; the view can then show only the attention from one sentence to the other.",
+        help=tr("model.pair_help"),
     )
     state = replace(state, sentence=sentence, pair=pair)
     trace = None
     try:
         trace = run_model(sentence, pair)
     except ValueError as exc:
-        st.error(f"Sentence: {exc}", icon="🚫")
+        st.error(tr("model.sentence_error", error=exc), icon="🚫")
     _controls_and_results(state, trace)
+
+
+def _head_label() -> Callable[[int], str]:
+    """Head 1, 2, ... as "head 1", ... in this run's language."""
+    lang = current_language()
+    return lambda head: t("model.head_n", lang, n=head)
 
 
 def _controls(state: ModelState, trace: BertTrace | None) -> ModelState:
     """Layer, heads, token filters and the followed token."""
-    layer = st.selectbox("Layer", list(range(1, NUM_LAYERS + 1)), key=widget_key(PAGE, "layer"))
+    layer = st.selectbox(tr("model.layer"), list(range(1, NUM_LAYERS + 1)), key=widget_key(PAGE, "layer"))
     heads = st.multiselect(
-        "Heads (one, or several to average)",
+        tr("model.heads"),
         list(range(1, NUM_HEADS + 1)),
         key=widget_key(PAGE, "heads"),
-        format_func=lambda h: f"head {h}",
+        format_func=_head_label(),
     )
     if not heads:
-        st.warning(f"Choose at least one head; showing head {state.heads[0]} until you do.")
+        st.warning(tr("model.no_head", head=state.heads[0]))
         heads = list(state.heads)
-    hide = st.toggle("Hide [CLS] and [SEP]", key=widget_key(PAGE, "hide_special"))
+    hide = st.toggle(tr("model.hide_special"), key=widget_key(PAGE, "hide_special"))
     renormalise = st.toggle(
-        "Renormalise rows",
+        tr("model.renormalise"),
         key=widget_key(PAGE, "renormalise"),
-        help="Rescale each row of what is shown so that it sums to 1 again (after hiding tokens, or between two "
-        "sentences). The model itself never does this.",
+        help=tr("model.renormalise_help"),
     )
     part = "all"
     if state.pair.strip():
         part = st.radio(
-            "Attention between the sentences",
+            tr("model.between"),
             PARTS,
             key=widget_key(PAGE, "part"),
-            format_func={"all": "all tokens", "ab": "first → second", "ba": "second → first"}.get,
+            format_func=labeller("model.part_{}"),
         )
     token = state.token
     if trace is not None:
@@ -112,7 +120,7 @@ def _controls(state: ModelState, trace: BertTrace | None) -> ModelState:
             st.session_state[key] = 1 if len(trace.tokens) > 2 else 0  # the first word of a shorter sentence
         tokens = trace.tokens
         token = st.selectbox(
-            "Token to follow (neuron view)",
+            tr("model.token"),
             list(range(len(tokens))),
             key=key,
             format_func=lambda i: f"{i}: {tokens[i]}",
@@ -131,14 +139,17 @@ def _controls(state: ModelState, trace: BertTrace | None) -> ModelState:
 def _finder(trace: BertTrace) -> None:
     """The heads of this sentence that do something recognisable, as a small table."""
     lines = [
-        f"- {md_escape(PATTERNS[pattern])}: layer {layer}, head {head} ({weight:.2f})"
+        tr(
+            "model.finder_line",
+            target=md_escape(tr(f"model.pattern.{pattern}")),
+            layer=layer,
+            head=head,
+            weight=f"{weight:.2f}",
+        )
         for pattern, layer, head, weight in find_heads(trace)
     ]
     if lines:
-        st.markdown(
-            "**Heads worth a look** in this sentence: the head that gives each target the most weight "
-            "(its mean weight over the words).\n\n" + "\n".join(lines)
-        )
+        st.markdown(tr("model.finder") + "\n\n" + "\n".join(lines))
 
 
 def token_labels(tokens: list[str]) -> list[str]:
@@ -152,7 +163,7 @@ def _draw(state: ModelState, trace: BertTrace) -> Callable[[], None]:
     tokens = token_labels(trace.tokens)
     rows, cols = token_selection(trace.tokens, trace.type_ids, state.hide_special, state.part)
     if not rows or not cols:
-        st.info("Nothing to show: every token is hidden. Show [CLS] and [SEP] or add words.")
+        st.info(tr("model.nothing"))
     else:
         views, pooled = thumbnails(trace.attentions, rows, cols, state.renormalise)
         size = views.shape[-1]
@@ -167,27 +178,21 @@ def _draw(state: ModelState, trace: BertTrace) -> Callable[[], None]:
             "model_view",
         )
         if pooled:
-            st.caption(
-                f"{len(tokens)} tokens: each thumbnail is max-pooled to {size} cells a side, so thin "
-                "patterns stay visible. The head view below has every token."
-            )
+            st.caption(tr("model.pooled", count=len(tokens), size=size))
         _head_view(state, trace, rows, cols)
     _neuron_view(state, trace)
 
     def export() -> None:
         block = head_view(head_weights(trace, state.layer, state.heads), rows, cols, state.renormalise)
-        st.caption(
-            "PNG: the camera icon of any chart. CSV: the head view as shown. NPZ: all "
-            f"{NUM_LAYERS * NUM_HEADS} heads' weights with the tokens (numpy.load, no pickle needed)."
-        )
+        st.caption(tr("model.export_caption", count=NUM_LAYERS * NUM_HEADS))
         st.download_button(
-            "Download the head view (CSV)",
+            tr("model.download_csv"),
             view_csv(block, trace.tokens, rows, cols),
             file_name=f"attnviz_minilm_layer{state.layer}_heads{'-'.join(map(str, state.heads))}.csv",
             mime="text/csv",
         )
         st.download_button(
-            "Download every head (NumPy .npz)",
+            tr("model.download_npz"),
             attentions_npz(trace),
             file_name="attnviz_minilm_attentions.npz",
             mime="application/octet-stream",
@@ -202,7 +207,8 @@ def _head_view(state: ModelState, trace: BertTrace, rows: list[int], cols: list[
     weights = head_weights(trace, state.layer, state.heads)  # (T, T)
     block = head_view(weights, rows, cols, state.renormalise)
     single = len(state.heads) == 1
-    which = f"head {state.heads[0]}" if single else "average of heads " + ", ".join(map(str, state.heads))
+    heads = ", ".join(map(str, state.heads))
+    which = tr("model.which_one", head=state.heads[0]) if single else tr("model.which_average", heads=heads)
     scores = None
     if single:
         raw = trace.layers[state.layer - 1].scores[state.heads[0] - 1]  # (T, T) q·k before the 1/√d scale
@@ -213,13 +219,13 @@ def _head_view(state: ModelState, trace: BertTrace, rows: list[int], cols: list[
             scores=scores,
             query_labels=[tokens[i] for i in rows],
             key_labels=[tokens[j] for j in cols],
-            title=f"Head view: layer {state.layer}, {which}",
+            title=tr("model.head_view_title", layer=state.layer, which=which),
         ),
         f"minilm_layer{state.layer}_{which.replace(' ', '_')}",
     )
     shown_all = len(rows) == len(cols) == len(tokens)
     if not shown_all and not state.renormalise:
-        st.caption("Rows sum to less than 1 here: the hidden tokens hold the rest of each row's weight.")
+        st.caption(tr("model.rows_short"))
 
 
 def _neuron_view(state: ModelState, trace: BertTrace) -> None:
@@ -227,13 +233,9 @@ def _neuron_view(state: ModelState, trace: BertTrace) -> None:
     head = state.heads[0]
     token = min(state.token, len(tokens) - 1)
     shown = md_escape(tokens[token])  # the user's text: shown literally, never as markdown
-    st.subheader(f"Neuron view: '{shown}' in layer {state.layer}, head {head}")
-    note = " (the first of the chosen heads)" if len(state.heads) > 1 else ""
-    st.caption(
-        f"The query vector of '{shown}' in head {head}{note}, every key, their products coordinate by "
-        "coordinate, the scaled dot products and the softmax: the model's real numbers, over every token "
-        "([CLS] and [SEP] included, whatever the views above hide)."
-    )
+    st.subheader(tr("model.neuron_heading", token=shown, layer=state.layer, head=head))
+    note = tr("model.first_of_chosen") if len(state.heads) > 1 else ""
+    st.caption(tr("model.neuron_caption", token=shown, head=head, note=note))
     head_trace = trace.head(state.layer - 1, head - 1)
     chart(
         model_figures.neuron_view(
