@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from attnviz.i18n import DEFAULT_LANGUAGE, t
 from attnviz.scores import SCORES
 from attnviz.trace import AttentionTrace
 
@@ -20,6 +21,7 @@ class Step:
     note: str = ""
     columns: list[str] = field(default_factory=list)
     rows: list[list[object]] = field(default_factory=list)
+    note_is_latex: bool = False  # the note is app-made LaTeX that the temperature does not change (see work_panel)
 
 
 def _num(x: float) -> str:
@@ -69,8 +71,14 @@ def score_working(trace: AttentionTrace, row: int, key: int) -> str:
     return rf"a(\mathbf q, \mathbf k_{{{j}}}) = {s}"
 
 
-def explain_row(trace: AttentionTrace, row: int, query_label: str, key_labels: list[str]) -> list[Step]:
-    """Score, scale, mask, softmax and weighted sum of values for query `row` of an unbatched trace."""
+def explain_row(
+    trace: AttentionTrace, row: int, query_label: str, key_labels: list[str], lang: str = DEFAULT_LANGUAGE
+) -> list[Step]:
+    """Score, scale, mask, softmax and weighted sum of values for query `row` of an unbatched trace, in `lang`."""
+
+    def tr(key: str, **params: object) -> str:
+        return t(key, lang, **params)
+
     if trace.batched:
         raise ValueError("explain_row takes an unbatched trace (one sequence, one head)")
     num_queries = trace.weights.shape[0]
@@ -85,31 +93,35 @@ def explain_row(trace: AttentionTrace, row: int, query_label: str, key_labels: l
     q_label = _tex_label(query_label)
     steps = [
         Step(
-            f"1. Score the query '{query_label}' against every key",
+            tr("explain.score", query=query_label),
             formula,
-            note=f"First key worked out: ${score_working(trace, row, 0)}$",
-            columns=["key", "score a(q, k)"],
+            note=f"{tr('explain.first_key')} ${score_working(trace, row, 0)}$",
+            columns=[tr("explain.key"), tr("explain.score_column")],
             rows=[[k, s] for k, s in zip(key_labels, scores, strict=True)],
+            note_is_latex=True,
         )
     ]
     scale_tex = r"\frac{1}{\sqrt{d}}" if spec and spec.scaled else "1"
     steps.append(
         Step(
-            "2. Scale and apply the temperature",
+            tr("explain.scale"),
             rf"z_j = a(\mathbf q, \mathbf k_j) \times {scale_tex} \,/\, T",
-            note=f"Scale = {_num(trace.scale)}, temperature T = {_num(trace.temperature)}.",
-            columns=["key", "score", "logit z"],
+            note=tr("explain.scale_note", scale=_num(trace.scale), temperature=_num(trace.temperature)),
+            columns=[tr("explain.key"), tr("explain.score_short"), tr("explain.logit")],
             rows=[[k, s, z] for k, s, z in zip(key_labels, scores, logits, strict=True)],
         )
     )
     blocked = [k for k, ok in zip(key_labels, allowed, strict=True) if not ok]
     steps.append(
         Step(
-            "3. Mask the keys this query may not see",
+            tr("explain.mask"),
             r"z_j \leftarrow -\infty \ \text{for masked keys, so } e^{z_j} = 0",
-            note=("Masked: " + ", ".join(blocked)) if blocked else "No key is masked for this query.",
-            columns=["key", "allowed"],
-            rows=[[k, "yes" if ok else "no (masked)"] for k, ok in zip(key_labels, allowed, strict=True)],
+            note=tr("explain.masked", keys=", ".join(blocked)) if blocked else tr("explain.none_masked"),
+            columns=[tr("explain.key"), tr("explain.allowed")],
+            rows=[
+                [k, tr("explain.yes") if ok else tr("explain.no_masked")]
+                for k, ok in zip(key_labels, allowed, strict=True)
+            ],
         )
     )
     finite = [z for z, ok in zip(logits, allowed, strict=True) if ok]
@@ -118,16 +130,10 @@ def explain_row(trace: AttentionTrace, row: int, query_label: str, key_labels: l
     total = sum(exps)
     steps.append(
         Step(
-            "4. Softmax: exponentiate and normalise",
+            tr("explain.softmax"),
             r"\alpha_j = \frac{e^{z_j - m}}{\sum_{i} e^{z_i - m}}, \quad m = \max_i z_i",
-            note=(
-                f"m = {_num(top)}; sum of the exponentials: {_num(total)}. Subtracting the maximum m changes "
-                "nothing in the result but keeps the exponentials from overflowing."
-            )
-            if finite
-            else "Every key is masked: the query attends to nothing, all weights are 0 and its output is the "
-            "zero vector.",
-            columns=["key", "e^(z − m)", "weight α"],
+            note=tr("explain.softmax_note", top=_num(top), total=_num(total)) if finite else tr("explain.all_masked"),
+            columns=[tr("explain.key"), "e^(z − m)", tr("explain.weight")],
             rows=[[k, e, w] for k, e, w in zip(key_labels, exps, weights, strict=True)],
         )
     )
@@ -138,19 +144,24 @@ def explain_row(trace: AttentionTrace, row: int, query_label: str, key_labels: l
     shown = ", ".join(_num(x) for x in output[:16]) + (", …" if len(output) > 16 else "")
     steps.append(
         Step(
-            "5. Weighted sum of the values",
+            tr("explain.weighted_sum"),
             rf"\mathbf o_{{{q_label}}} = \sum_j \alpha_j \mathbf v_j",
             note=f"o = {' + '.join(terms) or '0'}{more} = [{shown}]",
-            columns=["key", "weight α", *[f"v[{i + 1}]" for i in range(min(len(output), 8))]],
+            columns=[tr("explain.key"), tr("explain.weight"), *[f"v[{i + 1}]" for i in range(min(len(output), 8))]],
             rows=[[k, w, *v[:8]] for k, w, v in zip(key_labels, weights, values, strict=True)],
         )
     )
     return steps
 
 
-def explain_kernel_row(trace: AttentionTrace, row: int, key_labels: list[str]) -> list[Step]:
-    """Nadaraya–Watson for one query: distances, kernel values, normalisation, weighted sum."""
+def explain_kernel_row(
+    trace: AttentionTrace, row: int, key_labels: list[str], lang: str = DEFAULT_LANGUAGE
+) -> list[Step]:
+    """Nadaraya–Watson for one query: distances, kernel values, normalisation, weighted sum (in `lang`)."""
     from attnviz.kernel import KERNELS
+
+    def tr(key: str, **params: object) -> str:
+        return t(key, lang, **params)
 
     spec = KERNELS[trace.score]
     sigma = trace.score_params["bandwidth"]
@@ -163,25 +174,23 @@ def explain_kernel_row(trace: AttentionTrace, row: int, key_labels: list[str]) -
     query = _num(q[0]) if len(q) == 1 else "(" + ", ".join(_num(x) for x in q) + ")"
     steps = [
         Step(
-            "1. Distance from the query to every key, scaled by the bandwidth σ",
+            tr("explain.distance"),
             r"u_i = \frac{\lvert q - k_i \rvert}{\sigma}",
-            note=f"Query q = {query}, σ = {_num(sigma)}.",
-            columns=["key", "|q − k|", "u"],
+            note=tr("explain.distance_note", query=query, sigma=_num(sigma)),
+            columns=[tr("explain.key"), "|q − k|", "u"],
             rows=[[k, d, d / sigma] for k, d in zip(key_labels, distances, strict=True)],
         ),
         Step(
-            f"2. Kernel value of each key ({spec.label})",
+            tr("explain.kernel_value", kernel=tr(f"kernel.{spec.name}.label")),
             spec.formula,
-            columns=["key", "K(u)"],
+            columns=[tr("explain.key"), "K(u)"],
             rows=[[k, v] for k, v in zip(key_labels, kernel_values, strict=True)],
         ),
         Step(
-            "3. Normalise: the weights sum to 1",
+            tr("explain.normalise"),
             r"\alpha_i = \frac{K(u_i)}{\sum_j K(u_j)}",
-            note=f"Sum of the kernel values: {_num(total)}."
-            if total > 0
-            else "No key lies inside the kernel window: there is nothing to average, so no prediction here.",
-            columns=["key", "weight α"],
+            note=tr("explain.kernel_sum", total=_num(total)) if total > 0 else tr("explain.no_support"),
+            columns=[tr("explain.key"), tr("explain.weight")],
             rows=[[k, w] for k, w in zip(key_labels, weights, strict=True)],
         ),
     ]
@@ -189,12 +198,12 @@ def explain_kernel_row(trace: AttentionTrace, row: int, key_labels: list[str]) -
     prediction = float(trace.output[row].reshape(-1)[0])
     steps.append(
         Step(
-            "4. Prediction: weighted average of the values",
+            tr("explain.prediction"),
             r"f(q) = \sum_i \alpha_i v_i",
             note=(
-                f"f(q) = {' + '.join(terms)} = {_num(prediction)} (terms with weight below 0.0001 left out)."
+                tr("explain.prediction_note", terms=" + ".join(terms), prediction=_num(prediction))
                 if total > 0
-                else "Undefined: no key has any weight."
+                else tr("explain.undefined")
             ),
         )
     )

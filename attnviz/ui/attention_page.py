@@ -342,7 +342,7 @@ def _draw(page: str, state: AttentionState, inputs: AttentionInputs) -> Callable
             format_func=_head_label(),
             key=f"workhead:{page}",
         )
-    work_panel(explain_row(trace.heads[head_index], row, q_labels[row], k_labels))
+    work_panel(explain_row(trace.heads[head_index], row, q_labels[row], k_labels, current_language()))
 
     def export() -> None:
         st.caption(tr("attention.export_caption"))

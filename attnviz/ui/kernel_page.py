@@ -226,7 +226,7 @@ def _draw(state: KernelState) -> None:
     row = st.selectbox(
         tr("kernel.query_to_explain"), list(range(len(q_labels))), key=key, format_func=lambda i: q_labels[i]
     )
-    work_panel(explain_kernel_row(trace, row, labels))
+    work_panel(explain_kernel_row(trace, row, labels, current_language()))
 
 
 def _use_bandwidth(bandwidth: float) -> None:

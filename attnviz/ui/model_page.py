@@ -248,7 +248,7 @@ def _neuron_view(state: ModelState, trace: BertTrace) -> None:
         ),
         f"minilm_neuron_layer{state.layer}_head{head}",
     )
-    work_panel(explain_row(head_trace, token, tokens[token], tokens))
+    work_panel(explain_row(head_trace, token, tokens[token], tokens, current_language()))
 
 
 @st.fragment

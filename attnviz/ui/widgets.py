@@ -194,7 +194,7 @@ def work_panel(steps: list[Step]) -> None:
     recipe, lines = [], []
     for step in steps:
         recipe.append(f"**{md_escape(step.title)}**\n\n$$\n{step.formula}\n$$")
-        if step.note.startswith("First key"):  # app-made LaTeX that the temperature does not change
+        if step.note_is_latex:  # app-made LaTeX that the temperature does not change
             recipe.append(step.note)
         elif step.note:  # plain text, may quote user tokens
             lines.append(f"**{md_escape(step.title.split(' ', 1)[0])}** {md_escape(step.note)}")
