@@ -16,11 +16,13 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
+from attnviz.i18n import DEFAULT_LANGUAGE, t
+
 WEIGHTS_PALETTE = "Cividis"  # sequential and colour-blind safe
 SEQUENTIAL_PALETTE = "Viridis"
 DIVERGING_PALETTE = "RdBu_r"  # ColorBrewer RdBu is colour-blind safe; reversed so that positive = red
 MASK_GREY = "#d9d9d9"
-MASK_NAME = "masked: cannot attend (weight exactly 0)"
+MASK_NAME = "masked: cannot attend (weight exactly 0)"  # the English legend entries (catalogue: fig.masked, ...)
 NO_SUPPORT_NAME = "no key inside the kernel window"
 MAX_TEXT_CELLS = 144  # numbers are printed in the cells only up to 12 x 12
 MAX_HOVER_SCORE_CELLS = 64 * 64  # above this, raw scores stay out of the hover (they would double the payload)
@@ -129,13 +131,18 @@ def _heatmap(values: np.ndarray, allowed: np.ndarray | None, x: list[str], y: li
     return {"type": "heatmap", "z": z.astype(np.float32), "x": x, "y": y, "hoverongaps": False, **kwargs}
 
 
-def _mask_trace(allowed: np.ndarray, x: list[str], y: list[str], text: bool) -> Trace:
+def _w(word: str, lang: str, /, **params: object) -> str:
+    """A word of the figures ("keys", "weight", ...) in `lang`, made safe for Plotly's HTML-like labels."""
+    return html.escape(t(f"fig.{word}", lang, **params), quote=False)
+
+
+def _mask_trace(allowed: np.ndarray, x: list[str], y: list[str], text: bool, lang: str = DEFAULT_LANGUAGE) -> Trace:
     """Masked cells (allowed False) in flat grey, with "×" when small, no colour bar; transparent elsewhere."""
     z = np.where(allowed, np.float32(np.nan), np.float32(1.0)).astype(np.float32)  # (Q, K)
     grey = {"colorscale": [[0.0, MASK_GREY], [1.0, MASK_GREY]], "zmin": 0.0, "zmax": 1.0, "showscale": False}
     crosses = np.where(allowed, "", "×").astype(object)
     cells = {"text": crosses, "texttemplate": "%{text}", "textfont": {"color": BLACK}} if text else {}
-    hover = f"query: %{{y}}<br>key: %{{x}}<br>{MASK_NAME}<extra></extra>"
+    hover = f"{_w('query', lang)}: %{{y}}<br>{_w('key', lang)}: %{{x}}<br>{_w('masked', lang)}<extra></extra>"
     return _heatmap(z, None, x, y, name="masked", hovertemplate=hover, **grey, **cells)
 
 
@@ -152,16 +159,20 @@ def _axes(panel: int) -> dict[str, str]:
 
 
 def _mask_traces(
-    panels: list[tuple[np.ndarray, int]], x: list[str], y: list[str], layout: dict[str, Any]
+    panels: list[tuple[np.ndarray, int]],
+    x: list[str],
+    y: list[str],
+    layout: dict[str, Any],
+    lang: str = DEFAULT_LANGUAGE,
 ) -> list[Trace]:
     """Grey mask traces on each (allowed, panel) that has masked cells, plus one legend entry; updates the layout."""
     masked = [(allowed, panel) for allowed, panel in panels if not allowed.all()]
     if not masked:
         return []
     text = _show_values(None, masked[0][0].shape)
-    data = [{**_mask_trace(allowed, x, y, text), **_axes(panel)} for allowed, panel in masked]
+    data = [{**_mask_trace(allowed, x, y, text, lang), **_axes(panel)} for allowed, panel in masked]
     square = {"symbol": "square", "size": 14, "color": MASK_GREY, "line": {"color": "#7f7f7f", "width": 1}}
-    legend_entry = {"type": "scatter", "x": [None], "y": [None], "mode": "markers", "name": MASK_NAME}
+    legend_entry = {"type": "scatter", "x": [None], "y": [None], "mode": "markers", "name": _w("masked", lang)}
     data.append({**legend_entry, "marker": square, "hoverinfo": "skip", **_axes(panels[0][1])})
     # above the plot; with subplots, above their titles too (container coordinates)
     place = {"yref": "container", "y": 0.99, "yanchor": "top"} if len(panels) > 1 else {"y": 1.0, "yanchor": "bottom"}
@@ -171,10 +182,14 @@ def _mask_traces(
     return data
 
 
-def _hover(prefix: str = "", quantity: str = "weight", with_scores: bool = False) -> str:
+def _hover(
+    prefix: str = "", quantity: str | None = None, with_scores: bool = False, lang: str = DEFAULT_LANGUAGE
+) -> str:
     """Hover text for a cell: query and key labels, the value to 6 significant digits, the raw score if known."""
-    score = "<br>score: %{customdata:.6~g}" if with_scores else ""
-    return f"{prefix}query: %{{y}}<br>key: %{{x}}<br>{quantity}: %{{z:.6~g}}{score}<extra></extra>"
+    quantity = quantity or _w("weight", lang)
+    score = f"<br>{_w('score', lang)}: %{{customdata:.6~g}}" if with_scores else ""
+    query, key = _w("query", lang), _w("key", lang)
+    return f"{prefix}{query}: %{{y}}<br>{key}: %{{x}}<br>{quantity}: %{{z:.6~g}}{score}<extra></extra>"
 
 
 def _matrix_axis(title: str = "", **extra: Any) -> dict[str, Any]:
@@ -224,9 +239,10 @@ def _height(rows: int) -> int:
     return int(min(900, max(360, 24 * rows + 180)))
 
 
-def _weights_axis(palette: str) -> dict[str, Any]:
+def _weights_axis(palette: str, lang: str = DEFAULT_LANGUAGE) -> dict[str, Any]:
     """A shared colour axis for attention weights, fixed to [0, 1]."""
-    return {"colorscale": _colorscale(palette), "cmin": 0.0, "cmax": 1.0, "colorbar": {"title": {"text": "weight"}}}
+    colorbar = {"title": {"text": _w("weight", lang)}}
+    return {"colorscale": _colorscale(palette), "cmin": 0.0, "cmax": 1.0, "colorbar": colorbar}
 
 
 # ---------------------------------------------------------------- attention weights
@@ -239,11 +255,13 @@ def weights_heatmap(
     mask: Any = None,
     query_labels: Labels = None,
     key_labels: Labels = None,
-    title: str = "Attention weights",
+    title: str | None = None,
     palette: str = WEIGHTS_PALETTE,
     show_values: bool | None = None,
+    lang: str = DEFAULT_LANGUAGE,
 ) -> go.Figure:
     """Attention weights (Q, K) as a heatmap on [0, 1]; masked cells grey, raw scores in the hover."""
+    title = _w("attention_weights", lang) if title is None else title
     values = _array(weights, "weights", 2)  # (Q, K)
     allowed = _allowed(mask, values.shape)
     y, x = unique_labels(query_labels, values.shape[0], "q"), unique_labels(key_labels, values.shape[1], "k")
@@ -256,11 +274,12 @@ def weights_heatmap(
             extra["customdata"] = raw
     if _show_values(show_values, values.shape):
         extra["texttemplate"] = "%{z:.2f}"
-    hover = _hover(with_scores="customdata" in extra)
-    colours = {"colorscale": _colorscale(palette), "zmin": 0.0, "zmax": 1.0, "colorbar": {"title": {"text": "weight"}}}
+    hover = _hover(with_scores="customdata" in extra, lang=lang)
+    colorbar = {"title": {"text": _w("weight", lang)}}
+    colours = {"colorscale": _colorscale(palette), "zmin": 0.0, "zmax": 1.0, "colorbar": colorbar}
     trace = _heatmap(values, allowed, x, y, name="weights", hovertemplate=hover, **colours, **extra)
-    layout = _matrix_layout(title, _height(values.shape[0]), "keys", "queries")
-    masks = _mask_traces([(allowed, 1)], x, y, layout) if allowed is not None else []
+    layout = _matrix_layout(title, _height(values.shape[0]), _w("keys", lang), _w("queries", lang))
+    masks = _mask_traces([(allowed, 1)], x, y, layout, lang) if allowed is not None else []
     return _figure([trace, *masks], layout)
 
 
@@ -273,6 +292,7 @@ def heads_grid(
     head_titles: Labels = None,
     palette: str = WEIGHTS_PALETTE,
     columns: int = 4,
+    lang: str = DEFAULT_LANGUAGE,
 ) -> go.Figure:
     """One small heatmap per head, weights (h, Q, K), all sharing one colour axis on [0, 1]."""
     values = _array(weights, "weights", 3)  # (h, Q, K)
@@ -281,7 +301,8 @@ def heads_grid(
         raise ValueError("heads_grid needs at least one head and at least one column")
     allowed = _allowed(mask, values.shape)  # (h, Q, K) or None
     y, x = unique_labels(query_labels, n_queries, "q"), unique_labels(key_labels, n_keys, "k")
-    titles = unique_labels(head_titles, heads, "head ")
+    default_titles = [t("fig.head_n", lang, n=head + 1) for head in range(heads)]
+    titles = unique_labels(head_titles if head_titles is not None else default_titles, heads)
     cols = min(columns, heads)
     rows = math.ceil(heads / cols)
     layout = _grid_layout(heads, cols, titles, 0.03, min(0.12, 0.5 / max(rows - 1, 1)))
@@ -289,18 +310,19 @@ def heads_grid(
     data = []
     for head in range(heads):
         head_allowed = None if allowed is None else allowed[head]
-        hover = _hover(prefix=f"{titles[head]}<br>")
+        hover = _hover(prefix=f"{titles[head]}<br>", lang=lang)
         style = {"coloraxis": "coloraxis", "hovertemplate": hover, **_axes(head + 1), **text}
         data.append(_heatmap(values[head], head_allowed, x, y, name=titles[head], **style))
     if allowed is not None:
-        data += _mask_traces([(allowed[head], head + 1) for head in range(heads)], x, y, layout)
+        data += _mask_traces([(allowed[head], head + 1) for head in range(heads)], x, y, layout, lang)
     for head in range(heads):
         x_name, y_name = _axis_keys(head + 1)
         bottom, left = head + cols >= heads, head % cols == 0  # the bottom panels carry the key labels
-        layout[x_name].update(_matrix_axis("keys" if bottom else "", showticklabels=bottom))
-        layout[y_name].update(_matrix_axis("queries" if left else "", showticklabels=left, autorange="reversed"))
+        layout[x_name].update(_matrix_axis(_w("keys", lang) if bottom else "", showticklabels=bottom))
+        queries = _w("queries", lang) if left else ""
+        layout[y_name].update(_matrix_axis(queries, showticklabels=left, autorange="reversed"))
     height = int(min(1400, rows * max(220, 14 * n_queries + 120) + 120))
-    layout.update(coloraxis=_weights_axis(palette), height=height, plot_bgcolor="white")
+    layout.update(coloraxis=_weights_axis(palette, lang), height=height, plot_bgcolor="white")
     return _figure(data, layout)
 
 
@@ -314,6 +336,7 @@ def comparison_figure(
     query_labels: Labels = None,
     key_labels: Labels = None,
     palette: str = WEIGHTS_PALETTE,
+    lang: str = DEFAULT_LANGUAGE,
 ) -> go.Figure:
     """Weights A, weights B and their difference A − B (diverging, fixed to [-1, 1]) side by side."""
     first, second = _array(weights_a, "weights_a", 2), _array(weights_b, "weights_b", 2)  # (Q, K) each
@@ -325,23 +348,25 @@ def comparison_figure(
     names = [name_a, name_b, f"{name_a} − {name_b}"]
     layout = _grid_layout(3, 3, names, 0.04, 0.0)
     text = {"texttemplate": "%{z:.2f}"} if _show_values(None, first.shape) else {}
-    panels = [(first, "coloraxis", "weight"), (second, "coloraxis", "weight"), (first - second, "coloraxis2", "A − B")]
+    weight = _w("weight", lang)
+    panels = [(first, "coloraxis", weight), (second, "coloraxis", weight), (first - second, "coloraxis2", "A − B")]
     data = []
     for panel, (values, axis, quantity) in enumerate(panels, start=1):
-        hover = _hover(f"{names[panel - 1]}<br>", quantity)
+        hover = _hover(f"{names[panel - 1]}<br>", quantity, lang=lang)
         style = {"coloraxis": axis, "hovertemplate": hover, **_axes(panel), **text}
         data.append(_heatmap(values, allowed, x, y, name=names[panel - 1], **style))
     if allowed is not None:
-        data += _mask_traces([(allowed, panel) for panel in (1, 2, 3)], x, y, layout)
+        data += _mask_traces([(allowed, panel) for panel in (1, 2, 3)], x, y, layout, lang)
     for panel in (1, 2, 3):
         x_name, y_name = _axis_keys(panel)
         left = panel == 1
-        layout[x_name].update(_matrix_axis("keys"))
-        layout[y_name].update(_matrix_axis("queries" if left else "", showticklabels=left, autorange="reversed"))
+        layout[x_name].update(_matrix_axis(_w("keys", lang)))
+        queries = _w("queries", lang) if left else ""
+        layout[y_name].update(_matrix_axis(queries, showticklabels=left, autorange="reversed"))
     difference_bar = {"title": {"text": "A − B"}, "x": 1.12}
     difference_axis = {"colorscale": _colorscale(DIVERGING_PALETTE), "cmin": -1.0, "cmax": 1.0}
     layout.update(
-        coloraxis=_weights_axis(palette),
+        coloraxis=_weights_axis(palette, lang),
         coloraxis2={**difference_axis, "colorbar": difference_bar},
         height=_height(first.shape[0]),
         plot_bgcolor="white",
@@ -387,6 +412,7 @@ def matrix_heatmap(
     x_title: str = "",
     y_title: str = "",
     mask: Any = None,
+    lang: str = DEFAULT_LANGUAGE,
 ) -> go.Figure:
     """Any matrix (scores, outputs, W_q, ...) as a heatmap; signed data on a diverging scale around 0 if symmetric."""
     values = _array(matrix, "matrix", 2)  # (rows, cols)
@@ -403,12 +429,13 @@ def matrix_heatmap(
         cells = np.array([[_cell_text(v) for v in row] for row in values.tolist()], dtype=object)
         extra["text"] = cells if allowed is None else np.where(allowed, cells, "")  # masked cells show "×"
         extra["texttemplate"] = "%{text}"
-    hover = f"{y_title or 'row'}: %{{y}}<br>{x_title or 'column'}: %{{x}}<br>value: {shown}<extra></extra>"
+    row, column, value = y_title or _w("row", lang), x_title or _w("column", lang), _w("value", lang)
+    hover = f"{row}: %{{y}}<br>{column}: %{{x}}<br>{value}: {shown}<extra></extra>"
     scale = _colorscale(palette or (DIVERGING_PALETTE if symmetric else SEQUENTIAL_PALETTE))
     colours = {"colorscale": scale, "zmin": low, "zmax": high}
     trace = _heatmap(colour, allowed, x, y, name=title or "matrix", hovertemplate=hover, **colours, **extra)
     layout = _matrix_layout(title, _height(values.shape[0]), x_title, y_title)
-    masks = _mask_traces([(allowed, 1)], x, y, layout) if allowed is not None else []
+    masks = _mask_traces([(allowed, 1)], x, y, layout, lang) if allowed is not None else []
     return _figure([trace, *masks], layout)
 
 
@@ -433,13 +460,16 @@ def kernel_regression_figure(
     no_support: Any = None,
     points: tuple[Any, Any] | None = None,
     extra_curve: tuple[Any, str] | None = None,
-    title: str = "Nadaraya–Watson regression",
+    title: str | None = None,
+    lang: str = DEFAULT_LANGUAGE,
 ) -> go.Figure:
     """Training points, the true function and the prediction; gaps and × marks where no key was in reach.
 
     `points` = (x, y) marks chosen queries and their predictions; `extra_curve` = (y, name) adds a dashed curve
     over the query grid `x_query` (e.g. the prediction with a learned σ).
     """
+    w = {word: _w(word, lang) for word in ("key_x", "value_y", "true_y", "prediction", "query_x", "queries")}
+    title = _w("nadaraya_watson", lang) if title is None else title
     keys, values = _vector(x_train, "x_train"), _vector(y_train, "y_train")  # (n,) each
     queries, predictions = _vector(x_query, "x_query"), _vector(y_pred, "y_pred")  # (m,) each
     if keys.shape != values.shape or queries.shape != predictions.shape:
@@ -452,15 +482,17 @@ def kernel_regression_figure(
     empty = empty[order]
     predictions = np.where(empty, np.float32(np.nan), predictions).astype(np.float32)  # NaN: a gap in the line
     dots = {"color": ORANGE, "size": 7, "opacity": 0.8}
-    data = [_scatter(keys, values, "training data (keys, values)", "key x", "value y", marker=dots)]
+    data = [_scatter(keys, values, _w("training_data", lang), w["key_x"], w["value_y"], marker=dots)]
     if y_true is not None:
         truth = _vector(y_true, "y_true")
         if truth.shape != queries.shape:
             raise ValueError("y_true must have one value per query")
         dashed = {"color": BLACK, "dash": "dash", "width": 2}
-        data.append(_scatter(queries, truth[order], "true function", "x", "true y", mode="lines", line=dashed))
+        truth_name = _w("true_function", lang)
+        data.append(_scatter(queries, truth[order], truth_name, "x", w["true_y"], mode="lines", line=dashed))
     solid = {"color": BLUE, "width": 3}
-    data.append(_scatter(queries, predictions, "prediction", "query x", "prediction", mode="lines", line=solid))
+    prediction = w["prediction"]
+    data.append(_scatter(queries, predictions, prediction, w["query_x"], prediction, mode="lines", line=solid))
     if extra_curve is not None:
         curve = _vector(extra_curve[0], "extra_curve y")
         if curve.shape != queries.shape:
@@ -468,42 +500,53 @@ def kernel_regression_figure(
         curve = curve[order]
         dashed = {"color": GREEN, "dash": "dash", "width": 2}
         name = html.escape(str(extra_curve[1]), quote=False)
-        data.append(_scatter(queries, curve, name, "query x", "prediction", mode="lines", line=dashed))
+        data.append(_scatter(queries, curve, name, w["query_x"], prediction, mode="lines", line=dashed))
     if points is not None:
         marked_x, marked_y = _vector(points[0], "points x"), _vector(points[1], "points y")
         if marked_x.shape != marked_y.shape:
             raise ValueError("points x and y must have the same length")
         diamond = {"symbol": "diamond", "size": 11, "color": VERMILLION}
-        data.append(_scatter(marked_x, marked_y, "queries", "query x", "prediction", marker=diamond))
+        data.append(_scatter(marked_x, marked_y, w["queries"], w["query_x"], prediction, marker=diamond))
     layout: dict[str, Any] = {
         "title": {"text": title},
         "legend": {"orientation": "h", "x": 0.0, "y": 1.0, "yanchor": "bottom"},
         "margin": {"t": 90},
         "showlegend": True,
-        "xaxis": {"title": {"text": "x (queries and keys)"}},
-        "yaxis": {"title": {"text": "y (values)"}},
+        "xaxis": {"title": {"text": _w("x_axis", lang)}},
+        "yaxis": {"title": {"text": _w("y_axis", lang)}},
     }
     if empty.any():
         cross = {"symbol": "x-thin", "size": 11, "line": {"color": VERMILLION, "width": 2}}
         rug = np.full(int(empty.sum()), 0.02, dtype=np.float32)  # on an invisible 0..1 axis: the plot's bottom edge
         data.append(
-            _scatter(queries[empty], rug, NO_SUPPORT_NAME, "query x", "", yaxis="y2", marker=cross, cliponaxis=False)
+            _scatter(
+                queries[empty],
+                rug,
+                _w("no_support", lang),
+                w["query_x"],
+                "",
+                yaxis="y2",
+                marker=cross,
+                cliponaxis=False,
+            )
         )
         layout["yaxis2"] = {"overlaying": "y", "range": [0.0, 1.0], "visible": False, "fixedrange": True}
     return _figure(data, layout)
 
 
-def loss_curve(losses: Any, *, title: str = "Leave-one-out loss") -> go.Figure:
+def loss_curve(losses: Any, *, title: str | None = None, lang: str = DEFAULT_LANGUAGE) -> go.Figure:
     """Loss per epoch (1-based); a log y axis when the losses span more than two decades."""
+    title = _w("loss_title", lang) if title is None else title
+    epoch, loss = _w("epoch", lang), _w("loss", lang)
     values = _vector(losses, "losses")  # (epochs,)
     epochs = np.arange(1, values.size + 1, dtype=np.int32)
     mode = "lines+markers" if values.size <= 50 else "lines"
-    hover = "epoch %{x}<br>loss %{y:.6~g}<extra></extra>"
+    hover = f"{epoch} %{{x}}<br>{loss} %{{y:.6~g}}<extra></extra>"
     trace = {"type": "scatter", "x": epochs, "y": values, "mode": mode, "name": "loss", "line": {"color": BLUE}}
     positive = values[np.isfinite(values) & (values > 0)]
     log = positive.size == values.size > 0 and float(positive.max()) > 100 * float(positive.min())
-    y_axis: dict[str, Any] = {"title": {"text": "loss"}, **({"type": "log"} if log else {})}
-    layout = {"title": {"text": title}, "xaxis": {"title": {"text": "epoch"}}, "yaxis": y_axis}
+    y_axis: dict[str, Any] = {"title": {"text": loss}, **({"type": "log"} if log else {})}
+    layout = {"title": {"text": title}, "xaxis": {"title": {"text": epoch}}, "yaxis": y_axis}
     return _figure([{**trace, "hovertemplate": hover}], layout)
 
 

@@ -19,8 +19,10 @@ from attnviz.figures import (
     _figure,
     _matrix_axis,
     _vector,
+    _w,
     unique_labels,
 )
+from attnviz.i18n import DEFAULT_LANGUAGE, t
 
 LEVELS = 254  # thumbnails carry weights as 0..254 (one byte a cell): a 128-token model view is 1.2 MB, not 4.7
 MAX_CELL_TEXT_ROWS = 40  # the neuron view prints scores and weights in their cells up to this many keys
@@ -34,6 +36,7 @@ def model_view(
     selected_layer: int = 0,
     selected_heads: tuple[int, ...] = (),
     palette: str = WEIGHTS_PALETTE,
+    lang: str = DEFAULT_LANGUAGE,
 ) -> go.Figure:
     """Every head of every layer as a thumbnail, views (L, h, r, c) on [0, 1]; the chosen heads outlined.
 
@@ -45,8 +48,9 @@ def model_view(
     levels = np.rint(np.clip(np.nan_to_num(values), 0.0, 1.0) * LEVELS).astype(np.uint8)
     tiles = levels.transpose(0, 2, 1, 3).reshape(layers * rows, heads * cols)  # (L * r, h * c), tile (l, h) at l, h
     queries, keys = unique_labels(row_labels, rows, "q"), unique_labels(col_labels, cols, "k")
-    y = [f"layer {layer + 1}, query {query}" for layer in range(layers) for query in queries]
-    x = [f"head {head + 1}, key {key}" for head in range(heads) for key in keys]
+    # t, not _w: the token labels are escaped already (unique_labels), and the templates hold no markup
+    y = [t("fig.layer_query", lang, layer=layer + 1, query=query) for layer in range(layers) for query in queries]
+    x = [t("fig.head_key", lang, head=head + 1, key=key) for head in range(heads) for key in keys]
     white = {"color": "white", "width": 3}
     lines = [
         {"type": "line", "x0": h * cols - 0.5, "x1": h * cols - 0.5, "y0": -0.5, "y1": layers * rows - 0.5}
@@ -77,28 +81,28 @@ def model_view(
         "zmin": 0,
         "zmax": LEVELS,
         "colorbar": {
-            "title": {"text": "weight"},
-            "tickvals": [t * LEVELS for t in ticks],
-            "ticktext": [f"{t:g}" for t in ticks],
+            "title": {"text": _w("weight", lang)},
+            "tickvals": [tick * LEVELS for tick in ticks],
+            "ticktext": [f"{tick:g}" for tick in ticks],
         },
         "name": "model view",
         "hovertemplate": "%{y}<br>%{x}<extra></extra>",
     }
     axis = {"type": "category", "showgrid": False, "zeroline": False, "ticks": ""}
     layout = {
-        "title": {"text": "Model view: every layer and head (queries down, keys across)"},
+        "title": {"text": _w("model_view", lang)},
         # about square tiles at a typical plot width of ~800 px, plus room for the title and head labels
         "height": int(min(1000, max(360, 110 + 640 * layers * rows / (heads * cols)))),
         "xaxis": {
             **axis,
             "tickvals": x[cols // 2 :: cols],
-            "ticktext": [f"head {h + 1}" for h in range(heads)],
+            "ticktext": [_w("head_n", lang, n=h + 1) for h in range(heads)],
             "side": "top",
         },
         "yaxis": {
             **axis,
             "tickvals": y[rows // 2 :: rows],
-            "ticktext": [f"layer {layer + 1}" for layer in range(layers)],
+            "ticktext": [_w("layer_n", lang, n=layer + 1) for layer in range(layers)],
             "autorange": "reversed",  # layer 1 and the first query at the top
         },
         "shapes": [{**line, "line": white} for line in lines] + outlines,
@@ -116,6 +120,7 @@ def neuron_view(
     *,
     key_labels: Labels = None,
     query_label: str = "query",
+    lang: str = DEFAULT_LANGUAGE,
 ) -> go.Figure:
     """How one query weighs every key: q, the keys k_j, q ∘ k_j (whose row sums are q·k_j), q·k_j/√d, softmax.
 
@@ -153,13 +158,16 @@ def neuron_view(
 
     number = {"texttemplate": "%{z:.2f}"} if text else {}
     on_weights = {"colorscale": _colorscale(WEIGHTS_PALETTE), "zmin": 0.0, "zmax": 1.0}
-    weight_cells = cells(probs[:, None], 5, ["weight"], y, "key %{y}<br>weight: %{z:.6~g}", name="weight", **number)
+    key, weight = _w("key", lang), _w("weight", lang)
+    weight_cells = cells(
+        probs[:, None], 5, [weight], y, f"{key} %{{y}}<br>{weight}: %{{z:.6~g}}", name=weight, **number
+    )
     del weight_cells["zmid"]
     data = [
-        cells(q[None, :], 1, features, [f"q: {label}"], "q, %{x}: %{z:.4~g}", name="query q"),
-        cells(k, 2, features, y, "key %{y}, %{x}: %{z:.4~g}", name="keys k_j"),
-        cells(products, 3, features, y, "key %{y}, %{x}: q × k = %{z:.4~g}", name="q ∘ k_j"),
-        cells(scores[:, None], 4, ["q·k/√d"], y, "key %{y}<br>q·k/√d: %{z:.6~g}", name="scaled score", **number),
+        cells(q[None, :], 1, features, [f"q: {label}"], "q, %{x}: %{z:.4~g}", name=_w("query_q", lang)),
+        cells(k, 2, features, y, f"{key} %{{y}}, %{{x}}: %{{z:.4~g}}", name=_w("keys_kj", lang)),
+        cells(products, 3, features, y, f"{key} %{{y}}, %{{x}}: q × k = %{{z:.4~g}}", name="q ∘ k_j"),
+        cells(scores[:, None], 4, ["q·k/√d"], y, f"{key} %{{y}}<br>q·k/√d: %{{z:.6~g}}", name="q·k/√d", **number),
         {**weight_cells, **on_weights},
     ]
     # panel: (x domain, y domain); the query's row sits above the keys' and the products' columns
@@ -171,9 +179,9 @@ def neuron_view(
         4: ([0.84, 0.91], [0.0, top]),
         5: ([0.93, 1.0], [0.0, top]),
     }
-    titles = {1: "", 2: "keys k_j", 3: "q ∘ k_j (each row sums to q·k_j)", 4: "", 5: ""}
+    titles = {1: "", 2: _w("keys_kj", lang), 3: _w("products", lang), 4: "", 5: ""}
     layout: dict[str, Any] = {
-        "title": {"text": f"Neuron view: how '{label}' weighs every key"},
+        "title": {"text": t("fig.neuron_view", lang, token=label)},  # label is escaped already
         "height": int(min(1400, max(420, 16 * count + 200))),
         "plot_bgcolor": "white",
         "margin": {"t": 80},

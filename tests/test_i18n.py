@@ -95,3 +95,24 @@ def test_a_link_in_chinese_opens_each_page_in_chinese():
         at = run_page(path, lang="zh-Hant")
         assert at.title[0].value == t(f"{page}.title", "zh-Hant"), path
         assert Path(path).name  # the page ran without an exception (run_page checks)
+
+
+def test_figures_speak_the_chosen_language():
+    import numpy as np
+    import plotly.graph_objects as go
+
+    from attnviz import figures, model_figures
+
+    weights = np.array([[0.25, 0.75], [1.0, 0.0]], dtype=np.float32)
+    mask = np.array([[True, True], [True, False]])
+    fig = figures.weights_heatmap(weights, scores=weights, mask=mask, lang="zh-Hant")
+    assert fig.layout.xaxis.title.text == "鍵" and fig.layout.yaxis.title.text == "查詢"
+    assert fig.layout.title.text == "注意力權重"
+    assert "權重" in fig.data[0].hovertemplate and "分數" in fig.data[0].hovertemplate
+    assert any(trace.name == t("fig.masked", "zh-Hant") for trace in fig.data)
+    go.Figure(fig.to_dict())  # still valid for Plotly
+    kernel = figures.kernel_regression_figure([0, 1], [1, 2], [0.5], [1.5], lang="zh-Hans")
+    assert kernel.layout.title.text == "Nadaraya–Watson 回归" and kernel.data[1].name == "预测"
+    view = model_figures.model_view(np.full((1, 2, 2, 2), 0.5), row_labels=["a", "<b>"], lang="zh-Hans")
+    assert view.data[0].y[1] == "第 1 层，查询 &lt;b&gt;"  # the token escaped once, the words translated
+    assert list(view.layout.xaxis.ticktext) == ["头 1", "头 2"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from attnviz.i18n import Text
 from attnviz.i18n.attention import ATTENTION
 from attnviz.i18n.explain import EXPLAIN
+from attnviz.i18n.figures import FIGURES
 from attnviz.i18n.kernel import KERNEL
 from attnviz.i18n.model import MODEL
 
@@ -123,4 +124,5 @@ CATALOGUE: dict[str, Text] = {
     **KERNEL,
     **MODEL,
     **EXPLAIN,
+    **FIGURES,
 }

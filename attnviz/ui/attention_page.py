@@ -253,6 +253,7 @@ def _draw(page: str, state: AttentionState, inputs: AttentionInputs) -> Callable
                 query_labels=q_labels,
                 key_labels=k_labels,
                 title=title,
+                lang=current_language(),
             ),
             f"{page}_attention_weights",
         )
@@ -264,6 +265,7 @@ def _draw(page: str, state: AttentionState, inputs: AttentionInputs) -> Callable
                 query_labels=q_labels,
                 key_labels=k_labels,
                 head_titles=[tr("attention.head_n", n=h + 1) for h in range(trace.num_heads)],
+                lang=current_language(),
             ),
             f"{page}_attention_heads",
         )
@@ -274,6 +276,7 @@ def _draw(page: str, state: AttentionState, inputs: AttentionInputs) -> Callable
                 query_labels=q_labels,
                 key_labels=k_labels,
                 title=tr("attention.mean_title"),
+                lang=current_language(),
             ),
             f"{page}_attention_mean",
         )
@@ -287,8 +290,9 @@ def _draw(page: str, state: AttentionState, inputs: AttentionInputs) -> Callable
                     row_labels=q_labels,
                     col_labels=k_labels,
                     title=tr("attention.raw_title_head1" if trace.num_heads > 1 else "attention.raw_title"),
-                    x_title="keys",
-                    y_title="queries",
+                    x_title=tr("fig.keys"),
+                    y_title=tr("fig.queries"),
+                    lang=current_language(),
                 ),
                 f"{page}_raw_scores",
             )
@@ -300,8 +304,9 @@ def _draw(page: str, state: AttentionState, inputs: AttentionInputs) -> Callable
                     row_labels=q_labels,
                     col_labels=out_cols,
                     title=out_title,
-                    x_title="features",
-                    y_title="queries",
+                    x_title=tr("fig.features"),
+                    y_title=tr("fig.queries"),
+                    lang=current_language(),
                 ),
                 f"{page}_outputs",
             )
@@ -310,7 +315,9 @@ def _draw(page: str, state: AttentionState, inputs: AttentionInputs) -> Callable
                 for col, name in zip(cols, ("W_q", "W_k", "W_v", "W_o"), strict=True):
                     with col:
                         chart(
-                            figures.matrix_heatmap(getattr(trace, name).numpy(), title=name, show_values=False),
+                            figures.matrix_heatmap(
+                                getattr(trace, name).numpy(), title=name, show_values=False, lang=current_language()
+                            ),
                             f"{page}_{name}",
                         )
     if state.compare:
@@ -329,6 +336,7 @@ def _draw(page: str, state: AttentionState, inputs: AttentionInputs) -> Callable
                     mask=head.mask.numpy(),
                     query_labels=q_labels,
                     key_labels=k_labels,
+                    lang=current_language(),
                 ),
                 f"{page}_compare_{state.score}_{state.compare}",
             )

@@ -166,6 +166,7 @@ def _draw(state: KernelState) -> None:
         no_support=curve.no_support.numpy(),
         points=(list(state.queries), trace.output.numpy()),
         extra_curve=extra,
+        lang=current_language(),
     )
     chart(fig, "kernel_regression")
     labels = [f"{x:.4g}" for x in state.keys]
@@ -184,6 +185,7 @@ def _draw(state: KernelState) -> None:
             query_labels=q_labels,
             key_labels=labels,
             title=tr("kernel.weights_title"),
+            lang=current_language(),
         ),
         "kernel_weights",
     )
@@ -209,7 +211,7 @@ def _draw(state: KernelState) -> None:
         st.session_state["fit_request"] = fit_key
         st.rerun()
     if fit is not None:
-        chart(figures.loss_curve(fit.losses), "kernel_loss_curve")
+        chart(figures.loss_curve(fit.losses, lang=current_language()), "kernel_loss_curve")
         st.success(
             tr(
                 "kernel.learned",

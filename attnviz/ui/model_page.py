@@ -174,6 +174,7 @@ def _draw(state: ModelState, trace: BertTrace) -> Callable[[], None]:
                 col_labels=pooled_labels([tokens[j] for j in cols], size),
                 selected_layer=state.layer,
                 selected_heads=state.heads,
+                lang=current_language(),
             ),
             "model_view",
         )
@@ -220,6 +221,7 @@ def _head_view(state: ModelState, trace: BertTrace, rows: list[int], cols: list[
             query_labels=[tokens[i] for i in rows],
             key_labels=[tokens[j] for j in cols],
             title=tr("model.head_view_title", layer=state.layer, which=which),
+            lang=current_language(),
         ),
         f"minilm_layer{state.layer}_{which.replace(' ', '_')}",
     )
@@ -245,6 +247,7 @@ def _neuron_view(state: ModelState, trace: BertTrace) -> None:
             head_trace.weights[token].numpy(),
             key_labels=tokens,
             query_label=tokens[token],
+            lang=current_language(),
         ),
         f"minilm_neuron_layer{state.layer}_head{head}",
     )
