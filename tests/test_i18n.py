@@ -18,7 +18,7 @@ LITERAL = re.compile(r"""["']([a-z_]+\.[a-z_0-9.]+)["']""")  # any quoted key, e
 DYNAMIC = re.compile(
     r"^([a-z]+\.(title|intro)|home\.card_[a-z]+|score\.[a-z_]+\.(label|explanation)|param\.[a-z_]+\.help"
     r"|widget\.lens_[a-z_]+|attention\.(input|embed|projection)_[a-z]+|kernel\.[a-z]+\.(label|explanation)"
-    r"|model\.part_[a-z]+|model\.pattern\.[a-z]+)$"
+    r"|model\.part_[a-z]+|model\.pattern\.[a-z]+|preset\.[a-z0-9_]+\.(title|source|description))$"
 )
 # Characters that exist only in one script: a Simplified text must not use the Traditional form and vice versa.
 SIMPLIFIED_ONLY = set("这个们语键头为发关时来对说计权选择显输数据签态钮")
@@ -49,6 +49,23 @@ def test_every_key_the_code_uses_exists_and_every_message_is_used():
     quoted = set(LITERAL.findall(code))
     unused = {key for key in CATALOGUE if key not in quoted and not DYNAMIC.match(key)}
     assert not unused, f"messages nobody shows: {sorted(unused)}"
+
+
+def test_every_preset_and_score_and_kernel_has_its_messages():
+    from attnviz.kernel import KERNELS
+    from attnviz.presets import PRESETS
+    from attnviz.scores import SCORES
+
+    for key, preset in PRESETS.items():
+        assert CATALOGUE[f"preset.{key}.title"].en == preset.title
+        assert CATALOGUE[f"preset.{key}.description"].en == preset.description
+        assert f"preset.{key}.source" in CATALOGUE
+    for name, spec in SCORES.items():
+        assert CATALOGUE[f"score.{name}.label"].en == spec.label
+        assert CATALOGUE[f"score.{name}.explanation"].en == spec.explanation
+    for name, spec in KERNELS.items():
+        assert CATALOGUE[f"kernel.{name}.label"].en == spec.label
+        assert CATALOGUE[f"kernel.{name}.explanation"].en == spec.explanation
 
 
 def test_placeholders_are_filled_in():

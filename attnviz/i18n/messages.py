@@ -8,6 +8,7 @@ from attnviz.i18n.explain import EXPLAIN
 from attnviz.i18n.figures import FIGURES
 from attnviz.i18n.kernel import KERNEL
 from attnviz.i18n.model import MODEL
+from attnviz.i18n.presets import PRESETS
 
 CATALOGUE: dict[str, Text] = {
     # ----- the frame: sidebar, language, links -------------------------------------------------------------------
@@ -125,4 +126,5 @@ CATALOGUE: dict[str, Text] = {
     **MODEL,
     **EXPLAIN,
     **FIGURES,
+    **PRESETS,
 }

@@ -159,7 +159,8 @@ def _head_label() -> Callable[[int], str]:
 def _preset_label() -> Callable[[str], str]:
     """A preset's title, "" as "none"."""
     none = tr("attention.no_preset")
-    return lambda key: PRESETS[key].title if key else none
+    title = labeller("preset.{}.title")
+    return lambda key: title(key) if key else none
 
 
 def _word_vectors(state: AttentionState) -> WordVectors | None:
@@ -381,7 +382,7 @@ def attention_page(page: str) -> None:
             args=(page,),
         )
         if state.preset:
-            st.caption(f"**{PRESETS[state.preset].source}.** {PRESETS[state.preset].description}")
+            st.caption(f"**{tr(f'preset.{state.preset}.source')}.** {tr(f'preset.{state.preset}.description')}")
             batch_selector(page, preset_batches(state.preset), on_change=_load_batch)
     state = _inputs_panel(page, state)
     try:

@@ -85,7 +85,8 @@ def _points_editor(state: KernelState) -> tuple[tuple[float, ...], tuple[float, 
 def _preset_label() -> Callable[[str], str]:
     """A preset's title, "" as "none"."""
     none = tr("attention.no_preset")
-    return lambda key: PRESETS[key].title if key else none
+    title = labeller("preset.{}.title")
+    return lambda key: title(key) if key else none
 
 
 def kernel_page() -> None:
@@ -100,7 +101,7 @@ def kernel_page() -> None:
             format_func=_preset_label(),
         )
         if state.preset:
-            st.caption(f"**{PRESETS[state.preset].source}.** {PRESETS[state.preset].description}")
+            st.caption(f"**{tr(f'preset.{state.preset}.source')}.** {tr(f'preset.{state.preset}.description')}")
         if state.preset == TOY:
             st.number_input(
                 tr("kernel.data_seed"), 0, 2**31 - 1, key=widget_key(PAGE, "toy_seed"), on_change=_reload_toy

@@ -61,7 +61,7 @@ def model_page() -> None:
         return
     left, right = st.columns(2)
     sentence = left.text_input(
-        "Sentence",
+        tr("attention.sentence"),
         key=widget_key(PAGE, "sentence"),
         max_chars=MAX_TEXT,
         help=tr("model.sentence_help", limit=MAX_MODEL_TOKENS),
