@@ -133,3 +133,88 @@ def test_figures_speak_the_chosen_language():
     view = model_figures.model_view(np.full((1, 2, 2, 2), 0.5), row_labels=["a", "<b>"], lang="zh-Hans")
     assert view.data[0].y[1] == "第 1 层，查询 &lt;b&gt;"  # the token escaped once, the words translated
     assert list(view.layout.xaxis.ticktext) == ["头 1", "头 2"]
+
+
+def _core_messages() -> list[str]:
+    """Errors and link warnings the pages can show, produced by the real core code."""
+    import torch
+
+    from attnviz.bert import load_minilm
+    from attnviz.model_state import decode_model
+    from attnviz.multihead import multi_head_attend
+    from attnviz.pipeline import matrix_from_cells, resolve_inputs, valid_lens_for
+    from attnviz.state import AttentionState, decode_attention, decode_kernel
+    from attnviz.text import tokenize
+
+    messages = []
+    for params in (
+        {"T": "abc"},
+        {"h": "99"},
+        {"h": "1.5"},
+        {"c": "2"},
+        {"sc": "zzz"},
+        {"s": "x" * 2001},
+        {"s": "x" * 20_001},
+        {"m": "numbers", "q": ";".join(["1"] * 65)},
+        {"m": "numbers", "q": "1,a"},
+        {"m": "numbers", "q": "1,2;3"},
+        {"m": "numbers", "q": "1,1e9"},
+        {"m": "numbers", "q": ",".join(["1"] * 300)},
+        {"vl": ",".join(["1"] * 600)},
+        {"q": ""},
+    ):
+        messages += decode_attention(params, "self").warnings
+    messages += decode_kernel({"q": "1,x"}).warnings + decode_model({"hd": "", "l": "9"}).warnings
+
+    def error_of(call) -> str:
+        try:
+            call()
+        except ValueError as exc:
+            return str(exc)
+        raise AssertionError("no error raised")
+
+    state = AttentionState()
+    messages += [
+        error_of(lambda: tokenize("  ")),
+        error_of(lambda: tokenize("a " * 600)),
+        error_of(lambda: resolve_inputs(AttentionState(sentence=""))),
+        error_of(lambda: resolve_inputs(AttentionState(page="cross", source="b " * 600))),
+        error_of(
+            lambda: resolve_inputs(
+                AttentionState(mode="numbers", page="cross", keys=((1.0,),), values=((1.0,), (2.0,)))
+            )
+        ),
+        error_of(lambda: resolve_inputs(AttentionState(embed="minilm"))),
+        error_of(lambda: valid_lens_for(AttentionState(lens_mode="all", lens=(9,)), 2, 3)),
+        error_of(lambda: valid_lens_for(AttentionState(lens_mode="per_query", lens=(1,)), 2, 3)),
+        error_of(lambda: valid_lens_for(AttentionState(lens_mode="per_query", lens=(1, 9)), 2, 3)),
+        error_of(lambda: matrix_from_cells([], "Keys")),
+        error_of(lambda: matrix_from_cells([[]], "Keys")),
+        error_of(lambda: matrix_from_cells([[1.0], [1.0, 2.0]], "Keys")),
+        error_of(lambda: matrix_from_cells([[None]], "Keys", ["d1"])),
+        error_of(lambda: matrix_from_cells([["x"]], "Keys", ["d1"])),
+        error_of(lambda: matrix_from_cells([[1e9]], "Keys", ["d1"])),
+        error_of(lambda: multi_head_attend(torch.ones(2, 6), torch.ones(2, 6), torch.ones(2, 6), num_heads=4)),
+        error_of(lambda: multi_head_attend(torch.ones(2, 4), torch.ones(2, 4), torch.ones(2, 2), residual=True)),
+        error_of(lambda: multi_head_attend(torch.ones(2, 4), torch.ones(2, 3), torch.ones(2, 2), score="dot")),
+        error_of(lambda: load_minilm().encode("cat " * 300)),
+        error_of(lambda: load_minilm().word_vectors("cat " * 300)),
+    ]
+    assert state.page == "self"
+    return messages
+
+
+@pytest.mark.parametrize("lang", ["zh-Hans", "zh-Hant"])
+def test_the_errors_a_page_can_show_are_translated(lang):
+    messages = _core_messages()
+    assert len(messages) > 30
+    from attnviz.i18n.errors import translate_error
+
+    for message in messages:
+        translated = translate_error(message, lang)
+        assert translated != message, f"no translation for: {message}"
+        assert re.search(r"[\u4e00-\u9fff]", translated), translated
+        leftover = re.search(r"\b(must|the limit|Using the default|is not a number|is empty)\b", translated)
+        assert not leftover, f"English left in {translated!r} (from {message!r})"
+    assert translate_error(messages[0], "en") == messages[0]
+    assert translate_error("some message the table does not know", lang) == "some message the table does not know"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from attnviz.i18n import Text
 from attnviz.i18n.attention import ATTENTION
+from attnviz.i18n.errors import ERRORS
 from attnviz.i18n.explain import EXPLAIN
 from attnviz.i18n.figures import FIGURES
 from attnviz.i18n.kernel import KERNEL
@@ -127,4 +128,5 @@ CATALOGUE: dict[str, Text] = {
     **EXPLAIN,
     **FIGURES,
     **PRESETS,
+    **ERRORS,
 }

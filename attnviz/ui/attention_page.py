@@ -37,6 +37,7 @@ from attnviz.ui.common import (
     bound_key,
     chart,
     current_language,
+    error_text,
     labeller,
     publish,
     push_state,
@@ -240,7 +241,7 @@ def _draw(page: str, state: AttentionState, inputs: AttentionInputs) -> Callable
     try:
         trace = run_attention(state, inputs)
     except ValueError as exc:
-        st.error(str(exc), icon="🚫")
+        st.error(error_text(exc), icon="🚫")
         return None
     q_labels, k_labels = inputs.query_labels, inputs.key_labels
     title = tr("attention.weights_title", score=tr(f"score.{state.score}.label"))
@@ -325,7 +326,14 @@ def _draw(page: str, state: AttentionState, inputs: AttentionInputs) -> Callable
         try:
             other = run_attention(state, inputs, score=state.compare)
         except ValueError as exc:
-            st.error(tr("attention.comparison_error", score=tr(f"score.{state.compare}.label"), error=exc), icon="🚫")
+            st.error(
+                tr(
+                    "attention.comparison_error",
+                    score=tr(f"score.{state.compare}.label"),
+                    error=error_text(exc),
+                ),
+                icon="🚫",
+            )
         else:
             st.subheader(tr("attention.side_by_side"))
             chart(
@@ -388,7 +396,7 @@ def attention_page(page: str) -> None:
     try:
         inputs = resolve_inputs(replace(state, lens_mode="none"), word_vectors=_word_vectors(state))
     except (ValueError, ModelUnavailableError) as exc:
-        st.error(str(exc), icon="🚫")
+        st.error(error_text(exc), icon="🚫")
         inputs = None
     _controls_and_results(page, state, inputs)
 
@@ -411,7 +419,7 @@ def _controls_and_results(page: str, state: AttentionState, inputs: AttentionInp
                 lens = valid_lens_for(state, inputs.queries.shape[0], inputs.keys.shape[0])
                 inputs = dataclasses.replace(inputs, valid_lens=lens)
             except ValueError as exc:
-                st.error(str(exc), icon="🚫")
+                st.error(error_text(exc), icon="🚫")
             else:
                 if len(set(inputs.query_labels)) < len(inputs.query_labels):
                     st.caption(tr("attention.repeated_tokens"))

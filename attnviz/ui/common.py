@@ -14,6 +14,7 @@ from streamlit.errors import StreamlitAPIException
 
 from attnviz.figures import chart_config
 from attnviz.i18n import DEFAULT_LANGUAGE, LANGUAGES, t
+from attnviz.i18n.errors import translate_error
 
 LANG_PARAM = "lang"  # the interface language in every link, e.g. ?lang=zh-Hant; no parameter means English
 LABELLED_WIDGET_PREFIXES = ("w:", "workhead:")  # keys of the app's widgets whose options are shown as labels
@@ -42,6 +43,11 @@ def labeller(template: str, **params: object) -> Callable[[Any], str]:
     The language is fixed when the widget is drawn: Streamlit may call a format_func again after the run."""
     lang = current_language()
     return lambda option: t(template.format(option), lang, **params)
+
+
+def error_text(error: Exception | str) -> str:
+    """An error or warning of the core, in the session's language (see attnviz.i18n.errors)."""
+    return translate_error(str(error), current_language())
 
 
 def _language_from_link() -> str | None:
@@ -137,7 +143,7 @@ def sync_from_url(
             if key not in st.session_state:
                 st.session_state[key] = (convert or {}).get(f.name, lambda v: v)(getattr(stored, f.name))
     for message in st.session_state.get(f"warnings:{page}", []):
-        st.warning(message, icon="⚠️")
+        st.warning(error_text(message), icon="⚠️")
     return st.session_state[f"state:{page}"]
 
 

@@ -18,6 +18,7 @@ from attnviz.state import KernelState, apply_kernel_preset, decode_kernel, encod
 from attnviz.ui.common import (
     chart,
     current_language,
+    error_text,
     labeller,
     publish,
     push_state,
@@ -116,7 +117,7 @@ def kernel_page() -> None:
         try:
             queries = parse_vector(query_text, "query points")
         except ValueError as exc:
-            st.error(tr("kernel.queries_example", error=exc), icon="🚫")
+            st.error(tr("kernel.queries_example", error=error_text(exc)), icon="🚫")
             queries = None
     if points is not None:
         state = replace(state, keys=points[0], values=points[1])

@@ -25,7 +25,17 @@ from attnviz.explain import explain_row
 from attnviz.i18n import t
 from attnviz.model_state import NUM_HEADS, NUM_LAYERS, PARTS, ModelState, decode_model, encode_model
 from attnviz.state import MAX_TEXT
-from attnviz.ui.common import chart, current_language, labeller, md_escape, publish, sync_from_url, tr, widget_key
+from attnviz.ui.common import (
+    chart,
+    current_language,
+    error_text,
+    labeller,
+    md_escape,
+    publish,
+    sync_from_url,
+    tr,
+    widget_key,
+)
 from attnviz.ui.widgets import share_box, work_panel
 
 PAGE = "model"
@@ -57,7 +67,7 @@ def model_page() -> None:
     try:
         get_model()
     except ModelUnavailableError as exc:
-        st.error(str(exc), icon="🚫")
+        st.error(error_text(exc), icon="🚫")
         return
     left, right = st.columns(2)
     sentence = left.text_input(
@@ -77,7 +87,7 @@ def model_page() -> None:
     try:
         trace = run_model(sentence, pair)
     except ValueError as exc:
-        st.error(tr("model.sentence_error", error=exc), icon="🚫")
+        st.error(tr("model.sentence_error", error=error_text(exc)), icon="🚫")
     _controls_and_results(state, trace)
 
 

@@ -16,7 +16,7 @@ from attnviz.explain import Step
 from attnviz.pipeline import matrix_from_cells
 from attnviz.scores import SCORES
 from attnviz.state import MAX_COLS, MAX_ROWS, Matrix
-from attnviz.ui.common import current_language, labeller, md_escape, tr, value, widget_key
+from attnviz.ui.common import current_language, error_text, labeller, md_escape, tr, value, widget_key
 
 
 def _frame(matrix: Matrix, row_prefix: str) -> pd.DataFrame:
@@ -62,7 +62,7 @@ def matrix_editor(page: str, name: str, label: str, row_prefix: str, help: str) 
     try:
         return matrix_from_cells(cells, label, list(base.columns))
     except ValueError as exc:
-        st.error(str(exc), icon="🚫")
+        st.error(error_text(exc), icon="🚫")
         return None
 
 
@@ -284,4 +284,4 @@ def selected_row(page: str, labels: list[str]) -> int:
 
 def errors_to_page(exc: Exception) -> None:
     """Show a computation error to the user without a traceback."""
-    st.error(str(exc), icon="🚫")
+    st.error(error_text(exc), icon="🚫")
