@@ -115,7 +115,7 @@ def explain_row(
     steps.append(
         Step(
             tr("explain.mask"),
-            r"z_j \leftarrow -\infty \ \text{for masked keys, so } e^{z_j} = 0",
+            r"z_j \leftarrow -\infty \ \text{" + tr("explain.mask_formula") + r"} e^{z_j} = 0",
             note=tr("explain.masked", keys=", ".join(blocked)) if blocked else tr("explain.none_masked"),
             columns=[tr("explain.key"), tr("explain.allowed")],
             rows=[

@@ -20,6 +20,7 @@ EXPLAIN: dict[str, _] = {
     "explain.mask": _(
         "3. Mask the keys this query may not see", "3. 掩蔽这个查询不能看的键", "3. 遮罩這個查詢不能看的鍵"
     ),
+    "explain.mask_formula": _("for masked keys, so ", "（被掩蔽的键），因此 ", "（被遮罩的鍵），因此 "),
     "explain.masked": _("Masked: {keys}", "被掩蔽：{keys}", "被遮罩：{keys}"),
     "explain.none_masked": _(
         "No key is masked for this query.", "这个查询没有被掩蔽的键。", "這個查詢沒有被遮罩的鍵。"

@@ -17,6 +17,13 @@ from attnviz.i18n import DEFAULT_LANGUAGE, LANGUAGES, t
 from attnviz.i18n.errors import translate_error
 
 LANG_PARAM = "lang"  # the interface language in every link, e.g. ?lang=zh-Hant; no parameter means English
+PAGES = (  # (script, icon, catalogue name): the sidebar's links, in the interface language
+    ("app.py", "🔍", "home"),
+    ("pages/1_Self_attention.py", "🔁", "self"),
+    ("pages/2_Cross_attention.py", "🔀", "cross"),
+    ("pages/3_Kernel_attention.py", "📈", "kernel"),
+    ("pages/4_Pretrained_model.py", "🧠", "model"),
+)
 LABELLED_WIDGET_PREFIXES = ("w:", "workhead:")  # keys of the app's widgets whose options are shown as labels
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
@@ -96,9 +103,19 @@ def page_frame(page: str, icon: str) -> None:
             key=f"w:{LANG_PARAM}",
             on_change=_choose_language,
         )
+        _page_links()
         st.caption(tr("frame.sidebar"))
     if warning:
         st.warning(warning, icon="⚠️")
+
+
+def _page_links() -> None:
+    """Links to every page, titled in the interface language (Streamlit's own list shows file names)."""
+    for path, icon, name in PAGES:
+        try:
+            st.page_link(path, label=tr(f"{name}.title"), icon=icon)
+        except StreamlitAPIException:  # a page file run as the entry point itself (`streamlit run pages/...`)
+            return
 
 
 def link_params() -> dict[str, str]:
