@@ -3,7 +3,8 @@
 import streamlit as st
 
 from attnviz import PRESETS, figures
-from attnviz.ui.common import chart, current_language, page_frame, tr
+from attnviz.ui.common import chart, page_frame
+from attnviz.ui.settings import current_language, palette, tr
 
 page_frame("home", "🔍")
 
@@ -34,6 +35,7 @@ chart(
         query_labels=["57"],
         key_labels=["51", "56", "58"],
         title=tr("home.example_chart"),
+        palette=palette(),
         lang=current_language(),
     ),
     "home_waist_weight",

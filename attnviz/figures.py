@@ -570,6 +570,42 @@ def chart_config(filename: str) -> dict:
     return {"toImageButtonOptions": {"format": "png", "filename": slug, "scale": 2}, "displaylogo": False}
 
 
+MAX_TABLE_CELLS = 20_000  # a chart's text alternative lists its numbers up to this many cells
+
+
+def figure_tables(fig: go.Figure) -> list[tuple[str, list[str], list[list[object]]]]:
+    """A figure's numbers as tables, its text alternative: (trace name, columns, rows) per trace.
+
+    A heatmap gives a row per y label and a column per x label (empty where masked); points and lines give their
+    x and y. Traces drawn only for looks (the grey mask, legend entries) are left out; a heatmap over
+    MAX_TABLE_CELLS cells gives no rows (too large to read as a table)."""
+    tables: list[tuple[str, list[str], list[list[object]]]] = []
+    for trace in fig.data:
+        name = str(trace.name or "")
+        if trace.type == "heatmap" and name != "masked":
+            z = np.asarray(trace.z, dtype=np.float64)
+            if z.size > MAX_TABLE_CELLS:
+                tables.append((name, [], []))
+                continue
+            xs = [str(v) for v in trace.x] if trace.x is not None else [str(j + 1) for j in range(z.shape[1])]
+            ys = [str(v) for v in trace.y] if trace.y is not None else [str(i + 1) for i in range(z.shape[0])]
+            rows = [[ys[i], *(None if np.isnan(v) else float(v) for v in z[i])] for i in range(z.shape[0])]
+            tables.append((name, ["", *xs], rows))
+        elif trace.type in ("scatter", "bar") and trace.x is not None and any(v is not None for v in trace.x):
+            xs, ys = list(trace.x), list(trace.y)
+            rows = [[_plain(x), _plain(y)] for x, y in zip(xs, ys, strict=True)]
+            tables.append((name, ["x", "y"], rows))
+    return tables
+
+
+def _plain(value: Any) -> object:
+    """A number or label as a table cell (NaN as empty)."""
+    if isinstance(value, str):
+        return value
+    number = float(value)
+    return None if math.isnan(number) else number
+
+
 def figure_arrays(fig: go.Figure) -> list[np.ndarray]:
     """The z arrays of a figure's heatmap traces, in trace order."""
     return [np.asarray(trace.z) for trace in fig.data if trace.type == "heatmap"]

@@ -120,6 +120,7 @@ def neuron_view(
     *,
     key_labels: Labels = None,
     query_label: str = "query",
+    palette: str = WEIGHTS_PALETTE,
     lang: str = DEFAULT_LANGUAGE,
 ) -> go.Figure:
     """How one query weighs every key: q, the keys k_j, q ∘ k_j (whose row sums are q·k_j), q·k_j/√d, softmax.
@@ -157,7 +158,7 @@ def neuron_view(
         }
 
     number = {"texttemplate": "%{z:.2f}"} if text else {}
-    on_weights = {"colorscale": _colorscale(WEIGHTS_PALETTE), "zmin": 0.0, "zmax": 1.0}
+    on_weights = {"colorscale": _colorscale(palette), "zmin": 0.0, "zmax": 1.0}
     key, weight = _w("key", lang), _w("weight", lang)
     weight_cells = cells(
         probs[:, None], 5, [weight], y, f"{key} %{{y}}<br>{weight}: %{{z:.6~g}}", name=weight, **number

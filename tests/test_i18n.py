@@ -18,7 +18,7 @@ LITERAL = re.compile(r"""["']([a-z_]+\.[a-z_0-9.]+)["']""")  # any quoted key, e
 DYNAMIC = re.compile(
     r"^([a-z]+\.(title|intro)|home\.card_[a-z]+|score\.[a-z_]+\.(label|explanation)|param\.[a-z_]+\.help"
     r"|widget\.lens_[a-z_]+|attention\.(input|embed|projection)_[a-z]+|kernel\.[a-z]+\.(label|explanation)"
-    r"|model\.part_[a-z]+|model\.pattern\.[a-z]+|preset\.[a-z0-9_]+\.(title|source|description))$"
+    r"|palette\.[a-z]+|model\.part_[a-z]+|model\.pattern\.[a-z]+|preset\.[a-z0-9_]+\.(title|source|description))$"
 )
 # Characters that exist only in one script: a Simplified text must not use the Traditional form and vice versa.
 SIMPLIFIED_ONLY = set("这个们语键头为发关时来对说计权选择显输数据签态钮")
@@ -69,7 +69,7 @@ def test_every_preset_and_score_and_kernel_has_its_messages():
 
 
 def test_placeholders_are_filled_in():
-    assert "'xx'" in t("frame.bad_language", "zh-Hant", value="xx", choices="en")
+    assert "'xx'" in t("frame.bad_setting", "zh-Hant", param="lang", value="xx", choices="en")
     with pytest.raises(KeyError):
         t("no.such_key", "en")
 
@@ -86,7 +86,7 @@ def test_home_page_in_every_language(lang):
 
 def test_an_unknown_language_in_a_link_warns_and_falls_back_to_english():
     at = run_page("app.py", lang="<b>fr</b>")
-    assert any("'lang'" in w.value and "English" in w.value for w in at.warning)
+    assert any("'lang'" in w.value and "zh-Hant" in w.value for w in at.warning)
     assert at.header[0].value == t("home.soft_addressing", "en")
 
 

@@ -20,10 +20,36 @@ CATALOGUE: dict[str, Text] = {
         "attnviz：看得見的注意力機制。每個控制項都保存在連結裡：分享連結即可原樣重現本頁。",
     ),
     "frame.language": Text("Language (语言 · 語言)", "语言 (Language)", "語言 (Language)"),
-    "frame.bad_language": Text(
-        "Link parameter 'lang': unknown language {value!r}; expected one of: {choices}. Using English.",
-        "链接参数 'lang'：未知的语言 {value!r}，应为 {choices} 之一。改用英语。",
-        "連結參數 'lang'：未知的語言 {value!r}，應為 {choices} 之一。改用英語。",
+    "frame.bad_setting": Text(
+        "Link parameter '{param}': unknown value {value!r}; expected one of: {choices}. Using the default.",
+        "链接参数 '{param}'：未知的值 {value!r}，应为 {choices} 之一。改用默认值。",
+        "連結參數 '{param}'：未知的值 {value!r}，應為 {choices} 之一。改用預設值。",
+    ),
+    "frame.palette": Text("Colour palette", "配色", "配色"),
+    "frame.palette_help": Text(
+        "All four are readable with the common colour-vision deficiencies and in greyscale; Cividis is made for "
+        "them. Signed numbers (scores) always use red–blue.",
+        "四种配色对常见的色觉异常和灰度打印都清晰可读；Cividis 就是为此设计的。有正负的数（分数）总是用红–蓝配色。",
+        "四種配色對常見的色覺異常和灰階列印都清晰可讀；Cividis 就是為此設計的。有正負的數（分數）總是用紅–藍配色。",
+    ),
+    "palette.cividis": Text("Cividis (colour-blind safe)", "Cividis（色盲友好）", "Cividis（色盲友善）"),
+    "palette.viridis": Text("Viridis", "Viridis", "Viridis"),
+    "palette.magma": Text("Magma", "Magma", "Magma"),
+    "palette.greys": Text("Greys (print)", "灰度（打印）", "灰階（列印）"),
+    "frame.table": Text(
+        "Numbers as a table (text alternative)", "数字表格（图表的文字版）", "數字表格（圖表的文字版）"
+    ),
+    "frame.table_too_large": Text(
+        "Too many cells for a table: the downloads in 'Share and export' hold every number.",
+        "单元格太多，不适合做成表格：“分享与导出”中的下载文件包含所有数字。",
+        "儲存格太多，不適合做成表格：「分享與匯出」中的下載檔案包含所有數字。",
+    ),
+    "frame.controls": Text("Controls", "控件", "控制項"),
+    "frame.presentation": Text("Presentation mode", "演示模式", "簡報模式"),
+    "frame.presentation_help": Text(
+        "Large type and figures for a projector; the controls fold away above the results.",
+        "为投影仪放大文字和图表；控件折叠到结果上方。",
+        "為投影機放大文字和圖表；控制項摺疊到結果上方。",
     ),
     # ----- page titles and introductions -----------------------------------------------------------------------
     "home.title": Text("attnviz", "attnviz", "attnviz"),

@@ -36,17 +36,15 @@ from attnviz.state import (
 from attnviz.ui.common import (
     bound_key,
     chart,
-    current_language,
-    error_text,
-    labeller,
+    controls_and_results,
     publish,
     push_state,
     sync_from_url,
-    tr,
     value,
     widget_key,
 )
 from attnviz.ui.model_page import get_model
+from attnviz.ui.settings import current_language, error_text, labeller, palette, tr
 from attnviz.ui.widgets import (
     batch_selector,
     lazy_expander,
@@ -255,6 +253,7 @@ def _draw(page: str, state: AttentionState, inputs: AttentionInputs) -> Callable
                 query_labels=q_labels,
                 key_labels=k_labels,
                 title=title,
+                palette=palette(),
                 lang=current_language(),
             ),
             f"{page}_attention_weights",
@@ -267,6 +266,7 @@ def _draw(page: str, state: AttentionState, inputs: AttentionInputs) -> Callable
                 query_labels=q_labels,
                 key_labels=k_labels,
                 head_titles=[tr("attention.head_n", n=h + 1) for h in range(trace.num_heads)],
+                palette=palette(),
                 lang=current_language(),
             ),
             f"{page}_attention_heads",
@@ -278,6 +278,7 @@ def _draw(page: str, state: AttentionState, inputs: AttentionInputs) -> Callable
                 query_labels=q_labels,
                 key_labels=k_labels,
                 title=tr("attention.mean_title"),
+                palette=palette(),
                 lang=current_language(),
             ),
             f"{page}_attention_mean",
@@ -345,6 +346,7 @@ def _draw(page: str, state: AttentionState, inputs: AttentionInputs) -> Callable
                     mask=head.mask.numpy(),
                     query_labels=q_labels,
                     key_labels=k_labels,
+                    palette=palette(),
                     lang=current_language(),
                 ),
                 f"{page}_compare_{state.score}_{state.compare}",
@@ -405,7 +407,7 @@ def attention_page(page: str) -> None:
 def _controls_and_results(page: str, state: AttentionState, inputs: AttentionInputs | None) -> None:
     """Controls and everything computed from them. A fragment: moving a control reruns only this part, not the
     page frame, the sidebar and the inputs above (their values arrive as the arguments of the last full run)."""
-    left, right = st.columns([2, 3], gap="large")
+    left, right = controls_and_results([2, 3])
     with left:
         num_q = inputs.queries.shape[0] if inputs else 1
         num_k = inputs.keys.shape[0] if inputs else 1

@@ -2,21 +2,22 @@
 
 from __future__ import annotations
 
-import contextlib
+import html
 import re
 from collections.abc import Callable
 from dataclasses import fields
 from typing import Any
 
 import plotly.graph_objects as go
+import pyarrow as pa
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 from streamlit.errors import StreamlitAPIException
 
-from attnviz.figures import chart_config
-from attnviz.i18n import DEFAULT_LANGUAGE, LANGUAGES, t
-from attnviz.i18n.errors import translate_error
+from attnviz.figures import chart_config, figure_tables
+from attnviz.ui import settings
+from attnviz.ui.settings import link_params, tr
 
-LANG_PARAM = "lang"  # the interface language in every link, e.g. ?lang=zh-Hant; no parameter means English
 PAGES = (  # (script, icon, catalogue name): the sidebar's links, in the interface language
     ("app.py", "🔍", "home"),
     ("pages/1_Self_attention.py", "🔁", "self"),
@@ -24,7 +25,6 @@ PAGES = (  # (script, icon, catalogue name): the sidebar's links, in the interfa
     ("pages/3_Kernel_attention.py", "📈", "kernel"),
     ("pages/4_Pretrained_model.py", "🧠", "model"),
 )
-LABELLED_WIDGET_PREFIXES = ("w:", "workhead:")  # keys of the app's widgets whose options are shown as labels
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
 
@@ -34,79 +34,35 @@ def md_escape(text: str) -> str:
     return _MD_SPECIAL.sub(r"\\\1", str(text))
 
 
-def current_language() -> str:
-    """The session's interface language ("en", "zh-Hans" or "zh-Hant")."""
-    return st.session_state.get(LANG_PARAM, DEFAULT_LANGUAGE)
-
-
-def tr(key: str, **params: object) -> str:
-    """A message of the catalogue in the session's language."""
-    return t(key, current_language(), **params)
-
-
-def labeller(template: str, **params: object) -> Callable[[Any], str]:
-    """A `format_func` that shows option `x` as the message `template.format(x)`, in the language of this run.
-
-    The language is fixed when the widget is drawn: Streamlit may call a format_func again after the run."""
-    lang = current_language()
-    return lambda option: t(template.format(option), lang, **params)
-
-
-def error_text(error: Exception | str) -> str:
-    """An error or warning of the core, in the session's language (see attnviz.i18n.errors)."""
-    return translate_error(str(error), current_language())
-
-
-def _language_from_link() -> str | None:
-    """Take the language of a link (?lang=...) into the session; a warning for an unknown one."""
-    raw = st.query_params.get(LANG_PARAM)
-    if raw is None:
-        return None
-    if raw in LANGUAGES:
-        st.session_state[LANG_PARAM] = raw
-        return None
-    return tr("frame.bad_language", value=str(raw)[:40], choices=", ".join(LANGUAGES))
-
-
-def _choose_language() -> None:
-    """Callback of the language picker: remember the choice and put it in the link.
-
-    A selectbox or radio reports its choice as the label the browser shows, and the labels are about to change
-    language: the rerun would read "a sentence" against the Chinese labels and not find it. So every widget's
-    current value is written back into the session state first, where it is kept as the value itself."""
-    for key in list(st.session_state):
-        if key == f"w:{LANG_PARAM}" or not key.startswith(LABELLED_WIDGET_PREFIXES):
-            continue
-        with contextlib.suppress(StreamlitAPIException):  # buttons, editors, uploaders: not settable, no label
-            st.session_state[key] = st.session_state[key]
-    lang = st.session_state[f"w:{LANG_PARAM}"]
-    st.session_state[LANG_PARAM] = lang
-    if lang == DEFAULT_LANGUAGE:
-        st.query_params.pop(LANG_PARAM, None)
-    else:
-        st.query_params[LANG_PARAM] = lang
-
-
 def page_frame(page: str, icon: str) -> None:
-    """Page config, title and the shared sidebar (language picker first); every page (and a cold deep link) calls
-    this first. `page` names the catalogue's "<page>.title" and "<page>.intro"."""
-    warning = _language_from_link()
-    st.set_page_config(page_title=f"{tr(page + '.title')} · attnviz", page_icon=icon, layout="wide")
+    """Page config, title and the shared sidebar (settings first); every page (and a cold deep link) calls this
+    first. `page` names the catalogue's "<page>.title" and "<page>.intro"."""
+    warnings = settings.from_link()
+    st.set_page_config(
+        page_title=f"{tr(page + '.title')} · attnviz",
+        page_icon=icon,
+        layout="wide",
+        initial_sidebar_state="collapsed" if settings.presenting() else "auto",
+    )
+    if settings.presenting():
+        st.html(settings.PRESENTATION_CSS)  # the app's own fixed style sheet
     st.title(tr(page + ".title"))
     st.caption(tr(page + ".intro"))
     with st.sidebar:
-        st.session_state[f"w:{LANG_PARAM}"] = current_language()
-        st.selectbox(
-            tr("frame.language"),
-            list(LANGUAGES),
-            format_func=LANGUAGES.get,
-            key=f"w:{LANG_PARAM}",
-            on_change=_choose_language,
-        )
+        settings.sidebar_controls()
         _page_links()
         st.caption(tr("frame.sidebar"))
-    if warning:
+    for warning in warnings:
         st.warning(warning, icon="⚠️")
+
+
+def controls_and_results(widths: list[int]) -> tuple[Any, Any]:
+    """Containers for the controls and the results: side by side, or in presentation mode the controls folded
+    into a closed expander above results that get the full width."""
+    if settings.presenting():
+        return st.expander(tr("frame.controls"), expanded=False), st.container()
+    left, right = st.columns(widths, gap="large")
+    return left, right
 
 
 def _page_links() -> None:
@@ -116,11 +72,6 @@ def _page_links() -> None:
             st.page_link(path, label=tr(f"{name}.title"), icon=icon)
         except StreamlitAPIException:  # a page file run as the entry point itself (`streamlit run pages/...`)
             return
-
-
-def link_params() -> dict[str, str]:
-    """The link's parameters without the language (each page's codec reads these)."""
-    return {key: value for key, value in st.query_params.to_dict().items() if key != LANG_PARAM}
 
 
 def widget_key(page: str, name: str) -> str:
@@ -160,7 +111,7 @@ def sync_from_url(
             if key not in st.session_state:
                 st.session_state[key] = (convert or {}).get(f.name, lambda v: v)(getattr(stored, f.name))
     for message in st.session_state.get(f"warnings:{page}", []):
-        st.warning(error_text(message), icon="⚠️")
+        st.warning(settings.error_text(message), icon="⚠️")
     return st.session_state[f"state:{page}"]
 
 
@@ -172,16 +123,49 @@ def publish(page: str, state: Any, encode: Callable[[Any], dict[str, str]]) -> d
     st.session_state[f"state:{page}"] = state
     params = encode(state)
     st.session_state[f"url:{page}"] = params
-    if current_language() != DEFAULT_LANGUAGE:
-        params = {**params, LANG_PARAM: current_language()}  # the link keeps the language
+    params = settings.with_settings(params)  # the link keeps the language, palette and presentation mode
     if st.query_params.to_dict() != params:
         st.query_params.from_dict(params)
     return params
 
 
 def chart(fig: go.Figure, name: str, key: str | None = None) -> None:
-    """A Plotly chart with the PNG export named after what it shows."""
+    """A Plotly chart with the PNG export named after what it shows; larger type in presentation mode; and below it,
+    the same numbers as tables (its text alternative, built only while opened)."""
+    if settings.presenting():
+        height = fig.layout.height or 450
+        fig.update_layout(font={"size": settings.PRESENTATION_FONT}, height=int(height * 1.3))
     st.plotly_chart(fig, width="stretch", config=chart_config(name), key=key)
+    box = lazy_expander(tr("frame.table"), key=f"open:table:{key or name}")
+    if box is None:
+        return
+    with box:
+        for title, columns, rows in figure_tables(fig):
+            if title:
+                st.markdown(f"**{md_escape(html.unescape(title))}**")
+            if rows:
+                st.dataframe(arrow_table(columns, rows), hide_index=True, width="stretch")
+            else:
+                st.caption(tr("frame.table_too_large"))
+
+
+def lazy_expander(label: str, key: str) -> DeltaGenerator | None:
+    """A collapsed expander whose content is built only while it is open (None when closed): a class moving a
+    slider should not pay for QR codes, exports and extra charts nobody is looking at."""
+    box = st.expander(label, key=key, on_change="rerun")
+    return box if box.open else None
+
+
+def arrow_table(columns: list[str], rows: list[list[object]]) -> pa.Table:
+    """A step's table as Arrow (Streamlit's wire format; a pandas frame costs ~10x more to convert)."""
+    arrays = []
+    for index in range(len(columns)):
+        cells = [row[index] for row in rows]
+        try:
+            arrays.append(pa.array(cells))
+        except (pa.ArrowInvalid, pa.ArrowTypeError):  # mixed kinds in one column: show them as text
+            arrays.append(pa.array([str(cell) for cell in cells]))
+    return pa.Table.from_arrays(arrays, names=[str(name) for name in columns])
 
 
 def value(page: str, name: str) -> Any:

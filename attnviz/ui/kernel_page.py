@@ -15,18 +15,8 @@ from attnviz.kernel import KERNELS, BandwidthFit, fit_bandwidth, toy_function
 from attnviz.pipeline import prediction_curve, run_kernel
 from attnviz.presets import PRESETS
 from attnviz.state import KernelState, apply_kernel_preset, decode_kernel, encode_kernel, parse_vector
-from attnviz.ui.common import (
-    chart,
-    current_language,
-    error_text,
-    labeller,
-    publish,
-    push_state,
-    sync_from_url,
-    tr,
-    value,
-    widget_key,
-)
+from attnviz.ui.common import chart, controls_and_results, publish, push_state, sync_from_url, value, widget_key
+from attnviz.ui.settings import current_language, error_text, labeller, palette, tr
 from attnviz.ui.widgets import share_box, work_panel
 
 PAGE = "kernel"
@@ -130,7 +120,7 @@ def kernel_page() -> None:
 def _controls_and_results(state: KernelState, ready: bool) -> None:
     """Kernel, σ and everything computed from them. A fragment: moving σ reruns only this part, not the sidebar
     and the data editors above (their values arrive as the arguments of the last full run)."""
-    left, right = st.columns([2, 3], gap="large")
+    left, right = controls_and_results([2, 3])
     with left:
         kernel = st.selectbox(
             tr("kernel.kernel"), list(KERNELS), key=widget_key(PAGE, "kernel"), format_func=labeller("kernel.{}.label")
@@ -187,6 +177,7 @@ def _draw(state: KernelState) -> None:
             query_labels=q_labels,
             key_labels=labels,
             title=tr("kernel.weights_title"),
+            palette=palette(),
             lang=current_language(),
         ),
         "kernel_weights",

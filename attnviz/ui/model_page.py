@@ -25,17 +25,8 @@ from attnviz.explain import explain_row
 from attnviz.i18n import t
 from attnviz.model_state import NUM_HEADS, NUM_LAYERS, PARTS, ModelState, decode_model, encode_model
 from attnviz.state import MAX_TEXT
-from attnviz.ui.common import (
-    chart,
-    current_language,
-    error_text,
-    labeller,
-    md_escape,
-    publish,
-    sync_from_url,
-    tr,
-    widget_key,
-)
+from attnviz.ui.common import chart, controls_and_results, md_escape, publish, sync_from_url, widget_key
+from attnviz.ui.settings import current_language, error_text, labeller, palette, tr
 from attnviz.ui.widgets import share_box, work_panel
 
 PAGE = "model"
@@ -184,6 +175,7 @@ def _draw(state: ModelState, trace: BertTrace) -> Callable[[], None]:
                 col_labels=pooled_labels([tokens[j] for j in cols], size),
                 selected_layer=state.layer,
                 selected_heads=state.heads,
+                palette=palette(),
                 lang=current_language(),
             ),
             "model_view",
@@ -231,6 +223,7 @@ def _head_view(state: ModelState, trace: BertTrace, rows: list[int], cols: list[
             query_labels=[tokens[i] for i in rows],
             key_labels=[tokens[j] for j in cols],
             title=tr("model.head_view_title", layer=state.layer, which=which),
+            palette=palette(),
             lang=current_language(),
         ),
         f"minilm_layer{state.layer}_{which.replace(' ', '_')}",
@@ -257,6 +250,7 @@ def _neuron_view(state: ModelState, trace: BertTrace) -> None:
             head_trace.weights[token].numpy(),
             key_labels=tokens,
             query_label=tokens[token],
+            palette=palette(),
             lang=current_language(),
         ),
         f"minilm_neuron_layer{state.layer}_head{head}",
@@ -267,7 +261,7 @@ def _neuron_view(state: ModelState, trace: BertTrace) -> None:
 @st.fragment
 def _controls_and_results(state: ModelState, trace: BertTrace | None) -> None:
     """Controls and every view. A fragment: moving a control reruns only this part, not the sentence inputs."""
-    left, right = st.columns([1, 3], gap="large")
+    left, right = controls_and_results([1, 3])
     with left:
         state = _controls(state, trace)
         if trace is not None:

@@ -7,16 +7,15 @@ from collections.abc import Callable
 from urllib.parse import urlencode
 
 import pandas as pd
-import pyarrow as pa
 import segno
 import streamlit as st
-from streamlit.delta_generator import DeltaGenerator
 
 from attnviz.explain import Step
 from attnviz.pipeline import matrix_from_cells
 from attnviz.scores import SCORES
 from attnviz.state import MAX_COLS, MAX_ROWS, Matrix
-from attnviz.ui.common import current_language, error_text, labeller, md_escape, tr, value, widget_key
+from attnviz.ui.common import arrow_table, lazy_expander, md_escape, value, widget_key
+from attnviz.ui.settings import current_language, error_text, labeller, tr
 
 
 def _frame(matrix: Matrix, row_prefix: str) -> pd.DataFrame:
@@ -152,13 +151,6 @@ def lens_editor(page: str, num_queries: int, num_keys: int) -> tuple[str, tuple[
     return mode, ()
 
 
-def lazy_expander(label: str, key: str) -> DeltaGenerator | None:
-    """A collapsed expander whose content is built only while it is open (None when closed): a class moving a
-    slider should not pay for QR codes, exports and extra charts nobody is looking at."""
-    box = st.expander(label, key=key, on_change="rerun")
-    return box if box.open else None
-
-
 def share_box(params: dict[str, str], page: str, extra: Callable[[], None] | None = None) -> None:
     """The link that reproduces this page and a QR code to project in class; `extra` draws exports below them."""
     base = st.context.url or ""
@@ -206,7 +198,7 @@ def work_panel(steps: list[Step]) -> None:
         lines.append(markdown_table(columns, rows))
     st.markdown("\n\n".join(lines))
     if rows and not as_text:
-        st.dataframe(_arrow_table(columns, rows), hide_index=True, width="stretch")
+        st.dataframe(arrow_table(columns, rows), hide_index=True, width="stretch")
 
 
 def merged_table(steps: list[Step]) -> tuple[list[str], list[list[object]]]:
@@ -244,18 +236,6 @@ def markdown_table(columns: list[str], rows: list[list[object]]) -> str:
     rule = "| " + " | ".join("--:" if is_number else ":--" for is_number in numeric) + " |"
     body = ["| " + " | ".join(_cell(value) for value in row) + " |" for row in rows]
     return "\n".join([header, rule, *body])
-
-
-def _arrow_table(columns: list[str], rows: list[list[object]]) -> pa.Table:
-    """A step's table as Arrow (Streamlit's wire format; a pandas frame costs ~10x more to convert)."""
-    arrays = []
-    for index in range(len(columns)):
-        cells = [row[index] for row in rows]
-        try:
-            arrays.append(pa.array(cells))
-        except (pa.ArrowInvalid, pa.ArrowTypeError):  # mixed kinds in one column: show them as text
-            arrays.append(pa.array([str(cell) for cell in cells]))
-    return pa.Table.from_arrays(arrays, names=[str(name) for name in columns])
 
 
 def batch_selector(page: str, batches: int, on_change: Callable[[str], None]) -> None:

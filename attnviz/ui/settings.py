@@ -1,0 +1,169 @@
+"""Settings of the whole app, kept in every link: language (?lang=), colour palette (?pal=), presentation (?pm=1).
+
+Each page's own state lives in its codec (attnviz/state.py); these three apply to every page, so they are carried
+from page to page in the session and added to every link the pages publish.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import streamlit as st
+from streamlit.errors import StreamlitAPIException
+
+from attnviz.i18n import DEFAULT_LANGUAGE, LANGUAGES, t
+from attnviz.i18n.errors import translate_error
+
+# Colour-blind-safe sequential palettes for weights (perceptually uniform, readable in greyscale); Cividis is
+# designed for the common colour-vision deficiencies. Diverging data (signed scores) always use RdBu.
+PALETTES: dict[str, str] = {"cividis": "Cividis", "viridis": "Viridis", "magma": "Magma", "greys": "Greys"}
+PRESENTATION_FONT = 20  # px, figures' text in presentation mode (Plotly's default is 12)
+LABELLED_WIDGET_PREFIXES = ("w:", "workhead:")  # keys of the app's widgets whose options are shown as labels
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One app-wide setting: its link parameter, default and allowed values."""
+
+    param: str
+    default: str
+    choices: tuple[str, ...]
+
+
+LANG = Setting("lang", DEFAULT_LANGUAGE, tuple(LANGUAGES))
+PALETTE = Setting("pal", "cividis", tuple(PALETTES))
+PRESENTATION = Setting("pm", "0", ("0", "1"))
+SETTINGS = (LANG, PALETTE, PRESENTATION)
+PARAMS = {setting.param for setting in SETTINGS}
+
+
+def get(setting: Setting) -> str:
+    """The session's value of a setting."""
+    return st.session_state.get(setting.param, setting.default)
+
+
+def current_language() -> str:
+    """The session's interface language ("en", "zh-Hans" or "zh-Hant")."""
+    return get(LANG)
+
+
+def palette() -> str:
+    """The Plotly name of the session's weights palette."""
+    return PALETTES[get(PALETTE)]
+
+
+def presenting() -> bool:
+    """True in presentation mode (large type, controls folded away)."""
+    return get(PRESENTATION) == "1"
+
+
+def tr(key: str, **params: object) -> str:
+    """A message of the catalogue in the session's language."""
+    return t(key, current_language(), **params)
+
+
+def labeller(template: str, **params: object) -> Callable[[Any], str]:
+    """A `format_func` that shows option `x` as the message `template.format(x)`, in the language of this run.
+
+    The language is fixed when the widget is drawn: Streamlit may call a format_func again after the run."""
+    lang = current_language()
+    return lambda option: t(template.format(option), lang, **params)
+
+
+def error_text(error: Exception | str) -> str:
+    """An error or warning of the core, in the session's language (see attnviz.i18n.errors)."""
+    return translate_error(str(error), current_language())
+
+
+def from_link() -> list[str]:
+    """Take the settings of a link into the session; one warning per unknown value."""
+    warnings = []
+    for setting in SETTINGS:
+        raw = st.query_params.get(setting.param)
+        if raw is None:
+            continue
+        if raw in setting.choices:
+            st.session_state[setting.param] = raw
+        else:
+            warnings.append(
+                tr("frame.bad_setting", param=setting.param, value=str(raw)[:40], choices=", ".join(setting.choices))
+            )
+    return warnings
+
+
+def link_params() -> dict[str, str]:
+    """The link's parameters without the app-wide settings (each page's codec reads these)."""
+    return {key: value for key, value in st.query_params.to_dict().items() if key not in PARAMS}
+
+
+def with_settings(params: dict[str, str]) -> dict[str, str]:
+    """A page's link parameters plus every setting that is not at its default."""
+    extra = {s.param: get(s) for s in SETTINGS if get(s) != s.default}
+    return {**params, **extra}
+
+
+def _store(setting: Setting) -> None:
+    """Callback of a setting's widget: remember the value and put it in the link."""
+    value = st.session_state[f"w:{setting.param}"]
+    value = ("1" if value else "0") if isinstance(value, bool) else value
+    st.session_state[setting.param] = value
+    if value == setting.default:
+        st.query_params.pop(setting.param, None)
+    else:
+        st.query_params[setting.param] = value
+
+
+def _choose_language() -> None:
+    """Callback of the language picker.
+
+    A selectbox or radio reports its choice as the label the browser shows, and the labels are about to change
+    language: the rerun would read "a sentence" against the Chinese labels and not find it. So every widget's
+    current value is written back into the session state first, where it is kept as the value itself."""
+    for key in list(st.session_state):
+        if key == f"w:{LANG.param}" or not key.startswith(LABELLED_WIDGET_PREFIXES):
+            continue
+        with contextlib.suppress(StreamlitAPIException):  # buttons, editors, uploaders: not settable, no label
+            st.session_state[key] = st.session_state[key]
+    _store(LANG)
+
+
+def sidebar_controls() -> None:
+    """Language, palette and presentation mode, at the top of the sidebar."""
+    st.session_state[f"w:{LANG.param}"] = get(LANG)
+    st.selectbox(
+        tr("frame.language"), LANG.choices, format_func=LANGUAGES.get, key=f"w:{LANG.param}", on_change=_choose_language
+    )
+    st.session_state[f"w:{PALETTE.param}"] = get(PALETTE)
+    st.selectbox(
+        tr("frame.palette"),
+        PALETTE.choices,
+        format_func=labeller("palette.{}"),
+        key=f"w:{PALETTE.param}",
+        on_change=_store,
+        args=(PALETTE,),
+        help=tr("frame.palette_help"),
+    )
+    st.session_state[f"w:{PRESENTATION.param}"] = presenting()
+    st.toggle(
+        tr("frame.presentation"),
+        key=f"w:{PRESENTATION.param}",
+        on_change=_store,
+        args=(PRESENTATION,),
+        help=tr("frame.presentation_help"),
+    )
+
+
+# Larger type for a projector: the app's text, widgets and tables (figures get PRESENTATION_FONT in `chart`).
+# A fixed style sheet of the app's own, never user text.
+PRESENTATION_CSS = """
+<style>
+  [data-testid="stMain"] { font-size: 1.3rem; }
+  [data-testid="stMain"] h1 { font-size: 3.2rem; }
+  [data-testid="stMain"] p, [data-testid="stMain"] li, [data-testid="stMain"] label,
+  [data-testid="stMain"] [data-testid="stMarkdownContainer"] { font-size: 1.3rem; }
+  [data-testid="stMain"] .katex { font-size: 1.45em; }
+</style>
+"""

@@ -1,0 +1,67 @@
+"""Classroom settings: colour palettes, text alternatives of the charts, presentation mode."""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+
+from attnviz import figures
+from attnviz.i18n import t
+from tests.test_app import SELF, _array, run_page
+from tests.test_app import figures as page_figures
+
+
+def test_every_chart_has_a_table_of_its_numbers():
+    weights = np.array([[1.0, 0.0], [0.25, 0.75]], dtype=np.float32)
+    mask = np.array([[True, False], [True, True]])
+    fig = figures.weights_heatmap(weights, mask=mask, query_labels=["a", "b"], key_labels=["x", "<y>"])
+    ((name, columns, rows),) = figures.figure_tables(fig)  # the grey mask trace is only looks: left out
+    assert name == "weights" and columns == ["", "x", "&lt;y&gt;"]
+    assert rows == [["a", 1.0, None], ["b", 0.25, 0.75]]  # the masked cell is empty, not 0
+    kernel = figures.kernel_regression_figure([1.0, 2.0], [3.0, 4.0], [1.5], [3.5])
+    tables = figures.figure_tables(kernel)
+    assert tables[0][2] == [[1.0, 3.0], [2.0, 4.0]] and tables[1][2] == [[1.5, 3.5]]
+    big = figures.weights_heatmap(np.full((200, 200), 0.005, dtype=np.float32))
+    assert figures.figure_tables(big) == [("weights", [], [])]  # too large: the page says where the numbers are
+
+
+def test_the_table_under_the_chart_holds_the_charts_numbers():
+    at = run_page(SELF)
+    key = "open:table:self_attention_weights"
+    assert not at.dataframe  # closed: nothing built
+    at.session_state[key] = True
+    at.run()
+    z = _array(page_figures(at)[0]["data"][0]["z"])
+    table = at.dataframe[0].value
+    np.testing.assert_allclose(table.iloc[:, 1:].to_numpy(dtype=float), z, rtol=1e-6)
+    assert list(table.iloc[:, 0]) == page_figures(at)[0]["data"][0]["y"]
+
+
+@pytest.mark.parametrize(("code", "plotly_name"), [("greys", "Greys"), ("magma", "Magma"), ("viridis", "Viridis")])
+def test_a_palette_from_the_link_colours_the_weights_and_stays_in_the_link(code, plotly_name):
+    at = run_page(SELF, pal=code)
+    scale = page_figures(at)[0]["data"][0]["colorscale"]
+    assert scale == [list(stop) for stop in go.Heatmap(colorscale=plotly_name).colorscale]
+    at.number_input(key="w:self:temperature").set_value(2.0).run()
+    assert at.query_params["pal"] == code and at.query_params["T"] == "2"
+
+
+def test_the_default_palette_is_cividis_and_a_bad_one_warns():
+    at = run_page(SELF)
+    assert page_figures(at)[0]["data"][0]["colorscale"] == [
+        list(s) for s in go.Heatmap(colorscale="Cividis").colorscale
+    ]
+    at = run_page(SELF, pal="rainbow")
+    assert any("'pal'" in w.value for w in at.warning)
+
+
+def test_presentation_mode_enlarges_the_figures_and_folds_the_controls():
+    at = run_page(SELF, pm="1", lang="zh-Hans")
+    fig = page_figures(at)[0]
+    assert fig["layout"]["font"]["size"] == 20
+    labels = [e.label for e in at.expander]
+    assert t("frame.controls", "zh-Hans") in labels
+    assert at.toggle(key="w:pm").value is True
+    at.toggle(key="w:pm").set_value(False).run()
+    assert "pm" not in at.query_params and "font" not in page_figures(at)[0]["layout"]
