@@ -439,6 +439,34 @@ def matrix_heatmap(
     return _figure([trace, *masks], layout)
 
 
+def guess_figure(
+    guess: Any, truth: Any, *, key_labels: Labels = None, title: str = "", lang: str = DEFAULT_LANGUAGE
+) -> go.Figure:
+    """A student's guessed weights beside the true ones, one pair of bars per key."""
+    guessed, true = _vector(guess, "guess"), _vector(truth, "truth")  # (K,) each
+    if guessed.shape != true.shape:
+        raise ValueError(f"give one guess per key: {true.size} keys, {guessed.size} guesses")
+    x = unique_labels(key_labels, true.size, "k")
+    key, weight = _w("key", lang), _w("weight", lang)
+    data = []
+    for values, word, colour in ((guessed, "your_guess", ORANGE), (true, "true_weight", BLUE)):
+        name = _w(word, lang)
+        hover = f"{name}<br>{key}: %{{x}}<br>{weight}: %{{y:.4~g}}<extra></extra>"
+        text = {"texttemplate": "%{y:.2f}", "textposition": "outside", "cliponaxis": False} if true.size <= 16 else {}
+        bars = {"type": "bar", "x": x, "y": values, "name": name, "marker": {"color": colour}, **text}
+        data.append({**bars, "hovertemplate": hover})
+    layout = {
+        "title": {"text": title},
+        "barmode": "group",
+        "xaxis": {"type": "category", "title": {"text": _w("keys", lang)}},
+        "yaxis": {"title": {"text": weight}, "range": [0.0, 1.05]},
+        "legend": {"orientation": "h", "x": 0.0, "y": 1.0, "yanchor": "bottom"},
+        "height": 380,
+        "margin": {"t": 90},
+    }
+    return _figure(data, layout)
+
+
 # ---------------------------------------------------------------- kernel regression and training
 
 

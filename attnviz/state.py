@@ -64,6 +64,7 @@ class AttentionState:
     residual: bool = False
     row: int = 0
     compare: str = ""  # second score for the side-by-side view; "" = off
+    predict: bool = False  # predict, then reveal: the weights stay hidden until a guess for one query row is in
 
     def score_params(self, score: str | None = None) -> dict[str, Any]:
         """Keyword parameters of the chosen (or given) score, taken from this state."""
@@ -222,6 +223,7 @@ _ATTENTION_CODEC: Codec = {
     "res": ("residual", lambda t: parse_flag(t, "residual"), lambda v: "1" if v else "0"),
     "row": ("row", lambda t: parse_number(t, "selected row", 0, MAX_TOKENS, integer=True), _INT),
     "cmp": ("compare", lambda t: "" if t == "" else parse_choice(t, "comparison score", SCORES), str),
+    "guess": ("predict", lambda t: parse_flag(t, "predict, then reveal"), lambda v: "1" if v else "0"),
 }
 
 _KERNEL_CODEC: Codec = {

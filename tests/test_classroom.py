@@ -65,3 +65,28 @@ def test_presentation_mode_enlarges_the_figures_and_folds_the_controls():
     assert at.toggle(key="w:pm").value is True
     at.toggle(key="w:pm").set_value(False).run()
     assert "pm" not in at.query_params and "font" not in page_figures(at)[0]["layout"]
+
+
+def test_predict_then_reveal_hides_the_weights_until_a_guess_and_then_shows_both():
+    from attnviz.i18n import t as message
+
+    at = run_page(SELF, guess="1", s="a b c", row="1")
+    assert not page_figures(at)  # nothing to peek at
+    reveal = at.button(key="reveal:self")
+    assert reveal.disabled
+    box = next(w for w in at.text_input if w.key.startswith("guess:self:"))
+    box.set_value("1, 2").run()
+    assert any(message("attention.guess_count", "en", count=2, keys=3) in c.value for c in at.caption)
+    next(w for w in at.text_input if w.key.startswith("guess:self:")).set_value("0, 1, 1").run()
+    assert not at.button(key="reveal:self").disabled
+    at.button(key="reveal:self").click().run()
+    assert not at.exception
+    shown = page_figures(at)
+    guess_chart = shown[0]
+    assert guess_chart["data"][0]["name"] == "your guess"
+    np.testing.assert_allclose(_array(guess_chart["data"][0]["y"]), [0.0, 0.5, 0.5])
+    truth = _array(guess_chart["data"][1]["y"])
+    weights = _array(shown[1]["data"][0]["z"])  # then the usual heatmap, with the same numbers
+    np.testing.assert_allclose(truth, weights[1], rtol=1e-6)
+    at.number_input(key="w:self:temperature").set_value(0.5).run()  # a new question: hidden again
+    assert not page_figures(at)

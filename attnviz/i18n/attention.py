@@ -199,6 +199,46 @@ ATTENTION: dict[str, _] = {
     "attention.causal": _(
         "Causal mask (query i sees keys 1…i)", "因果掩码（查询 i 只看键 1…i）", "因果遮罩（查詢 i 只看鍵 1…i）"
     ),
+    "attention.predict": _("Predict, then reveal", "先预测，再揭晓", "先預測，再揭曉"),
+    "attention.predict_help": _(
+        "Hide the weights until you have guessed one query row's weights; then see your guess beside the truth.",
+        "在你猜出一个查询行的权重之前隐藏权重；之后把你的猜测和真实值并排显示。",
+        "在你猜出一個查詢列的權重之前隱藏權重；之後把你的猜測和真實值並排顯示。",
+    ),
+    "attention.predict_heading": _("Your prediction", "你的预测", "你的預測"),
+    "attention.predict_caption": _(
+        "How much weight does '{query}' give each key? Type a number for every key (they are rescaled to sum to "
+        "1), then reveal.",
+        "'{query}' 给每个键多少权重？为每个键输入一个数（会自动缩放使总和为 1），然后揭晓。",
+        "'{query}' 給每個鍵多少權重？為每個鍵輸入一個數（會自動縮放使總和為 1），然後揭曉。",
+    ),
+    "attention.guess_needed": _(
+        "Every key needs a number ≥ 0, and at least one above 0.",
+        "每个键都需要一个 ≥ 0 的数，且至少有一个大于 0。",
+        "每個鍵都需要一個 ≥ 0 的數，且至少有一個大於 0。",
+    ),
+    "attention.guess_input": _(
+        "Your weights for the {count} keys, separated by commas",
+        "你给 {count} 个键的权重，用逗号分隔",
+        "你給 {count} 個鍵的權重，用逗號分隔",
+    ),
+    "attention.guess_order": _("In this order: {keys}", "按这个顺序：{keys}", "按這個順序：{keys}"),
+    "attention.guess_count": _(
+        "{count} numbers typed; there are {keys} keys.",
+        "输入了 {count} 个数；共有 {keys} 个键。",
+        "輸入了 {count} 個數；共有 {keys} 個鍵。",
+    ),
+    "attention.reveal": _("Reveal", "揭晓", "揭曉"),
+    "attention.guess_title": _(
+        "Your guess and the true weights of '{query}'",
+        "你的猜测与 '{query}' 的真实权重",
+        "你的猜測與 '{query}' 的真實權重",
+    ),
+    "attention.guess_distance": _(
+        "Total variation distance between your guess and the truth: {distance} (0 = exact, 1 = nothing in common).",
+        "你的猜测与真实值之间的总变差距离：{distance}（0 = 完全一致，1 = 毫无重合）。",
+        "你的猜測與真實值之間的總變差距離：{distance}（0 = 完全一致，1 = 毫無重合）。",
+    ),
     "attention.more": _("More: heads, projections, comparison", "更多：多头、投影、比较", "更多：多頭、投影、比較"),
     "attention.projection_identity": _("identity", "单位矩阵", "單位矩陣"),
     "attention.projection_random": _("seeded random", "种子随机", "種子隨機"),

@@ -128,6 +128,8 @@ FIELDS: dict[str, Text] = {
     "residual": _("residual", "残差", "殘差"),
     "row": _("selected row", "所选行", "所選列"),
     "selected row": _("selected row", "所选行", "所選列"),
+    "predict": _("predict, then reveal", "先预测再揭晓", "先預測再揭曉"),
+    "predict, then reveal": _("predict, then reveal", "先预测再揭晓", "先預測再揭曉"),
     "compare": _("comparison score", "比较的评分函数", "比較的評分函數"),
     "comparison score": _("comparison score", "比较的评分函数", "比較的評分函數"),
     "kernel": _("kernel", "核函数", "核函數"),

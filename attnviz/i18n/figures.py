@@ -52,4 +52,6 @@ FIGURES: dict[str, _] = {
     "fig.keys_kj": _("keys k_j", "键 k_j", "鍵 k_j"),
     "fig.products": _("q ∘ k_j (each row sums to q·k_j)", "q ∘ k_j（每行之和为 q·k_j）", "q ∘ k_j（每列之和為 q·k_j）"),
     "fig.query_q": _("query q", "查询 q", "查詢 q"),
+    "fig.your_guess": _("your guess", "你的猜测", "你的猜測"),
+    "fig.true_weight": _("true weight", "真实权重", "真實權重"),
 }

@@ -11,7 +11,9 @@ import streamlit as st
 from attnviz import figures
 from attnviz.bert import MODEL_NAME, ModelUnavailableError
 from attnviz.explain import explain_row
+from attnviz.figures import unique_labels
 from attnviz.i18n import t
+from attnviz.multihead import MultiHeadTrace
 from attnviz.pipeline import (
     AttentionInputs,
     WordVectors,
@@ -183,6 +185,7 @@ def _controls(page: str, state: AttentionState, num_queries: int, num_keys: int)
         help=tr("attention.temperature_help"),
     )
     causal = st.toggle(tr("attention.causal"), key=widget_key(page, "causal"))
+    st.toggle(tr("attention.predict"), key=widget_key(page, "predict"), help=tr("attention.predict_help"))
     lens_mode, lens = lens_editor(page, num_queries, num_keys)
     open_key = f"open:{page}:proj"
     used = value(page, "heads") > 1 or value(page, "projections") != "identity" or value(page, "residual")
@@ -231,7 +234,72 @@ def _controls(page: str, state: AttentionState, num_queries: int, num_keys: int)
         residual=page == "cross" and bool(value(page, "residual")),
         compare=value(page, "compare"),
         row=int(value(page, "row")),
+        predict=bool(value(page, "predict")),
     )
+
+
+def _predicted(
+    page: str, state: AttentionState, trace: MultiHeadTrace, q_labels: list[str], k_labels: list[str]
+) -> int | None:
+    """Predict, then reveal: ask for a guess of one query row's weights (the heads' average when there are
+    several); once revealed, show it beside the truth.
+
+    Returns the guessed row once the page may show the weights (the guess for exactly this state is revealed)."""
+    st.subheader(tr("attention.predict_heading"))
+    row = selected_row(page, q_labels)
+    revealed_key = f"revealed:{page}"
+    fingerprint = (tuple(sorted(encode_attention(replace(state, row=row)).items())), tuple(k_labels))
+    revealed = st.session_state.get(revealed_key)
+    if revealed is not None and revealed[0] == fingerprint:
+        guess = revealed[1]
+        truth = trace.mean_weights[row].tolist()
+        chart(
+            figures.guess_figure(
+                guess,
+                truth,
+                key_labels=k_labels,
+                title=tr("attention.guess_title", query=q_labels[row]),
+                lang=current_language(),
+            ),
+            f"{page}_guess",
+        )
+        miss = sum(abs(g - w) for g, w in zip(guess, truth, strict=True)) / 2
+        st.caption(tr("attention.guess_distance", distance=f"{miss:.2f}"))
+        return row
+    st.caption(tr("attention.predict_caption", query=q_labels[row]))
+    labels = unique_labels(k_labels, len(k_labels))
+    text = st.text_input(
+        tr("attention.guess_input", count=len(k_labels)),
+        key=f"guess:{page}:{hash(fingerprint)}",  # a fresh, empty answer for every new question
+        help=tr("attention.guess_order", keys=", ".join(labels)),
+    )
+    guess, problem = _parse_guess(text, len(k_labels))
+    st.button(
+        tr("attention.reveal"),
+        disabled=guess is None,
+        type="primary",
+        key=f"reveal:{page}",
+        on_click=st.session_state.__setitem__,  # before the rerun it causes, so that rerun shows the answer
+        args=(revealed_key, (fingerprint, guess)),
+    )
+    if problem:
+        st.caption(problem)
+    return None
+
+
+def _parse_guess(text: str, count: int) -> tuple[list[float] | None, str]:
+    """A typed guess ("0.5, 0.3, 0.2") as weights rescaled to sum to 1, or None and what is missing."""
+    cells = [cell.strip() for cell in text.replace("，", ",").replace("、", ",").split(",") if cell.strip()]
+    try:
+        values = [float(cell) for cell in cells]
+    except ValueError:
+        return None, tr("attention.guess_needed")
+    if len(values) != count:
+        return None, tr("attention.guess_count", count=len(values), keys=count)
+    if not all(v >= 0 and v < float("inf") for v in values) or sum(values) <= 0:
+        return None, tr("attention.guess_needed")
+    total = sum(values)
+    return [v / total for v in values], ""
 
 
 def _draw(page: str, state: AttentionState, inputs: AttentionInputs) -> Callable[[], None] | None:
@@ -242,6 +310,11 @@ def _draw(page: str, state: AttentionState, inputs: AttentionInputs) -> Callable
         st.error(error_text(exc), icon="🚫")
         return None
     q_labels, k_labels = inputs.query_labels, inputs.key_labels
+    guessed_row = None
+    if state.predict:
+        guessed_row = _predicted(page, state, trace, q_labels, k_labels)
+        if guessed_row is None:
+            return None  # the weights stay hidden until the student's guess is in
     title = tr("attention.weights_title", score=tr(f"score.{state.score}.label"))
     if trace.num_heads == 1:
         head = trace.heads[0]
@@ -352,7 +425,7 @@ def _draw(page: str, state: AttentionState, inputs: AttentionInputs) -> Callable
                 f"{page}_compare_{state.score}_{state.compare}",
             )
     st.subheader(tr("attention.show_work"))
-    row = selected_row(page, q_labels)
+    row = selected_row(page, q_labels) if guessed_row is None else guessed_row  # the guess chose the row already
     head_index = 0
     if trace.num_heads > 1:
         head_index = st.selectbox(
