@@ -218,3 +218,54 @@ def test_the_errors_a_page_can_show_are_translated(lang):
         assert not leftover, f"English left in {translated!r} (from {message!r})"
     assert translate_error(messages[0], "en") == messages[0]
     assert translate_error("some message the table does not know", lang) == "some message the table does not know"
+
+
+PAGES = {
+    "home": "app.py",
+    "self": "pages/1_Self_attention.py",
+    "cross": "pages/2_Cross_attention.py",
+    "kernel": "pages/3_Kernel_attention.py",
+    "model": "pages/4_Pretrained_model.py",
+}
+# English prose left on a Chinese page: three or more English words in a row. Allowed: the user's own example
+# sentences, names of models, functions and formulas.
+ENGLISH_RUN = re.compile(r"\b[A-Za-z]{2,}(?:[ -][a-z]{2,}){2,}\b")
+ALLOWED = (
+    "the quick brown fox jumps over the dog",
+    "the cat sat on the mat",
+    "The cat sat on the mat because it was tired",
+    "all-MiniLM-L6-v2",
+    "pip install --no-deps",
+)
+
+
+def _texts(at) -> list[str]:
+    """Every text a page run shows: markdown, captions, headers, alerts, and the labels and help of its widgets."""
+    texts = []
+    for kind in ("markdown", "caption", "header", "subheader", "title", "error", "warning", "info", "success"):
+        texts += [element.value for element in getattr(at, kind)]
+    for kind in ("selectbox", "radio", "toggle", "number_input", "text_input", "slider", "button", "multiselect"):
+        for widget in getattr(at, kind):
+            texts += [widget.label, getattr(widget, "help", "") or ""]
+            texts += [str(o) for o in getattr(widget, "options", [])]
+    texts += [e.label for e in at.expander]
+    return texts
+
+
+@pytest.mark.parametrize("lang", ["zh-Hans", "zh-Hant"])
+@pytest.mark.parametrize("page", list(PAGES))
+def test_every_page_in_chinese_has_no_english_left(page, lang):
+    at = run_page(PAGES[page], lang=lang)
+    assert at.title[0].value == t(f"{page}.title", lang)
+    for text in _texts(at):
+        cleaned = text
+        for allowed in ALLOWED:
+            cleaned = cleaned.replace(allowed, "")
+        cleaned = re.sub(r"\$\$.*?\$\$|\$.*?\$", "", cleaned, flags=re.S)  # formulas
+        leftover = ENGLISH_RUN.search(cleaned)
+        assert not leftover, f"{page} in {lang}: English left in {text[:120]!r}"
+
+
+def test_the_english_detector_finds_english():
+    at = run_page(PAGES["self"])  # the English page: the detector must fire, or the test above proves nothing
+    assert any(ENGLISH_RUN.search(text) for text in _texts(at))
