@@ -465,7 +465,7 @@ def attention_page(page: str) -> None:
             args=(page,),
         )
         if state.preset:
-            st.caption(f"**{tr(f'preset.{state.preset}.source')}.** {tr(f'preset.{state.preset}.description')}")
+            st.caption(f"**{tr(f'preset.{state.preset}.source')}** · {tr(f'preset.{state.preset}.description')}")
             batch_selector(page, preset_batches(state.preset), on_change=_load_batch)
     state = _inputs_panel(page, state)
     try:

@@ -134,7 +134,8 @@ def chart(fig: go.Figure, name: str, key: str | None = None) -> None:
     the same numbers as tables (its text alternative, built only while opened)."""
     if settings.presenting():
         height = fig.layout.height or 450
-        fig.update_layout(font={"size": settings.PRESENTATION_FONT}, height=int(height * 1.3))
+        size = settings.PRESENTATION_FONT
+        fig.update_layout(font={"size": size}, title_font_size=size + 6, height=int(height * 1.3))
     st.plotly_chart(fig, width="stretch", config=chart_config(name), key=key)
     box = lazy_expander(tr("frame.table"), key=f"open:table:{key or name}")
     if box is None:

@@ -92,7 +92,7 @@ def kernel_page() -> None:
             format_func=_preset_label(),
         )
         if state.preset:
-            st.caption(f"**{tr(f'preset.{state.preset}.source')}.** {tr(f'preset.{state.preset}.description')}")
+            st.caption(f"**{tr(f'preset.{state.preset}.source')}** · {tr(f'preset.{state.preset}.description')}")
         if state.preset == TOY:
             st.number_input(
                 tr("kernel.data_seed"), 0, 2**31 - 1, key=widget_key(PAGE, "toy_seed"), on_change=_reload_toy
