@@ -26,9 +26,9 @@ def test_every_chart_has_a_table_of_its_numbers():
     assert figures.figure_tables(big) == [("weights", [], [])]  # too large: the page says where the numbers are
 
 
-def test_the_table_under_the_chart_holds_the_charts_numbers():
+def test_the_numbers_section_has_the_heatmap_as_a_table():
     at = run_page(SELF)
-    key = "open:table:self_attention_weights"
+    key = "open:self:raw"  # the weights' text alternative sits with the raw scores and outputs
     assert not at.dataframe  # closed: nothing built
     at.session_state[key] = True
     at.run()
@@ -36,6 +36,17 @@ def test_the_table_under_the_chart_holds_the_charts_numbers():
     table = at.dataframe[0].value
     np.testing.assert_allclose(table.iloc[:, 1:].to_numpy(dtype=float), z, rtol=1e-6)
     assert list(table.iloc[:, 0]) == page_figures(at)[0]["data"][0]["y"]
+    raw = _array(page_figures(at)[1]["data"][0]["z"])  # the raw scores chart, with its own table right below
+    np.testing.assert_allclose(at.dataframe[1].value.iloc[:, 1:].to_numpy(dtype=float), raw, rtol=1e-6)
+
+
+def test_other_charts_fold_their_table_below_them():
+    at = run_page("pages/3_Kernel_attention.py")
+    assert len(at.dataframe) == 1  # only the training points' editor
+    at.session_state["open:table:kernel_weights"] = True
+    at.run()
+    weights = _array(page_figures(at)[1]["data"][0]["z"])
+    np.testing.assert_allclose(at.dataframe[-1].value.iloc[:, 1:].to_numpy(dtype=float), weights, rtol=1e-6)
 
 
 @pytest.mark.parametrize(("code", "plotly_name"), [("greys", "Greys"), ("magma", "Magma"), ("viridis", "Viridis")])

@@ -239,7 +239,9 @@ ATTENTION: dict[str, _] = {
         "你的猜测与真实值之间的总变差距离：{distance}（0 = 完全一致，1 = 毫无重合）。",
         "你的猜測與真實值之間的總變差距離：{distance}（0 = 完全一致，1 = 毫無重合）。",
     ),
-    "attention.more": _("More: heads, projections, comparison", "更多：多头、投影、比较", "更多：多頭、投影、比較"),
+    "attention.more": _(
+        "More: heads, projections, comparison, predict", "更多：多头、投影、比较、预测", "更多：多頭、投影、比較、預測"
+    ),
     "attention.projection_identity": _("identity", "单位矩阵", "單位矩陣"),
     "attention.projection_random": _("seeded random", "种子随机", "種子隨機"),
     "attention.projection_seed": _("Projection seed", "投影种子", "投影種子"),
@@ -257,7 +259,11 @@ ATTENTION: dict[str, _] = {
     "attention.weights_title": _("{score}: attention weights", "{score}：注意力权重", "{score}：注意力權重"),
     "attention.head_n": _("head {n}", "头 {n}", "頭 {n}"),
     "attention.mean_title": _("Average of the heads' weights", "各头权重的平均", "各頭權重的平均"),
-    "attention.raw": _("Raw scores, logits and outputs", "原始分数、logit 和输出", "原始分數、logit 和輸出"),
+    "attention.raw": _(
+        "The numbers: the charts as tables, raw scores and outputs",
+        "数字：图表的表格版、原始分数和输出",
+        "數字：圖表的表格版、原始分數和輸出",
+    ),
     "attention.raw_title": _("Raw scores a(q, k)", "原始分数 a(q, k)", "原始分數 a(q, k)"),
     "attention.raw_title_head1": _(
         "Raw scores a(q, k) (head 1)", "原始分数 a(q, k)（头 1）", "原始分數 a(q, k)（頭 1）"

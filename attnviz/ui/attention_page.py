@@ -38,6 +38,7 @@ from attnviz.state import (
 from attnviz.ui.common import (
     bound_key,
     chart,
+    chart_tables,
     controls_and_results,
     publish,
     push_state,
@@ -46,7 +47,7 @@ from attnviz.ui.common import (
     widget_key,
 )
 from attnviz.ui.model_page import get_model
-from attnviz.ui.settings import current_language, error_text, labeller, palette, tr
+from attnviz.ui.settings import begin_run, current_language, error_text, labeller, palette, tr
 from attnviz.ui.widgets import (
     batch_selector,
     lazy_expander,
@@ -185,11 +186,10 @@ def _controls(page: str, state: AttentionState, num_queries: int, num_keys: int)
         help=tr("attention.temperature_help"),
     )
     causal = st.toggle(tr("attention.causal"), key=widget_key(page, "causal"))
-    st.toggle(tr("attention.predict"), key=widget_key(page, "predict"), help=tr("attention.predict_help"))
     lens_mode, lens = lens_editor(page, num_queries, num_keys)
     open_key = f"open:{page}:proj"
     used = value(page, "heads") > 1 or value(page, "projections") != "identity" or value(page, "residual")
-    if used or value(page, "compare"):
+    if used or value(page, "compare") or value(page, "predict"):
         st.session_state.setdefault(open_key, True)  # a link or preset that uses them opens the section
     box = lazy_expander(tr("attention.more"), key=open_key)
     if box is not None:
@@ -218,6 +218,7 @@ def _controls(page: str, state: AttentionState, num_queries: int, num_keys: int)
                 key=bound_key(page, "compare"),
                 format_func=_optional_score_label(),
             )
+            st.toggle(tr("attention.predict"), key=bound_key(page, "predict"), help=tr("attention.predict_help"))
     return replace(
         state,
         score=score,
@@ -316,50 +317,62 @@ def _draw(page: str, state: AttentionState, inputs: AttentionInputs) -> Callable
         if guessed_row is None:
             return None  # the weights stay hidden until the student's guess is in
     title = tr("attention.weights_title", score=tr(f"score.{state.score}.label"))
+    shown = []  # the charts above the numbers section: their tables are in it (one folded section, not one each)
     if trace.num_heads == 1:
         head = trace.heads[0]
-        chart(
-            figures.weights_heatmap(
-                head.weights.numpy(),
-                scores=head.scores.numpy(),
-                mask=head.mask.numpy(),
-                query_labels=q_labels,
-                key_labels=k_labels,
-                title=title,
-                palette=palette(),
-                lang=current_language(),
-            ),
-            f"{page}_attention_weights",
+        shown.append(
+            chart(
+                figures.weights_heatmap(
+                    head.weights.numpy(),
+                    scores=head.scores.numpy(),
+                    mask=head.mask.numpy(),
+                    query_labels=q_labels,
+                    key_labels=k_labels,
+                    title=title,
+                    palette=palette(),
+                    lang=current_language(),
+                ),
+                f"{page}_attention_weights",
+                table="elsewhere",
+            )
         )
     else:
-        chart(
-            figures.heads_grid(
-                trace.weights.numpy(),
-                mask=trace.heads[0].mask.numpy(),
-                query_labels=q_labels,
-                key_labels=k_labels,
-                head_titles=[tr("attention.head_n", n=h + 1) for h in range(trace.num_heads)],
-                palette=palette(),
-                lang=current_language(),
-            ),
-            f"{page}_attention_heads",
+        shown.append(
+            chart(
+                figures.heads_grid(
+                    trace.weights.numpy(),
+                    mask=trace.heads[0].mask.numpy(),
+                    query_labels=q_labels,
+                    key_labels=k_labels,
+                    head_titles=[tr("attention.head_n", n=h + 1) for h in range(trace.num_heads)],
+                    palette=palette(),
+                    lang=current_language(),
+                ),
+                f"{page}_attention_heads",
+                table="elsewhere",
+            )
         )
-        chart(
-            figures.weights_heatmap(
-                trace.mean_weights.numpy(),
-                mask=trace.heads[0].mask.numpy(),
-                query_labels=q_labels,
-                key_labels=k_labels,
-                title=tr("attention.mean_title"),
-                palette=palette(),
-                lang=current_language(),
-            ),
-            f"{page}_attention_mean",
+        shown.append(
+            chart(
+                figures.weights_heatmap(
+                    trace.mean_weights.numpy(),
+                    mask=trace.heads[0].mask.numpy(),
+                    query_labels=q_labels,
+                    key_labels=k_labels,
+                    title=tr("attention.mean_title"),
+                    palette=palette(),
+                    lang=current_language(),
+                ),
+                f"{page}_attention_mean",
+                table="elsewhere",
+            )
         )
     head = trace.heads[0]
     raw = lazy_expander(tr("attention.raw"), key=f"open:{page}:raw")
     if raw is not None:
         with raw:
+            for fig in shown:
+                chart_tables(fig)
             chart(
                 figures.matrix_heatmap(
                     head.scores.numpy(),
@@ -371,6 +384,7 @@ def _draw(page: str, state: AttentionState, inputs: AttentionInputs) -> Callable
                     lang=current_language(),
                 ),
                 f"{page}_raw_scores",
+                table="inline",
             )
             out_cols = [f"o{j + 1}" for j in range(trace.output.shape[-1])]
             out_title = tr("attention.output_residual" if trace.residual else "attention.output")
@@ -385,6 +399,7 @@ def _draw(page: str, state: AttentionState, inputs: AttentionInputs) -> Callable
                     lang=current_language(),
                 ),
                 f"{page}_outputs",
+                table="inline",
             )
             if state.projections == "random":
                 cols = st.columns(4)
@@ -480,6 +495,7 @@ def attention_page(page: str) -> None:
 def _controls_and_results(page: str, state: AttentionState, inputs: AttentionInputs | None) -> None:
     """Controls and everything computed from them. A fragment: moving a control reruns only this part, not the
     page frame, the sidebar and the inputs above (their values arrive as the arguments of the last full run)."""
+    begin_run()  # a fragment rerun does not pass through page_frame
     left, right = controls_and_results([2, 3])
     with left:
         num_q = inputs.queries.shape[0] if inputs else 1

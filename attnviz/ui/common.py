@@ -38,6 +38,7 @@ def page_frame(page: str, icon: str) -> None:
     """Page config, title and the shared sidebar (settings first); every page (and a cold deep link) calls this
     first. `page` names the catalogue's "<page>.title" and "<page>.intro"."""
     warnings = settings.from_link()
+    settings.begin_run()
     st.set_page_config(
         page_title=f"{tr(page + '.title')} · attnviz",
         page_icon=icon,
@@ -129,25 +130,34 @@ def publish(page: str, state: Any, encode: Callable[[Any], dict[str, str]]) -> d
     return params
 
 
-def chart(fig: go.Figure, name: str, key: str | None = None) -> None:
-    """A Plotly chart with the PNG export named after what it shows; larger type in presentation mode; and below it,
-    the same numbers as tables (its text alternative, built only while opened)."""
+def chart(fig: go.Figure, name: str, key: str | None = None, table: str = "folded") -> go.Figure:
+    """A Plotly chart with the PNG export named after what it shows; larger type in presentation mode; and its text
+    alternative, the same numbers as tables: below it in a section built only while opened ("folded"), right below
+    it ("inline"), or shown by the caller elsewhere ("elsewhere": `chart_tables`)."""
     if settings.presenting():
         height = fig.layout.height or 450
         size = settings.PRESENTATION_FONT
         fig.update_layout(font={"size": size}, title_font_size=size + 6, height=int(height * 1.3))
     st.plotly_chart(fig, width="stretch", config=chart_config(name), key=key)
-    box = lazy_expander(tr("frame.table"), key=f"open:table:{key or name}")
-    if box is None:
-        return
-    with box:
-        for title, columns, rows in figure_tables(fig):
-            if title:
-                st.markdown(f"**{md_escape(html.unescape(title))}**")
-            if rows:
-                st.dataframe(arrow_table(columns, rows), hide_index=True, width="stretch")
-            else:
-                st.caption(tr("frame.table_too_large"))
+    if table == "inline":
+        chart_tables(fig)
+    elif table == "folded":
+        box = lazy_expander(tr("frame.table"), key=f"open:table:{key or name}")
+        if box is not None:
+            with box:
+                chart_tables(fig)
+    return fig
+
+
+def chart_tables(fig: go.Figure) -> None:
+    """A chart's numbers as tables: its text alternative."""
+    for title, columns, rows in figure_tables(fig):
+        if title:
+            st.markdown(f"**{md_escape(html.unescape(title))}**")
+        if rows:
+            st.dataframe(arrow_table(columns, rows), hide_index=True, width="stretch")
+        else:
+            st.caption(tr("frame.table_too_large"))
 
 
 def lazy_expander(label: str, key: str) -> DeltaGenerator | None:

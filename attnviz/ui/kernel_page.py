@@ -16,7 +16,7 @@ from attnviz.pipeline import prediction_curve, run_kernel
 from attnviz.presets import PRESETS
 from attnviz.state import KernelState, apply_kernel_preset, decode_kernel, encode_kernel, parse_vector
 from attnviz.ui.common import chart, controls_and_results, publish, push_state, sync_from_url, value, widget_key
-from attnviz.ui.settings import current_language, error_text, labeller, palette, tr
+from attnviz.ui.settings import begin_run, current_language, error_text, labeller, palette, tr
 from attnviz.ui.widgets import share_box, work_panel
 
 PAGE = "kernel"
@@ -120,6 +120,7 @@ def kernel_page() -> None:
 def _controls_and_results(state: KernelState, ready: bool) -> None:
     """Kernel, σ and everything computed from them. A fragment: moving σ reruns only this part, not the sidebar
     and the data editors above (their values arrive as the arguments of the last full run)."""
+    begin_run()  # a fragment rerun does not pass through page_frame
     left, right = controls_and_results([2, 3])
     with left:
         kernel = st.selectbox(

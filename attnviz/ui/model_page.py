@@ -26,7 +26,7 @@ from attnviz.i18n import t
 from attnviz.model_state import NUM_HEADS, NUM_LAYERS, PARTS, ModelState, decode_model, encode_model
 from attnviz.state import MAX_TEXT
 from attnviz.ui.common import chart, controls_and_results, md_escape, publish, sync_from_url, widget_key
-from attnviz.ui.settings import current_language, error_text, labeller, palette, tr
+from attnviz.ui.settings import begin_run, current_language, error_text, labeller, palette, tr
 from attnviz.ui.widgets import share_box, work_panel
 
 PAGE = "model"
@@ -261,6 +261,7 @@ def _neuron_view(state: ModelState, trace: BertTrace) -> None:
 @st.fragment
 def _controls_and_results(state: ModelState, trace: BertTrace | None) -> None:
     """Controls and every view. A fragment: moving a control reruns only this part, not the sentence inputs."""
+    begin_run()  # a fragment rerun does not pass through page_frame
     left, right = controls_and_results([1, 3])
     with left:
         state = _controls(state, trace)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,8 +41,22 @@ SETTINGS = (LANG, PALETTE, PRESENTATION)
 PARAMS = {setting.param for setting in SETTINGS}
 
 
+# The settings of the current script run, read once per run: a page asks for the language dozens of times, and
+# every read of st.session_state goes through Streamlit's locked proxy. Each script run (and each fragment rerun)
+# starts with `begin_run`; a ContextVar keeps concurrent sessions, which run in their own threads, apart.
+_RUN: ContextVar[dict[str, str] | None] = ContextVar("attnviz_settings", default=None)
+
+
+def begin_run() -> None:
+    """Read the settings for this run (after a link or a callback may have changed them)."""
+    _RUN.set({s.param: st.session_state.get(s.param, s.default) for s in SETTINGS})
+
+
 def get(setting: Setting) -> str:
     """The session's value of a setting."""
+    run = _RUN.get()
+    if run is not None:
+        return run[setting.param]
     return st.session_state.get(setting.param, setting.default)
 
 
@@ -87,6 +102,7 @@ def from_link() -> list[str]:
             continue
         if raw in setting.choices:
             st.session_state[setting.param] = raw
+            _RUN.set(None)
         else:
             warnings.append(
                 tr("frame.bad_setting", param=setting.param, value=str(raw)[:40], choices=", ".join(setting.choices))
@@ -110,6 +126,7 @@ def _store(setting: Setting) -> None:
     value = st.session_state[f"w:{setting.param}"]
     value = ("1" if value else "0") if isinstance(value, bool) else value
     st.session_state[setting.param] = value
+    _RUN.set(None)
     if value == setting.default:
         st.query_params.pop(setting.param, None)
     else:

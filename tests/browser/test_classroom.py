@@ -64,7 +64,7 @@ def test_the_self_attention_page_works_from_the_keyboard(
     masked = weights_z(wait_for_figures(page, lambda figs: weights_z(figs)[0][1] is None))
     assert all(row[j] is None for i, row in enumerate(masked) for j in range(i + 1, len(row)))
     assert query_of(page)["T"] == ["0.25"] and query_of(page)["c"] == ["1"]
-    _tab_to(page, '[data-testid="stExpander"] summary', t("frame.table", "en"))
+    _tab_to(page, '[data-testid="stExpander"] summary', t("attention.raw", "en"))
     page.keyboard.press("Enter")
     assert wait_rerun(page)
     expect(page.locator('[data-testid="stDataFrame"]').first).to_be_visible()
