@@ -53,6 +53,7 @@ from attnviz.ui.widgets import (
     lazy_expander,
     lens_editor,
     matrix_editor,
+    preset_label,
     score_params,
     score_picker,
     selected_row,
@@ -156,13 +157,6 @@ def _head_label() -> Callable[[int], str]:
     """Head index 0, 1, ... as "head 1", "head 2", ... (in this run's language)."""
     lang = current_language()
     return lambda index: t("attention.head_n", lang, n=index + 1)
-
-
-def _preset_label() -> Callable[[str], str]:
-    """A preset's title, "" as "none"."""
-    none = tr("attention.no_preset")
-    title = labeller("preset.{}.title")
-    return lambda key: title(key) if key else none
 
 
 def _word_vectors(state: AttentionState) -> WordVectors | None:
@@ -475,7 +469,7 @@ def attention_page(page: str) -> None:
             tr("attention.preset"),
             [NO_PRESET, *page_presets],
             key=widget_key(page, "preset"),
-            format_func=_preset_label(),
+            format_func=preset_label(),
             on_change=_load_preset,
             args=(page,),
         )

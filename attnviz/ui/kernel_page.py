@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import replace
 
 import pandas as pd
@@ -17,7 +16,7 @@ from attnviz.presets import PRESETS
 from attnviz.state import KernelState, apply_kernel_preset, decode_kernel, encode_kernel, parse_vector
 from attnviz.ui.common import chart, controls_and_results, publish, push_state, sync_from_url, value, widget_key
 from attnviz.ui.settings import begin_run, current_language, error_text, labeller, palette, tr
-from attnviz.ui.widgets import share_box, work_panel
+from attnviz.ui.widgets import preset_label, share_box, work_panel
 
 PAGE = "kernel"
 KERNEL_PRESETS = ["", *[k for k, p in PRESETS.items() if p.page == "kernel"]]
@@ -73,13 +72,6 @@ def _points_editor(state: KernelState) -> tuple[tuple[float, ...], tuple[float, 
     return tuple(float(x) for x in keys), tuple(float(y) for y in values)
 
 
-def _preset_label() -> Callable[[str], str]:
-    """A preset's title, "" as "none"."""
-    none = tr("attention.no_preset")
-    title = labeller("preset.{}.title")
-    return lambda key: title(key) if key else none
-
-
 def kernel_page() -> None:
     """Draw the kernel regression page."""
     state: KernelState = sync_from_url(PAGE, decode_kernel, _CONVERT)
@@ -89,7 +81,7 @@ def kernel_page() -> None:
             KERNEL_PRESETS,
             key=widget_key(PAGE, "preset"),
             on_change=_load_preset,
-            format_func=_preset_label(),
+            format_func=preset_label(),
         )
         if state.preset:
             st.caption(f"**{tr(f'preset.{state.preset}.source')}** · {tr(f'preset.{state.preset}.description')}")

@@ -238,6 +238,13 @@ def markdown_table(columns: list[str], rows: list[list[object]]) -> str:
     return "\n".join([header, rule, *body])
 
 
+def preset_label() -> Callable[[str], str]:
+    """A preset picker's format_func: the preset's title, "" as "none" (in this run's language)."""
+    none = tr("attention.no_preset")
+    title = labeller("preset.{}.title")
+    return lambda key: title(key) if key else none
+
+
 def batch_selector(page: str, batches: int, on_change: Callable[[str], None]) -> None:
     """For a batched preset: which batch row to show."""
     if batches > 1:

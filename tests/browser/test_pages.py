@@ -374,8 +374,12 @@ def test_hostile_link_parameters_warn_and_fall_back(
 def test_cross_attention_preset_link(page: Page, server: StreamlitServer, console_errors: ConsoleRecorder) -> None:
     """d2l's additive attention, batch row 1 (valid length 6 of 10): uniform 1/6 weights, four masked keys."""
     open_app(page, server.url_for("Cross_attention?p=d2l_additive&b=1"), 1)
-    page.locator('[data-testid="stExpander"] summary', has_text="The numbers: the charts as tables, raw scores and outputs").click()
-    details = page.locator('[data-testid="stExpander"]', has_text="The numbers: the charts as tables, raw scores and outputs")
+    page.locator(
+        '[data-testid="stExpander"] summary', has_text="The numbers: the charts as tables, raw scores and outputs"
+    ).click()
+    details = page.locator(
+        '[data-testid="stExpander"]', has_text="The numbers: the charts as tables, raw scores and outputs"
+    )
     expect(details.locator(".js-plotly-plot")).to_have_count(2)  # built on opening: raw scores and outputs
     figures = wait_for_plotly(page, count=3)
     z = weights_z(figures)
