@@ -7,6 +7,7 @@ languages with the same placeholders. Pure Python: no Streamlit here.
 
 from __future__ import annotations
 
+import functools
 import string
 from dataclasses import dataclass
 
@@ -32,9 +33,15 @@ def placeholders(template: str) -> set[str]:
     return {name for _, name, _, _ in string.Formatter().parse(template) if name}
 
 
-def t(key: str, lang: str = DEFAULT_LANGUAGE, /, **params: object) -> str:
-    """The message `key` in `lang`, with `params` filled in. KeyError for an unknown key (a bug, caught by tests)."""
+@functools.cache
+def _template(key: str, lang: str) -> str:
+    """One message's text in one language (cached: a page looks up dozens of messages on every rerun)."""
     from attnviz.i18n.messages import CATALOGUE
 
-    template = CATALOGUE[key].get(lang)
+    return CATALOGUE[key].get(lang)
+
+
+def t(key: str, lang: str = DEFAULT_LANGUAGE, /, **params: object) -> str:
+    """The message `key` in `lang`, with `params` filled in. KeyError for an unknown key (a bug, caught by tests)."""
+    template = _template(key, lang)
     return template.format(**params) if params else template
