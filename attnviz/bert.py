@@ -13,6 +13,7 @@ call `load_minilm()` (the app caches its result once per server).
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 from dataclasses import dataclass
@@ -77,9 +78,9 @@ class BertTrace:
     layers: list[AttentionTrace]  # one per layer; queries/keys (h, T, d/h), weights (h, T, T)
     hidden_states: list[Tensor]  # num_layers + 1 tensors of (T, d): the embeddings, then each layer's output
 
-    @property
+    @functools.cached_property
     def attentions(self) -> Tensor:
-        """All weights, (layers, heads, T, T)."""
+        """All weights, (layers, heads, T, T); stacked once (the app keeps traces in a cache and reads this often)."""
         return torch.stack([layer.weights for layer in self.layers])
 
     def head(self, layer: int, head: int) -> AttentionTrace:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+from collections import Counter
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -13,7 +14,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from attnviz.bert import SPECIAL_TOKENS
-from attnviz.pipeline import _csv_safe
+from attnviz.pipeline import csv_safe
 
 if TYPE_CHECKING:
     from attnviz.bert import BertTrace
@@ -31,6 +32,12 @@ PATTERNS = {
     "cls": "[CLS]",
     "sep": "[SEP]",
 }
+
+
+def token_labels(tokens: list[str], mark: str = "·") -> list[str]:
+    """Tokens as axis labels: a repeated token is marked with its position ([CLS] = 0), as the token picker counts."""
+    counts = Counter(tokens)
+    return [f"{token}{mark}{i}" if counts[token] > 1 else token for i, token in enumerate(tokens)]
 
 
 def token_selection(
@@ -130,7 +137,7 @@ def view_csv(block: Tensor, tokens: list[str], rows: list[int], cols: list[int])
     writer.writerow(["query_position", "query", "key_position", "key", "weight"])
     for i, line in zip(rows, block.tolist(), strict=True):
         for j, weight in zip(cols, line, strict=True):
-            writer.writerow([i, _csv_safe(tokens[i]), j, _csv_safe(tokens[j]), f"{weight:.8g}"])
+            writer.writerow([i, csv_safe(tokens[i]), j, csv_safe(tokens[j]), f"{weight:.8g}"])
     return out.getvalue()
 
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 from torch import Tensor
@@ -165,8 +166,8 @@ def weights_csv(trace: AttentionTrace, query_labels: list[str], key_labels: list
         for j, k in enumerate(key_labels):
             writer.writerow(
                 [
-                    _csv_safe(q),
-                    _csv_safe(k),
+                    csv_safe(q),
+                    csv_safe(k),
                     f"{scores[i][j]:.8g}",
                     f"{logits[i][j]:.8g}",
                     int(mask[i][j]),
@@ -176,7 +177,35 @@ def weights_csv(trace: AttentionTrace, query_labels: list[str], key_labels: list
     return buffer.getvalue()
 
 
-def _csv_safe(text: str) -> str:
+class Guess(NamedTuple):
+    """A student's typed guess: the weights (rescaled to sum to 1) or what is wrong with it."""
+
+    weights: list[float] | None
+    problem: str  # "", "count" (wrong number of values) or "values" (not numbers, negative, infinite, all 0)
+    typed: int  # how many values were typed
+
+
+def parse_guess(text: str, count: int) -> Guess:
+    """A student's typed weights for `count` keys ("0.5, 0.3, 0.2"; Chinese commas too)."""
+    cells = [cell.strip() for cell in text.replace("，", ",").replace("、", ",").split(",") if cell.strip()]
+    try:
+        values = [float(cell) for cell in cells]
+    except ValueError:
+        return Guess(None, "values", len(cells))
+    if len(values) != count:
+        return Guess(None, "count", len(values))
+    if not all(0 <= v < math.inf for v in values) or sum(values) <= 0:  # NaN fails 0 <= v
+        return Guess(None, "values", len(values))
+    total = sum(values)
+    return Guess([v / total for v in values], "", len(values))
+
+
+def total_variation(p: Any, q: Any) -> float:
+    """Half the L1 distance of two weight vectors: 0 when equal, 1 when they share no mass."""
+    return float((torch.as_tensor(p, dtype=torch.float64) - torch.as_tensor(q, dtype=torch.float64)).abs().sum() / 2)
+
+
+def csv_safe(text: str) -> str:
     """Keep spreadsheet programs from reading a token such as '=1+1' as a formula."""
     return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
 

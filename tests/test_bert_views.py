@@ -185,3 +185,17 @@ def test_bad_link_parameters_fall_back_with_a_warning_naming_them(params, field,
 
 def test_heads_in_a_link_are_sorted_and_deduplicated():
     assert decode_model({"hd": "9,2,9"}).state.heads == (2, 9)
+
+
+def test_token_labels_mark_repeats_with_the_pickers_position():
+    from attnviz.bert_views import token_labels
+
+    assert token_labels(["[CLS]", "the", "cat", "the", "[SEP]"]) == ["[CLS]", "the·1", "cat", "the·3", "[SEP]"]
+
+
+def test_a_traces_attentions_are_stacked_once():
+    from attnviz.bert import load_minilm
+
+    trace = load_minilm().run("stacked once")
+    assert trace.attentions is trace.attentions  # the app reads it several times a rerun from a cached trace
+    torch.testing.assert_close(trace.attentions[2], trace.layers[2].weights)

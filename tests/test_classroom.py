@@ -101,3 +101,36 @@ def test_predict_then_reveal_hides_the_weights_until_a_guess_and_then_shows_both
     np.testing.assert_allclose(truth, weights[1], rtol=1e-6)
     at.number_input(key="w:self:temperature").set_value(0.5).run()  # a new question: hidden again
     assert not page_figures(at)
+
+
+@pytest.mark.parametrize(
+    ("text", "weights", "problem", "typed"),
+    [
+        ("1, 1, 2", [0.25, 0.25, 0.5], "", 3),
+        ("0.2，0.3、0.5", [0.2, 0.3, 0.5], "", 3),  # Chinese commas
+        ("1, 2", None, "count", 2),
+        ("1, x, 2", None, "values", 3),
+        ("1, -1, 2", None, "values", 3),
+        ("0, 0, 0", None, "values", 3),
+        ("1, nan, 1", None, "values", 3),
+        ("1, inf, 1", None, "values", 3),
+        ("", None, "count", 0),
+    ],
+)
+def test_a_typed_guess_is_read_or_says_what_is_wrong(text, weights, problem, typed):
+    from attnviz.pipeline import parse_guess
+
+    guess = parse_guess(text, 3)
+    assert (guess.problem, guess.typed) == (problem, typed)
+    if weights is None:
+        assert guess.weights is None
+    else:
+        assert guess.weights == pytest.approx(weights)
+
+
+def test_total_variation_distance():
+    from attnviz.pipeline import total_variation
+
+    assert total_variation([0.5, 0.5], [0.5, 0.5]) == 0.0
+    assert total_variation([1.0, 0.0], [0.0, 1.0]) == 1.0
+    assert total_variation([0.5, 0.5, 0.0], [0.0, 0.5, 0.5]) == pytest.approx(0.5)

@@ -17,9 +17,11 @@ from attnviz.multihead import MultiHeadTrace
 from attnviz.pipeline import (
     AttentionInputs,
     WordVectors,
+    parse_guess,
     python_snippet,
     resolve_inputs,
     run_attention,
+    total_variation,
     valid_lens_for,
     weights_csv,
 )
@@ -247,7 +249,7 @@ def _predicted(
     revealed = st.session_state.get(revealed_key)
     if revealed is not None and revealed[0] == fingerprint:
         guess = revealed[1]
-        truth = trace.mean_weights[row].tolist()
+        truth = trace.mean_weights[row].numpy()
         chart(
             figures.guess_figure(
                 guess,
@@ -258,8 +260,7 @@ def _predicted(
             ),
             f"{page}_guess",
         )
-        miss = sum(abs(g - w) for g, w in zip(guess, truth, strict=True)) / 2
-        st.caption(tr("attention.guess_distance", distance=f"{miss:.2f}"))
+        st.caption(tr("attention.guess_distance", distance=f"{total_variation(guess, truth):.2f}"))
         return row
     st.caption(tr("attention.predict_caption", query=q_labels[row]))
     labels = unique_labels(k_labels, len(k_labels))
@@ -268,7 +269,7 @@ def _predicted(
         key=f"guess:{page}:{hash(fingerprint)}",  # a fresh, empty answer for every new question
         help=tr("attention.guess_order", keys=", ".join(labels)),
     )
-    guess, problem = _parse_guess(text, len(k_labels))
+    guess, problem, typed = parse_guess(text, len(k_labels))
     st.button(
         tr("attention.reveal"),
         disabled=guess is None,
@@ -277,24 +278,11 @@ def _predicted(
         on_click=st.session_state.__setitem__,  # before the rerun it causes, so that rerun shows the answer
         args=(revealed_key, (fingerprint, guess)),
     )
-    if problem:
-        st.caption(problem)
+    if problem == "count":
+        st.caption(tr("attention.guess_count", count=typed, keys=len(k_labels)))
+    elif problem:
+        st.caption(tr("attention.guess_needed"))
     return None
-
-
-def _parse_guess(text: str, count: int) -> tuple[list[float] | None, str]:
-    """A typed guess ("0.5, 0.3, 0.2") as weights rescaled to sum to 1, or None and what is missing."""
-    cells = [cell.strip() for cell in text.replace("，", ",").replace("、", ",").split(",") if cell.strip()]
-    try:
-        values = [float(cell) for cell in cells]
-    except ValueError:
-        return None, tr("attention.guess_needed")
-    if len(values) != count:
-        return None, tr("attention.guess_count", count=len(values), keys=count)
-    if not all(v >= 0 and v < float("inf") for v in values) or sum(values) <= 0:
-        return None, tr("attention.guess_needed")
-    total = sum(values)
-    return [v / total for v in values], ""
 
 
 def _draw(page: str, state: AttentionState, inputs: AttentionInputs) -> Callable[[], None] | None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -18,6 +17,7 @@ from attnviz.bert_views import (
     model_snippet,
     pooled_labels,
     thumbnails,
+    token_labels,
     token_selection,
     view_csv,
 )
@@ -38,10 +38,18 @@ def _cached_model() -> BertEncoder:
     return load_minilm()
 
 
+_loaded: list[BertEncoder] = []  # this process has loaded the model: no spinner (and no spinner timer) any more
+
+
 def get_model() -> BertEncoder:
-    """The model, loaded once per server and shared by every session (about 0.1 s), with a spinner meanwhile."""
-    with st.spinner(tr("model.loading", model=MODEL_NAME)):
+    """The model, loaded once per server and shared by every session (about 0.1 s), with a spinner the first time
+    (in the page's language, which a cached function's own spinner text cannot follow)."""
+    if _loaded:
         return _cached_model()
+    with st.spinner(tr("model.loading", model=MODEL_NAME)):
+        model = _cached_model()
+    _loaded.append(model)
+    return model
 
 
 @st.cache_resource(max_entries=8, ttl=600, show_spinner=False)
@@ -153,15 +161,9 @@ def _finder(trace: BertTrace) -> None:
         st.markdown(tr("model.finder") + "\n\n" + "\n".join(lines))
 
 
-def token_labels(tokens: list[str]) -> list[str]:
-    """Tokens as axis labels: a repeated token is marked with its position, counted as in the token picker."""
-    mark, counts = figures.POSITION_MARK, Counter(tokens)
-    return [f"{token}{mark}{i}" if counts[token] > 1 else token for i, token in enumerate(tokens)]
-
-
 def _draw(state: ModelState, trace: BertTrace) -> Callable[[], None]:
     """Model view, head view and neuron view; returns what draws the exports."""
-    tokens = token_labels(trace.tokens)
+    tokens = token_labels(trace.tokens, figures.POSITION_MARK)
     rows, cols = token_selection(trace.tokens, trace.type_ids, state.hide_special, state.part)
     if not rows or not cols:
         st.info(tr("model.nothing"))
@@ -182,8 +184,8 @@ def _draw(state: ModelState, trace: BertTrace) -> Callable[[], None]:
         )
         if pooled:
             st.caption(tr("model.pooled", count=len(tokens), size=size))
-        _head_view(state, trace, rows, cols)
-    _neuron_view(state, trace)
+        _head_view(state, trace, tokens, rows, cols)
+    _neuron_view(state, trace, tokens)
 
     def export() -> None:
         block = head_view(head_weights(trace, state.layer, state.heads), rows, cols, state.renormalise)
@@ -205,8 +207,8 @@ def _draw(state: ModelState, trace: BertTrace) -> Callable[[], None]:
     return export
 
 
-def _head_view(state: ModelState, trace: BertTrace, rows: list[int], cols: list[int]) -> None:
-    tokens = token_labels(trace.tokens)
+def _head_view(state: ModelState, trace: BertTrace, tokens: list[str], rows: list[int], cols: list[int]) -> None:
+    """One head (or an average) with `tokens` (the axis labels) on both axes."""
     weights = head_weights(trace, state.layer, state.heads)  # (T, T)
     block = head_view(weights, rows, cols, state.renormalise)
     single = len(state.heads) == 1
@@ -233,8 +235,8 @@ def _head_view(state: ModelState, trace: BertTrace, rows: list[int], cols: list[
         st.caption(tr("model.rows_short"))
 
 
-def _neuron_view(state: ModelState, trace: BertTrace) -> None:
-    tokens = token_labels(trace.tokens)
+def _neuron_view(state: ModelState, trace: BertTrace, tokens: list[str]) -> None:
+    """One query of one head from q and k to its weights, then the step-by-step panel."""
     head = state.heads[0]
     token = min(state.token, len(tokens) - 1)
     shown = md_escape(tokens[token])  # the user's text: shown literally, never as markdown
