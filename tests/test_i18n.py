@@ -1,4 +1,7 @@
-"""The interface languages: a complete message table, the language picker, and the language in every link."""
+"""The interface languages: message lookup, the language picker, and the language in every link.
+
+The catalogues themselves (complete, consistent, in step with the code) are checked in test_catalogues.py.
+"""
 
 from __future__ import annotations
 
@@ -7,48 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from attnviz.i18n import LANGUAGES, Text, placeholders, t
-from attnviz.i18n.messages import CATALOGUE
-from tests.test_app import ROOT, run_page
-
-SOURCES = [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py")), *sorted((ROOT / "attnviz").rglob("*.py"))]
-CALLED = re.compile(r"""\btr?\(\s*["']([a-z_]+\.[a-z_0-9.]+)["']""")  # tr("key", ...) and t("key", ...)
-LITERAL = re.compile(r"""["']([a-z_]+\.[a-z_0-9.]+)["']""")  # any quoted key, e.g. in a conditional expression
-# Keys the code builds from a name: page + ".title", f"home.card_{page}", f"score.{name}.label", ...
-DYNAMIC = re.compile(
-    r"^([a-z]+\.(title|intro)|home\.card_[a-z]+|score\.[a-z_]+\.(label|explanation)|param\.[a-z_]+\.help"
-    r"|widget\.lens_[a-z_]+|attention\.(input|embed|projection)_[a-z]+|kernel\.[a-z]+\.(label|explanation)"
-    r"|palette\.[a-z]+|model\.part_[a-z]+|model\.pattern\.[a-z]+|preset\.[a-z0-9_]+\.(title|source|description))$"
-)
-# Characters that exist only in one script: a Simplified text must not use the Traditional form and vice versa.
-SIMPLIFIED_ONLY = set("这个们语键头为发关时来对说计权选择显输数据签态钮")
-TRADITIONAL_ONLY = set("這個們語鍵頭為發關時來對說計權選擇顯輸數據籤態鈕")
-
-
-def test_every_message_has_every_language_with_the_same_placeholders():
-    for key, text in CATALOGUE.items():
-        assert isinstance(text, Text), key
-        english = placeholders(text.en)
-        for lang in LANGUAGES:
-            message = text.get(lang)
-            assert message.strip(), f"{key}: empty in {lang}"
-            assert placeholders(message) == english, f"{key}: placeholders differ in {lang}"
-
-
-def test_chinese_texts_use_their_own_script():
-    for key, text in CATALOGUE.items():
-        assert not SIMPLIFIED_ONLY & set(text.zh_hant), f"{key}: Simplified characters in Traditional Chinese"
-        assert not TRADITIONAL_ONLY & set(text.zh_hans), f"{key}: Traditional characters in Simplified Chinese"
-
-
-def test_every_key_the_code_uses_exists_and_every_message_is_used():
-    code = "\n".join(path.read_text(encoding="utf-8") for path in SOURCES)
-    called = set(CALLED.findall(code))
-    assert len(called) > 50, "too few tr(...) calls found: the scan is broken"
-    assert called <= set(CATALOGUE), f"keys used but missing from the catalogue: {sorted(called - set(CATALOGUE))}"
-    quoted = set(LITERAL.findall(code))
-    unused = {key for key in CATALOGUE if key not in quoted and not DYNAMIC.match(key)}
-    assert not unused, f"messages nobody shows: {sorted(unused)}"
+from attnviz.i18n import LANGUAGES, message_ids, placeholders, t
+from tests.test_app import run_page
 
 
 def test_every_preset_and_score_and_kernel_has_its_messages():
@@ -56,22 +19,37 @@ def test_every_preset_and_score_and_kernel_has_its_messages():
     from attnviz.presets import PRESETS
     from attnviz.scores import SCORES
 
+    ids = set(message_ids())
     for key, preset in PRESETS.items():
-        assert CATALOGUE[f"preset.{key}.title"].en == preset.title
-        assert CATALOGUE[f"preset.{key}.description"].en == preset.description
-        assert f"preset.{key}.source" in CATALOGUE
+        assert t(f"preset.{key}.title") == preset.title
+        assert t(f"preset.{key}.description") == preset.description
+        assert f"preset.{key}.source" in ids
     for name, spec in SCORES.items():
-        assert CATALOGUE[f"score.{name}.label"].en == spec.label
-        assert CATALOGUE[f"score.{name}.explanation"].en == spec.explanation
+        assert t(f"score.{name}.label") == spec.label
+        assert t(f"score.{name}.explanation") == spec.explanation
     for name, spec in KERNELS.items():
-        assert CATALOGUE[f"kernel.{name}.label"].en == spec.label
-        assert CATALOGUE[f"kernel.{name}.explanation"].en == spec.explanation
+        assert t(f"kernel.{name}.label") == spec.label
+        assert t(f"kernel.{name}.explanation") == spec.explanation
 
 
 def test_placeholders_are_filled_in():
-    assert "'xx'" in t("frame.bad_setting", "zh-Hant", param="lang", value="xx", choices="en")
+    assert placeholders(t("error.bad_setting", "zh-Hant")) == {"param", "value", "choices"}
+    assert "'xx'" in t("error.bad_setting", "zh-Hant", param="lang", value="xx", choices="en")
     with pytest.raises(KeyError):
         t("no.such_key", "en")
+    with pytest.raises(KeyError):
+        t("no.such_key", "zh-Hans")  # not English's text for a typo either
+
+
+def test_every_message_exists_in_every_language_and_an_unknown_language_gets_english():
+    ids = message_ids()
+    assert len(ids) > 300 and "home.title" in ids and "" not in ids
+    for key in ids:
+        texts = {lang: t(key, lang) for lang in LANGUAGES}
+        assert all(text.strip() for text in texts.values()), key
+    assert t("self.title", "zh-Hans") == "自注意力" and t("self.title", "zh-Hant") == "自注意力"
+    assert t("home.open", "zh-Hans") == "打开" and t("home.open", "zh-Hant") == "開啟"
+    assert t("home.open", "fr") == t("home.open", "en") == "Open"
 
 
 @pytest.mark.parametrize("lang", list(LANGUAGES))
@@ -86,7 +64,8 @@ def test_home_page_in_every_language(lang):
 
 def test_an_unknown_language_in_a_link_warns_and_falls_back_to_english():
     at = run_page("app.py", lang="<b>fr</b>")
-    assert any("'lang'" in w.value and "zh-Hant" in w.value for w in at.warning)
+    shown = [w.value.replace("\\", "") for w in at.warning]  # the markdown source, its escapes removed
+    assert any("'lang'" in w and "zh-Hant" in w and "'<b>fr</b>'" in w for w in shown), shown
     assert at.header[0].value == t("home.soft_addressing", "en")
 
 
@@ -166,11 +145,11 @@ def _core_messages() -> list[str]:
         messages += decode_attention(params, "self").warnings
     messages += decode_kernel({"q": "1,x"}).warnings + decode_model({"hd": "", "l": "9"}).warnings
 
-    def error_of(call) -> str:
+    def error_of(call) -> Exception:
         try:
             call()
         except ValueError as exc:
-            return str(exc)
+            return exc
         raise AssertionError("no error raised")
 
     state = AttentionState()
@@ -188,12 +167,12 @@ def _core_messages() -> list[str]:
         error_of(lambda: valid_lens_for(AttentionState(lens_mode="all", lens=(9,)), 2, 3)),
         error_of(lambda: valid_lens_for(AttentionState(lens_mode="per_query", lens=(1,)), 2, 3)),
         error_of(lambda: valid_lens_for(AttentionState(lens_mode="per_query", lens=(1, 9)), 2, 3)),
-        error_of(lambda: matrix_from_cells([], "Keys")),
-        error_of(lambda: matrix_from_cells([[]], "Keys")),
-        error_of(lambda: matrix_from_cells([[1.0], [1.0, 2.0]], "Keys")),
-        error_of(lambda: matrix_from_cells([[None]], "Keys", ["d1"])),
-        error_of(lambda: matrix_from_cells([["x"]], "Keys", ["d1"])),
-        error_of(lambda: matrix_from_cells([[1e9]], "Keys", ["d1"])),
+        error_of(lambda: matrix_from_cells([], "keys")),
+        error_of(lambda: matrix_from_cells([[]], "keys")),
+        error_of(lambda: matrix_from_cells([[1.0], [1.0, 2.0]], "keys")),
+        error_of(lambda: matrix_from_cells([[None]], "keys", ["d1"])),
+        error_of(lambda: matrix_from_cells([["x"]], "keys", ["d1"])),
+        error_of(lambda: matrix_from_cells([[1e9]], "keys", ["d1"])),
         error_of(lambda: multi_head_attend(torch.ones(2, 6), torch.ones(2, 6), torch.ones(2, 6), num_heads=4)),
         error_of(lambda: multi_head_attend(torch.ones(2, 4), torch.ones(2, 4), torch.ones(2, 2), residual=True)),
         error_of(lambda: multi_head_attend(torch.ones(2, 4), torch.ones(2, 3), torch.ones(2, 2), score="dot")),
@@ -205,19 +184,18 @@ def _core_messages() -> list[str]:
 
 
 @pytest.mark.parametrize("lang", ["zh-Hans", "zh-Hant"])
-def test_the_errors_a_page_can_show_are_translated(lang):
-    messages = _core_messages()
-    assert len(messages) > 30
-    from attnviz.i18n.errors import translate_error
+def test_the_errors_a_page_can_show_are_translated_by_code(lang):
+    from attnviz.errors import render
 
-    for message in messages:
-        translated = translate_error(message, lang)
-        assert translated != message, f"no translation for: {message}"
+    errors = _core_messages()
+    assert len(errors) > 30
+    for error in errors:
+        assert hasattr(error, "code"), f"an error a page can show has no code: {error!r}"
+        translated = render(error, lang)
         assert re.search(r"[\u4e00-\u9fff]", translated), translated
         leftover = re.search(r"\b(must|the limit|Using the default|is not a number|is empty)\b", translated)
-        assert not leftover, f"English left in {translated!r} (from {message!r})"
-    assert translate_error(messages[0], "en") == messages[0]
-    assert translate_error("some message the table does not know", lang) == "some message the table does not know"
+        assert not leftover, f"English left in {translated!r} (from {error!r})"
+        assert render(error, "en") == str(error)  # str() is the English message, for notebook users
 
 
 PAGES = {
