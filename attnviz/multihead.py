@@ -9,6 +9,7 @@ import torch
 from torch import Tensor, nn
 
 from attnviz.attention import DotProductAttention, attend, prepare_inputs
+from attnviz.errors import AttnvizError, Name
 from attnviz.scores import _init_linear
 from attnviz.trace import AttentionTrace
 
@@ -53,6 +54,11 @@ def projection_matrices(d_q: int, d_k: int, d_v: int, projections: str, seed: in
     raise ValueError(f"projections must be 'identity' or 'random'; got {projections!r}")
 
 
+def head_counts(*sizes: int, limit: int) -> list[int]:
+    """The numbers of heads, up to `limit`, that split every one of `sizes` evenly."""
+    return [h for h in range(1, limit + 1) if all(size % h == 0 for size in sizes)]
+
+
 def split_heads(x: Tensor, num_heads: int) -> Tensor:
     """(B, T, h * s) -> (B, h, T, s)."""
     batch, length, width = x.shape
@@ -79,9 +85,9 @@ def multi_head_attend(
     if isinstance(num_heads, bool) or not isinstance(num_heads, int) or num_heads < 1:
         raise ValueError(f"num_heads must be a whole number >= 1; got {num_heads!r}")
     d_q, d_v = q.shape[-1], v.shape[-1]
-    for name, size in (("query size", d_q), ("key size", k.shape[-1]), ("value size", d_v)):
+    for name, size in (("query_size", d_q), ("key_size", k.shape[-1]), ("value_size", d_v)):
         if size % num_heads:
-            raise ValueError(f"{num_heads} heads must divide the {name} {size} evenly")
+            raise AttnvizError("heads", heads=num_heads, name=Name(name), size=size)
     mats = {n: m.to(q.dtype) for n, m in projection_matrices(d_q, k.shape[-1], d_v, projections, proj_seed).items()}
     q_proj, k_proj, v_proj = q @ mats["W_q"].T, k @ mats["W_k"].T, v @ mats["W_v"].T  # (B, T, width)
     q_heads, k_heads, v_heads = (split_heads(t, num_heads) for t in (q_proj, k_proj, v_proj))  # (B, h, T, s)
@@ -105,7 +111,7 @@ def multi_head_attend(
     concat = torch.cat([t.output for t in heads], dim=-1)  # (B, Q, v)
     delta = concat @ mats["W_o"].T
     if residual and delta.shape[-1] != d_q:
-        raise ValueError(f"the residual E + ΔE needs values of the query size {d_q}; got values of size {d_v}")
+        raise AttnvizError("residual", query=d_q, value=d_v)
     output = q + delta if residual else delta
     unbatch = (lambda t: t) if batched else (lambda t: t.squeeze(0))
     if not batched:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -12,6 +10,8 @@ from typing import Any, NamedTuple
 import torch
 from torch import Tensor
 
+from attnviz.errors import AttnvizError, Name
+from attnviz.fields import MAX_CELL
 from attnviz.kernel import nadaraya_watson
 from attnviz.multihead import MultiHeadTrace, multi_head_attend
 from attnviz.state import AttentionState, KernelState, Matrix
@@ -43,8 +43,8 @@ def sentence_inputs(sentence: str, dim: int, seed: int, what: str) -> tuple[list
     """Tokens and their seeded embeddings, with errors that say which sentence is wrong."""
     try:
         tokens = tokenize(sentence, max_tokens=MAX_TOKENS)
-    except ValueError as exc:
-        raise ValueError(f"{what}: {exc}") from None
+    except AttnvizError as exc:
+        raise AttnvizError("in_sentence", what=Name(what), error=exc) from None
     return tokens, embed_tokens(tokens, dim=dim, seed=seed)
 
 
@@ -54,11 +54,11 @@ WordVectors = Callable[[str], tuple[list[str], Tensor]]  # sentence -> (tokens, 
 def model_inputs(sentence: str, word_vectors: WordVectors | None, what: str) -> tuple[list[str], Tensor]:
     """WordPiece tokens and the pretrained model's input embeddings, with errors that say which sentence is wrong."""
     if word_vectors is None:
-        raise ValueError("The model's embeddings need the pretrained model, which is not available here.")
+        raise AttnvizError("no_model_vectors")
     try:
         return word_vectors(sentence)
-    except ValueError as exc:
-        raise ValueError(f"{what}: {exc}") from None
+    except AttnvizError as exc:
+        raise AttnvizError("in_sentence", what=Name(what), error=exc) from None
 
 
 def resolve_inputs(state: AttentionState, word_vectors: WordVectors | None = None) -> AttentionInputs:
@@ -73,11 +73,11 @@ def resolve_inputs(state: AttentionState, word_vectors: WordVectors | None = Non
                 return model_inputs(sentence, word_vectors, what)
             return sentence_inputs(sentence, state.dim, state.embed_seed, what)
 
-        q_tokens, queries = embed(state.sentence, "Sentence")
+        q_tokens, queries = embed(state.sentence, "sentence")
         if state.page == "self":
             k_tokens, keys = q_tokens, queries
         else:
-            k_tokens, keys = embed(state.source, "Source sentence")
+            k_tokens, keys = embed(state.source, "source")
         values = keys
     else:
         queries = _tensor(state.queries)
@@ -85,10 +85,7 @@ def resolve_inputs(state: AttentionState, word_vectors: WordVectors | None = Non
         q_tokens = _labels("q" if state.page == "cross" else "t", queries.shape[0])
         k_tokens = q_tokens if state.page == "self" else _labels("k", keys.shape[0])
     if keys.shape[0] != values.shape[0]:
-        raise ValueError(
-            f"Keys and values need the same number of rows (one value per key); "
-            f"keys have {keys.shape[0]}, values have {values.shape[0]}."
-        )
+        raise AttnvizError("kv_rows", keys=keys.shape[0], values=values.shape[0])
     return AttentionInputs(
         queries, keys, values, q_tokens, k_tokens, valid_lens_for(state, queries.shape[0], keys.shape[0])
     )
@@ -101,13 +98,13 @@ def valid_lens_for(state: AttentionState, num_queries: int, num_keys: int) -> in
     if state.lens_mode == "all":
         length = state.lens[0]
         if length > num_keys:
-            raise ValueError(f"Valid length {length} is more than the {num_keys} keys.")
+            raise AttnvizError("len_over", length=length, keys=num_keys)
         return length
     if len(state.lens) != num_queries:
-        raise ValueError(f"Give one valid length per query: {num_queries} queries but {len(state.lens)} lengths.")
+        raise AttnvizError("lens_count", queries=num_queries, count=len(state.lens))
     for i, length in enumerate(state.lens, start=1):
         if length > num_keys:
-            raise ValueError(f"Valid length {length} for query {i} is more than the {num_keys} keys.")
+            raise AttnvizError("len_q", length=length, query=i, keys=num_keys)
     return list(state.lens)
 
 
@@ -156,27 +153,6 @@ def prediction_curve(state: KernelState, bandwidth: float | None = None) -> Atte
     )
 
 
-def weights_csv(trace: AttentionTrace, query_labels: list[str], key_labels: list[str]) -> str:
-    """One row per query-key pair: raw score, logit, whether it was masked, and the weight."""
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
-    writer.writerow(["query", "key", "score", "logit", "allowed", "weight"])
-    scores, logits, mask, weights = (t.tolist() for t in (trace.scores, trace.logits, trace.mask, trace.weights))
-    for i, q in enumerate(query_labels):
-        for j, k in enumerate(key_labels):
-            writer.writerow(
-                [
-                    csv_safe(q),
-                    csv_safe(k),
-                    f"{scores[i][j]:.8g}",
-                    f"{logits[i][j]:.8g}",
-                    int(mask[i][j]),
-                    f"{weights[i][j]:.8g}",
-                ]
-            )
-    return buffer.getvalue()
-
-
 class Guess(NamedTuple):
     """A student's typed guess: the weights (rescaled to sum to 1) or what is wrong with it."""
 
@@ -205,92 +181,44 @@ def total_variation(p: Any, q: Any) -> float:
     return float((torch.as_tensor(p, dtype=torch.float64) - torch.as_tensor(q, dtype=torch.float64)).abs().sum() / 2)
 
 
-def csv_safe(text: str) -> str:
-    """Keep spreadsheet programs from reading a token such as '=1+1' as a formula."""
-    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+class Cells(NamedTuple):
+    """An editor's rows read as numbers: the complete rows, and the (1-based) rows left out as incomplete."""
+
+    matrix: Matrix
+    incomplete: list[int]
 
 
-def python_snippet(state: AttentionState) -> str:
-    """A short script that recomputes the page's figure with attnviz."""
-    lines = ["import torch", "import attnviz", ""]
-    if state.mode == "sentence" and state.embed == "minilm":
-        lines += [
-            "from attnviz.bert import load_minilm",
-            "",
-            "model = load_minilm()  # all-MiniLM-L6-v2's input embeddings (384 numbers a token)",
-            f"tokens, x = model.word_vectors({state.sentence!r})",
-        ]
-        if state.page == "cross":
-            lines.append(f"source_tokens, source = model.word_vectors({state.source!r})")
-    elif state.mode == "sentence":
-        lines += [
-            f"tokens = attnviz.tokenize({state.sentence!r})",
-            f"x = attnviz.embed_tokens(tokens, dim={state.dim}, seed={state.embed_seed})",
-        ]
-        if state.page == "cross":
-            lines += [
-                f"source_tokens = attnviz.tokenize({state.source!r})",
-                f"source = attnviz.embed_tokens(source_tokens, dim={state.dim}, seed={state.embed_seed})",
-            ]
-    else:
-        lines.append(f"x = torch.tensor({_matrix_literal(state.queries)})")
-        if state.page == "cross":
-            lines += [
-                f"keys = torch.tensor({_matrix_literal(state.keys)})",
-                f"values = torch.tensor({_matrix_literal(state.values)})",
-            ]
-    args = [
-        f"num_heads={state.heads}",
-        f"projections={state.projections!r}",
-        f"proj_seed={state.proj_seed}",
-        f"score={state.score!r}",
-    ]
-    args += [f"{k}={v!r}" for k, v in state.score_params().items()]
-    if state.lens_mode != "none" and state.lens:
-        args.append(f"valid_lens={state.lens[0] if state.lens_mode == 'all' else list(state.lens)}")
-    if state.causal:
-        args.append("causal=True")
-    if state.temperature != 1.0:
-        args.append(f"temperature={state.temperature!r}")
-    if state.page == "self":
-        call = "attnviz.self_attention(x, " + ", ".join(args) + ")"
-    else:
-        kv = "source, source" if state.mode == "sentence" else "keys, values"
-        residual = ", residual=True" if state.residual else ""
-        call = f"attnviz.multi_head_attend(x, {kv}, " + ", ".join(args) + residual + ")"
-    lines += [f"trace = {call}", "print(trace.weights)  # (heads, queries, keys)", "print(trace.output)"]
-    return "\n".join(lines) + "\n"
+def _empty(cell: Any) -> bool:
+    return cell is None or (isinstance(cell, str) and not cell.strip()) or (isinstance(cell, float) and cell != cell)
 
 
-def _matrix_literal(matrix: Matrix) -> str:
-    return "[" + ", ".join("[" + ", ".join(repr(float(x)) for x in row) + "]" for row in matrix) + "]"
+def matrix_from_cells(cells: list[list[Any]], name: str, col_names: list[str] | None = None) -> Cells:
+    """Rows of editor cells -> a matrix, or AttnvizError naming the first bad cell.
 
-
-def matrix_from_cells(cells: list[list[Any]], name: str, col_names: list[str] | None = None) -> Matrix:
-    """Rows of editor cells -> a matrix, or ValueError naming the first bad cell."""
-    if not cells:
-        raise ValueError(f"{name} has no rows; add at least one row.")
-    rows: list[list[float]] = []
+    A row with an empty cell is still being typed: it is left out (and reported) until it is complete, so that
+    adding a row does not blank the page before its last number is in."""
+    if not cells or not cells[0]:
+        raise AttnvizError("no_rows" if not cells else "no_cols", name=Name(name))
     width = len(cells[0])
-    if width == 0:
-        raise ValueError(f"{name} has no columns; add at least one column.")
+    rows: list[tuple[float, ...]] = []
+    incomplete: list[int] = []
     for r, row in enumerate(cells, start=1):
         if len(row) != width:
-            raise ValueError(f"{name} row {r} has {len(row)} numbers but row 1 has {width}.")
+            raise AttnvizError("ragged", name=Name(name), row=r, count=len(row), width=width)
+        if any(_empty(cell) for cell in row):
+            incomplete.append(r)
+            continue
         values = []
         for c, cell in enumerate(row):
             column = col_names[c] if col_names and c < len(col_names) else str(c + 1)
-            where = f"{name}, row {r}, column {column}"
-            if cell is None or (isinstance(cell, str) and not cell.strip()):
-                raise ValueError(f"{where} is empty; type a number.")
             try:
                 value = float(cell)
             except (TypeError, ValueError):
-                raise ValueError(f"{where}: {str(cell)[:40]!r} is not a number.") from None
-            if value != value:  # NaN: an empty cell in a numeric column
-                raise ValueError(f"{where} is empty; type a number.")
-            if value in (float("inf"), float("-inf")) or abs(value) > 1e6:
-                raise ValueError(f"{where}: {value} is too large; use finite numbers within ±1e6.")
+                raise AttnvizError("cell_text", name=Name(name), row=r, col=column, value=str(cell)[:40]) from None
+            if not math.isfinite(value) or abs(value) > MAX_CELL:
+                raise AttnvizError("cell_large", name=Name(name), row=r, col=column, value=f"{value:g}")
             values.append(value)
-        rows.append(values)
-    return tuple(tuple(row) for row in rows)
+        rows.append(tuple(values))
+    if not rows:
+        raise AttnvizError("no_complete_rows", name=Name(name))
+    return Cells(tuple(rows), incomplete)

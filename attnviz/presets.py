@@ -6,7 +6,8 @@ example through the public API. `expected` records the numbers the notes themsel
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -143,162 +144,215 @@ def _sentence(text: str, dim: int = 8) -> tuple[list[str], Tensor]:
     return tokens, embed_tokens(tokens, dim=dim, seed=0)
 
 
-_TARGET_TOKENS, _TARGET = _sentence("the cat sat on the mat")
-_SOURCE_TOKENS, _SOURCE = _sentence("猫坐在垫子上")
-_DECODER_QUERY = _seeded_normal(1, 10, 1, 256)
-_ENCODER_STATES = _seeded_normal(2, 10, 12, 256)
-_TOY = make_toy_data()
-_SEQ_TOKENS = [f"h{i + 1}" for i in range(12)]
+@functools.cache
+def _shared() -> dict[str, Any]:
+    """Tensors several presets share, built on first use (decoding a link builds only the preset it names)."""
+    target_tokens, target = _sentence("the cat sat on the mat")
+    source_tokens, source = _sentence("猫坐在垫子上")
+    return {
+        "target": (target_tokens, target),
+        "source": (source_tokens, source),
+        "decoder_query": _seeded_normal(1, 10, 1, 256),
+        "encoder_states": _seeded_normal(2, 10, 12, 256),
+        "seq_tokens": [f"h{i + 1}" for i in range(12)],
+    }
 
-PRESETS: dict[str, Preset] = {
-    p.key: p
-    for p in (
-        Preset(
-            "waist_weight",
-            "Waist → weight (1-D kernel regression)",
-            "kernel",
-            "Attention Score note, 一维样本",
-            "Keys are waists 51, 56, 58 and values weights 40, 43, 48. A query "
-            "of 57 sits halfway between 56 and 58, so the Gaussian kernel gives them weight ½ each, 51 almost "
-            "nothing, and the prediction is (43 + 48) / 2 = 45.5.",
-            torch.tensor([57.0]),
-            WAIST,
-            WEIGHT,
-            {"kernel": "gaussian", "bandwidth": 1.0},
-            expected={"output": [45.5], "weights": [[0.0, 0.5, 0.5]]},
-        ),
-        Preset(
-            "waist_chest_2d",
-            "(Waist, chest) → (weight, height) with dot-product scores",
-            "cross",
-            "Attention Score note, 二维样本",
-            "Two-dimensional keys (waist, chest) and values (weight, height) "
-            "as printed in the note (the second and third keys are equal), queried with (57, 83) and (55, 76) "
-            "under the plain dot product. Raw dot products of such large numbers differ by hundreds, so the "
-            "softmax is one-hot in effect: try scaled_dot or a higher temperature to soften it.",
-            WAIST_CHEST_QUERIES,
-            WAIST_CHEST,
-            WEIGHT_HEIGHT,
-            {"score": "dot"},
-            query_labels=["(57, 83)", "(55, 76)"],
-            key_labels=["(51, 70)", "(56, 82)", "(56, 82)"],
-            runner=_run_attend,
-        ),
-        Preset(
-            "d2l_additive",
-            "d2l: additive attention with valid lengths [2, 6]",
-            "cross",
-            "Attention Score Code note (d2l 10.3)",
-            "20-dimensional queries, ten identical 2-D keys and values "
-            "0…39; the first batch row may see 2 keys, the second 6. Equal keys score equally, so the weights are "
-            "uniform over the valid keys and the outputs are [2, 3, 4, 5] and [10, 11, 12, 13].",
-            _seeded_normal(0, 2, 1, 20),
-            D2L_KEYS,
-            D2L_VALUES,
-            {"score": "additive", "valid_lens": D2L_VALID_LENS},
-            expected={"output": [[[2.0, 3.0, 4.0, 5.0]], [[10.0, 11.0, 12.0, 13.0]]]},
-            runner=_run_d2l_additive,
-        ),
-        Preset(
-            "d2l_dot_product",
-            "d2l: scaled dot-product attention with valid lengths [2, 6]",
-            "cross",
-            "Attention Score Code note (d2l 10.3)",
-            "The same keys, values and valid lengths with 2-D queries and "
-            "the scaled dot product: again uniform weights over the valid keys.",
-            _seeded_normal(0, 2, 1, 2),
-            D2L_KEYS,
-            D2L_VALUES,
-            {"score": "scaled_dot", "valid_lens": D2L_VALID_LENS},
-            expected={"output": [[[2.0, 3.0, 4.0, 5.0]], [[10.0, 11.0, 12.0, 13.0]]]},
-            runner=_run_d2l_dot,
-        ),
-        Preset(
-            "unit_sentences",
-            "Self-attention on unit-normalised sentences",
-            "self",
-            "Attention核心思想 note",
-            "The note's two 'sentences' of four unit vectors (10-D). With identity "
-            "projections the dot product of a token with itself is 1 and the highest score in each row, so every "
-            "token attends most to itself.",
-            UNIT_SENTS,
-            UNIT_SENTS,
-            UNIT_SENTS,
-            {"score": "dot"},
-            query_labels=[f"w{i + 1}" for i in range(4)],
-            key_labels=[f"w{i + 1}" for i in range(4)],
-            expected={"scores": UNIT_SCORES.tolist(), "weights": UNIT_WEIGHTS.tolist()},
-        ),
-        Preset(
-            "decoder_state",
-            "Seq2seq: a decoder state attends over encoder states (dot)",
-            "cross",
-            "Attention note (主要组成: Q, K, V)",
-            "Batch 10, hidden size 256, 12 encoder states: one decoder "
-            "query per batch row through seeded W_q, W_k, W_v, dot-product scores. Outputs (10, 1, 256), "
-            "weights (10, 1, 12).",
-            _DECODER_QUERY,
-            _ENCODER_STATES,
-            _ENCODER_STATES,
-            {"score": "dot", "projections": "random", "proj_seed": 0},
-            query_labels=["decoder"],
-            key_labels=_SEQ_TOKENS,
-        ),
-        Preset(
-            "decoder_state_cosine",
-            "Seq2seq: the same with cosine similarity",
-            "cross",
-            "Attention note (主要组成: Q, K, V)",
-            "The note's second attention type: cosine similarity of the "
-            "projected query and keys, so the scores lie in [−1, 1] and the weights stay soft.",
-            _DECODER_QUERY,
-            _ENCODER_STATES,
-            _ENCODER_STATES,
-            {"score": "cosine", "projections": "random", "proj_seed": 0},
-            query_labels=["decoder"],
-            key_labels=_SEQ_TOKENS,
-        ),
-        Preset(
-            "concat_linear",
-            "Softmax(Linear([Q, K])) with query and key size 32",
-            "cross",
-            "Attention note (Input)",
-            "The note's Attn layer: query_size = key_size = 32 and value_size1 = 32 "
-            "positions of 64-dimensional values; each key is scored by one linear layer on [q; k].",
-            _seeded_normal(3, 1, 1, 32),
-            _seeded_normal(4, 1, 32, 32),
-            _seeded_normal(5, 1, 32, 64),
-            {"score": "concat", "seed": 0},
-            query_labels=["q"],
-            key_labels=[f"k{i + 1}" for i in range(32)],
-            runner=_run_attend,
-        ),
-        Preset(
-            "cross_residual",
-            "Cross-attention with the residual E + ΔE",
-            "cross",
-            "Cross Attention note",
-            "A target sentence (queries) attends over a source sentence in another "
-            "language (keys and values); the attended output ΔE is added back to the target embeddings E.",
-            _TARGET,
-            _SOURCE,
-            _SOURCE,
-            {"score": "scaled_dot", "residual": True},
-            query_labels=_TARGET_TOKENS,
-            key_labels=_SOURCE_TOKENS,
-            runner=lambda p: cross_attention(p.queries, p.keys, **p.settings),
-        ),
-        Preset(
-            "d2l_toy_regression",
-            "d2l's toy data: 2 sin(x) + x^0.8 with noise",
-            "kernel",
-            "Attention Score note (d2l 10.2)",
-            "50 noisy training points of f(x) = 2 sin(x) + x^0.8 on [0, 5) "
-            "and 50 query points; Gaussian kernel. Learn the bandwidth to see the fit improve.",
-            _TOY.x_test,
-            _TOY.x_train,
-            _TOY.y_train,
-            {"kernel": "gaussian", "bandwidth": 0.5},
-        ),
-    )
+
+@functools.cache
+def _toy() -> Any:
+    return make_toy_data()
+
+
+_BUILDERS: dict[str, Callable[[], Preset]] = {
+    "waist_weight": lambda: Preset(
+        "waist_weight",
+        "Waist → weight (1-D kernel regression)",
+        "kernel",
+        "Attention Score note, 一维样本",
+        "Keys are waists 51, 56, 58 and values weights 40, 43, 48. A query "
+        "of 57 sits halfway between 56 and 58, so the Gaussian kernel gives them weight ½ each, 51 almost "
+        "nothing, and the prediction is (43 + 48) / 2 = 45.5.",
+        torch.tensor([57.0]),
+        WAIST,
+        WEIGHT,
+        {"kernel": "gaussian", "bandwidth": 1.0},
+        expected={"output": [45.5], "weights": [[0.0, 0.5, 0.5]]},
+    ),
+    "waist_chest_2d": lambda: Preset(
+        "waist_chest_2d",
+        "(Waist, chest) → (weight, height) with dot-product scores",
+        "cross",
+        "Attention Score note, 二维样本",
+        "Two-dimensional keys (waist, chest) and values (weight, height) "
+        "as printed in the note (the second and third keys are equal), queried with (57, 83) and (55, 76) "
+        "under the plain dot product. Raw dot products of such large numbers differ by hundreds, so the "
+        "softmax is one-hot in effect: try scaled_dot or a higher temperature to soften it.",
+        WAIST_CHEST_QUERIES,
+        WAIST_CHEST,
+        WEIGHT_HEIGHT,
+        {"score": "dot"},
+        query_labels=["(57, 83)", "(55, 76)"],
+        key_labels=["(51, 70)", "(56, 82)", "(56, 82)"],
+        runner=_run_attend,
+    ),
+    "d2l_additive": lambda: Preset(
+        "d2l_additive",
+        "d2l: additive attention with valid lengths [2, 6]",
+        "cross",
+        "Attention Score Code note (d2l 10.3)",
+        "20-dimensional queries, ten identical 2-D keys and values "
+        "0…39; the first batch row may see 2 keys, the second 6. Equal keys score equally, so the weights are "
+        "uniform over the valid keys and the outputs are [2, 3, 4, 5] and [10, 11, 12, 13].",
+        _seeded_normal(0, 2, 1, 20),
+        D2L_KEYS,
+        D2L_VALUES,
+        {"score": "additive", "valid_lens": D2L_VALID_LENS},
+        expected={"output": [[[2.0, 3.0, 4.0, 5.0]], [[10.0, 11.0, 12.0, 13.0]]]},
+        runner=_run_d2l_additive,
+    ),
+    "d2l_dot_product": lambda: Preset(
+        "d2l_dot_product",
+        "d2l: scaled dot-product attention with valid lengths [2, 6]",
+        "cross",
+        "Attention Score Code note (d2l 10.3)",
+        "The same keys, values and valid lengths with 2-D queries and "
+        "the scaled dot product: again uniform weights over the valid keys.",
+        _seeded_normal(0, 2, 1, 2),
+        D2L_KEYS,
+        D2L_VALUES,
+        {"score": "scaled_dot", "valid_lens": D2L_VALID_LENS},
+        expected={"output": [[[2.0, 3.0, 4.0, 5.0]], [[10.0, 11.0, 12.0, 13.0]]]},
+        runner=_run_d2l_dot,
+    ),
+    "unit_sentences": lambda: Preset(
+        "unit_sentences",
+        "Self-attention on unit-normalised sentences",
+        "self",
+        "Attention核心思想 note",
+        "The note's two 'sentences' of four unit vectors (10-D). With identity "
+        "projections the dot product of a token with itself is 1 and the highest score in each row, so every "
+        "token attends most to itself.",
+        UNIT_SENTS,
+        UNIT_SENTS,
+        UNIT_SENTS,
+        {"score": "dot"},
+        query_labels=[f"w{i + 1}" for i in range(4)],
+        key_labels=[f"w{i + 1}" for i in range(4)],
+        expected={"scores": UNIT_SCORES.tolist(), "weights": UNIT_WEIGHTS.tolist()},
+    ),
+    "decoder_state": lambda: Preset(
+        "decoder_state",
+        "Seq2seq: a decoder state attends over encoder states (dot)",
+        "cross",
+        "Attention note (主要组成: Q, K, V)",
+        "Batch 10, hidden size 256, 12 encoder states: one decoder "
+        "query per batch row through seeded W_q, W_k, W_v, dot-product scores. Outputs (10, 1, 256), "
+        "weights (10, 1, 12).",
+        _shared()["decoder_query"],
+        _shared()["encoder_states"],
+        _shared()["encoder_states"],
+        {"score": "dot", "projections": "random", "proj_seed": 0},
+        query_labels=["decoder"],
+        key_labels=_shared()["seq_tokens"],
+    ),
+    "decoder_state_cosine": lambda: Preset(
+        "decoder_state_cosine",
+        "Seq2seq: the same with cosine similarity",
+        "cross",
+        "Attention note (主要组成: Q, K, V)",
+        "The note's second attention type: cosine similarity of the "
+        "projected query and keys, so the scores lie in [−1, 1] and the weights stay soft.",
+        _shared()["decoder_query"],
+        _shared()["encoder_states"],
+        _shared()["encoder_states"],
+        {"score": "cosine", "projections": "random", "proj_seed": 0},
+        query_labels=["decoder"],
+        key_labels=_shared()["seq_tokens"],
+    ),
+    "concat_linear": lambda: Preset(
+        "concat_linear",
+        "Softmax(Linear([Q, K])) with query and key size 32",
+        "cross",
+        "Attention note (Input)",
+        "The note's Attn layer: query_size = key_size = 32 and value_size1 = 32 "
+        "positions of 64-dimensional values; each key is scored by one linear layer on [q; k].",
+        _seeded_normal(3, 1, 1, 32),
+        _seeded_normal(4, 1, 32, 32),
+        _seeded_normal(5, 1, 32, 64),
+        {"score": "concat", "seed": 0},
+        query_labels=["q"],
+        key_labels=[f"k{i + 1}" for i in range(32)],
+        runner=_run_attend,
+    ),
+    "cross_residual": lambda: Preset(
+        "cross_residual",
+        "Cross-attention with the residual E + ΔE",
+        "cross",
+        "Cross Attention note",
+        "A target sentence (queries) attends over a source sentence in another "
+        "language (keys and values); the attended output ΔE is added back to the target embeddings E.",
+        _shared()["target"][1],
+        _shared()["source"][1],
+        _shared()["source"][1],
+        {"score": "scaled_dot", "residual": True},
+        query_labels=_shared()["target"][0],
+        key_labels=_shared()["source"][0],
+        runner=lambda p: cross_attention(p.queries, p.keys, **p.settings),
+    ),
+    "d2l_toy_regression": lambda: Preset(
+        "d2l_toy_regression",
+        "d2l's toy data: 2 sin(x) + x^0.8 with noise",
+        "kernel",
+        "Attention Score note (d2l 10.2)",
+        "50 noisy training points of f(x) = 2 sin(x) + x^0.8 on [0, 5) "
+        "and 50 query points; Gaussian kernel. Learn the bandwidth to see the fit improve.",
+        _toy().x_test,
+        _toy().x_train,
+        _toy().y_train,
+        {"kernel": "gaussian", "bandwidth": 0.5},
+    ),
 }
+
+
+# Which page shows each preset, in the order the pickers list them: known without building any tensor.
+PRESET_PAGES: dict[str, str] = {
+    "waist_weight": "kernel",
+    "waist_chest_2d": "cross",
+    "d2l_additive": "cross",
+    "d2l_dot_product": "cross",
+    "unit_sentences": "self",
+    "decoder_state": "cross",
+    "decoder_state_cosine": "cross",
+    "concat_linear": "cross",
+    "cross_residual": "cross",
+    "d2l_toy_regression": "kernel",
+}
+
+
+class _Presets(Mapping[str, Preset]):
+    """Every preset by key, each built on first use and then kept."""
+
+    def __getitem__(self, key: str) -> Preset:
+        return _preset(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(PRESET_PAGES)
+
+    def __len__(self) -> int:
+        return len(PRESET_PAGES)
+
+
+@functools.cache
+def _preset(key: str) -> Preset:
+    if key not in _BUILDERS:
+        raise KeyError(key)
+    return _BUILDERS[key]()
+
+
+PRESETS: Mapping[str, Preset] = _Presets()
+
+
+def presets_for(page: str) -> list[str]:
+    """The presets a page lists: the self page's own; the cross page's, and the self page's (keys = queries)."""
+    pages = ("self", "cross") if page == "cross" else (page,)
+    return [key for key, where in PRESET_PAGES.items() if where in pages]

@@ -1,30 +1,45 @@
-"""Page state as typed, validated values, and the URL codec that makes every demo a shareable link.
+"""Page state as typed values, each control declared once as a `Field`, and the link codec built on those fields.
 
-The URL is parsed, never evaluated: every field is read with its own parser, checked against caps,
-and a bad field falls back to its default with a warning that names it. No pickle, no eval.
+A link is parsed, never evaluated: every parameter is read by its field, checked against the field's range and
+caps, and a bad one falls back with a warning that names it. No pickle, no eval. Decoding builds no preset's
+tensors unless the link names that preset.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields, replace
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
+from urllib.parse import urlencode
 
+from attnviz.errors import AttnvizError, Name
+from attnviz.fields import (
+    MAX_COLS,
+    MAX_POINTS,
+    MAX_ROWS,
+    Field,
+    Matrix,
+    decode_fields,
+    encode_fields,
+    format_number,
+    last,
+)
 from attnviz.kernel import KERNELS
-from attnviz.presets import PRESETS
-from attnviz.scores import HIDDENS, SCORES, SEED
+from attnviz.presets import PRESET_PAGES, presets_for
+from attnviz.scores import BANDWIDTH, HIDDENS, SCORES, SEED
 from attnviz.text import MAX_TOKENS
 
-MAX_ROWS = 64  # tokens or points typed as numbers
-MAX_COLS = 256  # features per token (the notes' seq2seq example has 256)
-MAX_TEXT = 2000  # characters of a sentence in a link
-MAX_PARAM = 20_000  # characters of any one URL parameter
+__all__ = ["MAX_COLS", "MAX_ROWS", "Matrix", "format_number"]
+
+MAX_TEXT = 2000  # characters of a sentence
+MAX_VECTOR_TEXT = 12_000  # characters of typed query points (512 numbers of up to ~20 characters)
 MAX_HEADS = 8
 MAX_DIM = 64  # embedding size for sentences
 EMBEDDINGS = ("seeded", "minilm")
-
-Matrix = tuple[tuple[float, ...], ...]
+# Streamlit ignores a whole query string over 512 Ki characters or 1,000 fields, without a word.
+LINK_MAX_CHARS = 512 * 1024
+LINK_MAX_FIELDS = 1000
 
 
 def _matrix(rows: list[list[float]]) -> Matrix:
@@ -88,199 +103,92 @@ class KernelState:
     toy_n: int = 50
 
 
-# --- field parsers: text -> value, raising ValueError with a message for the user -----------------
+# --- the fields of each page: link key, type, range, message ids (one declaration per control) ----------------
+
+_SEED_RANGE = {"low": SEED.low, "high": SEED.high}
+TEMPERATURE = Field(
+    "temperature",
+    "T",
+    "float",
+    low=0.001,
+    high=1000.0,
+    label="attention.temperature",
+    help="attention.temperature_help",
+    step=0.1,
+    fmt="%.3g",
+)
 
 
-def parse_number(text: str, name: str, low: float, high: float, *, integer: bool = False) -> float | int:
-    """A finite number within [low, high]."""
-    try:
-        value = float(text)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number; got {_short(text)!r}") from None
-    if not math.isfinite(value) or not low <= value <= high:
-        raise ValueError(f"{name} must be between {low:g} and {high:g}; got {_short(text)!r}")
-    if integer:
-        if value != int(value):
-            raise ValueError(f"{name} must be a whole number; got {_short(text)!r}")
-        return int(value)
-    return value
+def _preset_field(page: str) -> Field:
+    choices = ("", *presets_for(page))
+    return Field(
+        "preset", "p", "choice", choices=choices, label="kernel.preset" if page == "kernel" else "attention.preset"
+    )
 
 
-def parse_matrix(text: str, name: str, max_rows: int = MAX_ROWS, max_cols: int = MAX_COLS) -> Matrix:
-    """Rows separated by ';', numbers by ','; rectangular, finite, within the size caps."""
-    rows = [row for row in text.split(";")]
-    if not text.strip():
-        raise ValueError(f"{name} is empty")
-    if len(rows) > max_rows:
-        raise ValueError(f"{name} has {len(rows)} rows; the limit is {max_rows}")
-    parsed: list[list[float]] = []
-    for r, row in enumerate(rows, start=1):
-        cells = row.split(",")
-        if len(cells) > max_cols:
-            raise ValueError(f"{name} row {r} has {len(cells)} numbers; the limit is {max_cols}")
-        values = []
-        for c, cell in enumerate(cells, start=1):
-            try:
-                value = float(cell)
-            except ValueError:
-                raise ValueError(f"{name} row {r}, column {c}: {_short(cell)!r} is not a number") from None
-            if not math.isfinite(value) or abs(value) > 1e6:
-                raise ValueError(f"{name} row {r}, column {c}: {_short(cell)!r} must be finite and within ±1e6")
-            values.append(value)
-        if parsed and len(values) != len(parsed[0]):
-            raise ValueError(f"{name} row {r} has {len(values)} numbers but row 1 has {len(parsed[0])}")
-        parsed.append(values)
-    return _matrix(parsed)
+def attention_fields(page: str) -> tuple[Field, ...]:
+    """The self- or cross-attention page's controls."""
+    return (
+        _preset_field(page),
+        Field("batch", "b", "int", low=0, high=1000, label="widget.batch_row", help="widget.batch_help"),
+        Field("mode", "m", "choice", choices=("sentence", "numbers"), label="attention.input"),
+        Field("sentence", "s", "text", max_len=MAX_TEXT, help="attention.sentence_help"),
+        Field("source", "src", "text", max_len=MAX_TEXT, label="attention.source_sentence"),
+        Field(
+            "embed", "emb", "choice", choices=EMBEDDINGS, label="attention.embeddings", help="attention.embeddings_help"
+        ),
+        Field("dim", "dim", "int", low=1, high=MAX_DIM, label="attention.embedding_size"),
+        Field("embed_seed", "es", "int", **_SEED_RANGE, label="attention.embedding_seed"),
+        Field("queries", "q", "matrix", max_len=MAX_ROWS),
+        Field("keys", "k", "matrix", max_len=MAX_ROWS),
+        Field("values", "v", "matrix", max_len=MAX_ROWS),
+        Field("score", "sc", "choice", choices=tuple(SCORES), label="widget.scoring_function"),
+        replace(SEED, name="score_seed"),
+        HIDDENS,
+        BANDWIDTH,
+        TEMPERATURE,
+        Field("causal", "c", "bool", label="attention.causal"),
+        Field(
+            "lens_mode",
+            "lm",
+            "choice",
+            choices=("none", "all", "per_query"),
+            label="widget.valid_lengths",
+            help="widget.lens_help",
+        ),
+        Field("lens", "vl", "ints", low=0, high=MAX_TOKENS, max_len=MAX_TOKENS),
+        Field("projections", "pr", "choice", choices=("identity", "random")),
+        Field("proj_seed", "ps", "int", **_SEED_RANGE, label="attention.projection_seed"),
+        Field("heads", "h", "int", low=1, high=MAX_HEADS, label="attention.heads", help="attention.heads_help"),
+        Field("residual", "res", "bool", label="attention.residual"),
+        Field("row", "row", "int", low=0, high=MAX_TOKENS, label="widget.query_row"),
+        Field("compare", "cmp", "choice", choices=("", *SCORES), label="attention.compare"),
+        Field("predict", "guess", "bool", label="attention.predict", help="attention.predict_help"),
+    )
 
 
-def parse_vector(text: str, name: str, max_len: int = MAX_ROWS * 8) -> tuple[float, ...]:
-    """Comma-separated finite numbers."""
-    matrix = parse_matrix(text.replace(";", ","), name, max_rows=1, max_cols=max_len)
-    return matrix[0]
-
-
-def parse_lens(text: str) -> tuple[int, ...]:
-    """Comma-separated whole numbers >= 0 (checked against the key count later)."""
-    if not text.strip():
-        return ()
-    lens = []
-    for i, cell in enumerate(text.split(","), start=1):
-        lens.append(int(parse_number(cell, f"valid length {i}", 0, MAX_TOKENS, integer=True)))
-    if len(lens) > MAX_TOKENS:
-        raise ValueError(f"too many valid lengths ({len(lens)})")
-    return tuple(lens)
-
-
-def parse_choice(text: str, name: str, choices: Mapping[str, Any] | tuple[str, ...]) -> str:
-    """One of the allowed names."""
-    if text not in choices:
-        raise ValueError(f"unknown {name} {_short(text)!r}; expected one of: {', '.join(choices)}")
-    return text
-
-
-def parse_flag(text: str, name: str) -> bool:
-    """'1' or '0'."""
-    if text not in ("0", "1"):
-        raise ValueError(f"{name} must be 0 or 1; got {_short(text)!r}")
-    return text == "1"
-
-
-def parse_text(text: str, name: str) -> str:
-    """A sentence, capped in length."""
-    if len(text) > MAX_TEXT:
-        raise ValueError(f"{name} is {len(text)} characters long; the limit is {MAX_TEXT}")
-    return text
-
-
-def format_number(value: float) -> str:
-    """Shortest faithful text for a number (6 significant digits, no trailing zeros)."""
-    return f"{value:.6g}"
-
-
-def format_matrix(matrix: Matrix) -> str:
-    """Inverse of `parse_matrix`."""
-    return ";".join(",".join(format_number(x) for x in row) for row in matrix)
-
-
-def _short(text: Any, limit: int = 40) -> str:
-    text = str(text)
-    return text if len(text) <= limit else text[:limit] + "…"
-
-
-# --- the codec ----------------------------------------------------------------------------------------
-
-# URL key -> (state field, parser, formatter). Parsers get the raw text and raise ValueError.
-Codec = dict[str, tuple[str, Callable[[str], Any], Callable[[Any], str]]]
-
-_INT = str
-_ATTENTION_CODEC: Codec = {
-    "p": ("preset", lambda t: parse_choice(t, "preset", PRESETS), str),
-    "b": ("batch", lambda t: parse_number(t, "batch row", 0, 1000, integer=True), _INT),
-    "m": ("mode", lambda t: parse_choice(t, "input mode", ("sentence", "numbers")), str),
-    "s": ("sentence", lambda t: parse_text(t, "sentence"), str),
-    "src": ("source", lambda t: parse_text(t, "source sentence"), str),
-    "emb": ("embed", lambda t: parse_choice(t, "embeddings", EMBEDDINGS), str),
-    "dim": ("dim", lambda t: parse_number(t, "embedding size", 1, MAX_DIM, integer=True), _INT),
-    "es": ("embed_seed", lambda t: parse_number(t, "embedding seed", 0, SEED.maximum, integer=True), _INT),
-    "q": ("queries", lambda t: parse_matrix(t, "queries"), format_matrix),
-    "k": ("keys", lambda t: parse_matrix(t, "keys"), format_matrix),
-    "v": ("values", lambda t: parse_matrix(t, "values"), format_matrix),
-    "sc": ("score", lambda t: parse_choice(t, "score", SCORES), str),
-    "sd": ("score_seed", lambda t: parse_number(t, "score seed", 0, SEED.maximum, integer=True), _INT),
-    "nh": (
-        "num_hiddens",
-        lambda t: parse_number(t, "hidden units", HIDDENS.minimum, HIDDENS.maximum, integer=True),
-        _INT,
-    ),
-    "bw": ("bandwidth", lambda t: parse_number(t, "bandwidth", 1e-3, 1e3), format_number),
-    "T": ("temperature", lambda t: parse_number(t, "temperature", 1e-3, 1e3), format_number),
-    "c": ("causal", lambda t: parse_flag(t, "causal"), lambda v: "1" if v else "0"),
-    "lm": ("lens_mode", lambda t: parse_choice(t, "valid-length mode", ("none", "all", "per_query")), str),
-    "vl": ("lens", parse_lens, lambda v: ",".join(str(x) for x in v)),
-    "pr": ("projections", lambda t: parse_choice(t, "projections", ("identity", "random")), str),
-    "ps": ("proj_seed", lambda t: parse_number(t, "projection seed", 0, SEED.maximum, integer=True), _INT),
-    "h": ("heads", lambda t: parse_number(t, "heads", 1, MAX_HEADS, integer=True), _INT),
-    "res": ("residual", lambda t: parse_flag(t, "residual"), lambda v: "1" if v else "0"),
-    "row": ("row", lambda t: parse_number(t, "selected row", 0, MAX_TOKENS, integer=True), _INT),
-    "cmp": ("compare", lambda t: "" if t == "" else parse_choice(t, "comparison score", SCORES), str),
-    "guess": ("predict", lambda t: parse_flag(t, "predict, then reveal"), lambda v: "1" if v else "0"),
-}
-
-_KERNEL_CODEC: Codec = {
-    "p": ("preset", lambda t: "" if t == "" else parse_choice(t, "preset", PRESETS), str),
-    "k": ("keys", lambda t: parse_vector(t, "keys"), lambda v: ",".join(map(format_number, v))),
-    "v": ("values", lambda t: parse_vector(t, "values"), lambda v: ",".join(map(format_number, v))),
-    "q": ("queries", lambda t: parse_vector(t, "queries"), lambda v: ",".join(map(format_number, v))),
-    "kn": ("kernel", lambda t: parse_choice(t, "kernel", KERNELS), str),
-    "bw": ("bandwidth", lambda t: parse_number(t, "bandwidth", 1e-3, 1e4), format_number),
-    "row": ("row", lambda t: parse_number(t, "selected row", 0, MAX_ROWS * 8, integer=True), _INT),
-    "ts": ("toy_seed", lambda t: parse_number(t, "data seed", 0, SEED.maximum, integer=True), _INT),
-    "tn": ("toy_n", lambda t: parse_number(t, "number of points", 5, 200, integer=True), _INT),
-}
+KERNEL_FIELDS: tuple[Field, ...] = (
+    _preset_field("kernel"),
+    Field("keys", "k", "vector", max_len=MAX_POINTS),
+    Field("values", "v", "vector", max_len=MAX_POINTS),
+    Field("queries", "q", "vector", max_len=MAX_POINTS, label="kernel.queries"),
+    Field("kernel", "kn", "choice", choices=tuple(KERNELS), label="kernel.kernel"),
+    BANDWIDTH,
+    Field("row", "row", "int", low=0, high=MAX_POINTS - 1, label="kernel.query_to_explain"),
+    Field("toy_seed", "ts", "int", **_SEED_RANGE, label="kernel.data_seed"),
+    Field("toy_n", "tn", "int", low=5, high=200, label="kernel.training_count"),
+)
 
 
 @dataclass
 class Decoded:
-    """A state read from a URL, with one warning per field that fell back to its default."""
+    """A state read from a link, with one warning per parameter that fell back."""
 
     state: Any
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[AttnvizError] = field(default_factory=list)
 
 
-def _first(value: Any) -> str:
-    if isinstance(value, list | tuple):
-        value = value[-1] if value else ""
-    return str(value)
-
-
-def _decode(params: Mapping[str, Any], codec: Codec, default: Any) -> Decoded:
-    changes: dict[str, Any] = {}
-    warnings: list[str] = []
-    for key, raw in params.items():
-        if key not in codec:
-            continue  # unknown parameters (e.g. added by a proxy) are ignored, not fatal
-        name, parse, _ = codec[key]
-        text = _first(raw)
-        if len(text) > MAX_PARAM:
-            warnings.append(
-                f"Link parameter '{key}' is {len(text)} characters long (limit {MAX_PARAM}); using the default {name}."
-            )
-            continue
-        try:
-            changes[name] = parse(text)
-        except ValueError as exc:
-            warnings.append(f"Link parameter '{key}': {exc}. Using the default {name}.")
-    return Decoded(replace(default, **changes), warnings)
-
-
-def _encode(state: Any, codec: Codec, default: Any, skip: set[str]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for key, (name, _, fmt) in codec.items():
-        value = getattr(state, name)
-        if name in skip or value == getattr(default, name):
-            continue
-        out[key] = fmt(value)
-    return out
+# --- the attention pages' codec ----------------------------------------------------------------------------------
 
 
 def default_attention_state(page: str) -> AttentionState:
@@ -289,13 +197,51 @@ def default_attention_state(page: str) -> AttentionState:
         return AttentionState(
             page="cross",
             sentence="the cat sat on the mat",
-            residual=False,
             queries=_matrix([[1, 0], [0, 1]]),
-            keys=DEFAULT_X,
-            values=DEFAULT_X,
             score="additive",
         )
     return AttentionState(page="self")
+
+
+def _preset_params(params: Mapping[str, Any], page: str, fields: tuple[Field, ...]) -> tuple[str, int, list]:
+    """The link's preset and batch row; a preset of another page is refused with a warning that says where it
+    belongs (its inputs have another shape)."""
+    text = last(params.get("p", ""))
+    warnings: list[AttnvizError] = []
+    if text and text in PRESET_PAGES and text not in presets_for(page):
+        warnings.append(
+            AttnvizError("preset_other_page", param="p", value=text, page=Name(f"page_{PRESET_PAGES[text]}"))
+        )
+        params = {k: v for k, v in params.items() if k not in ("p", "b")}
+    values, more = decode_fields({k: v for k, v in params.items() if k in ("p", "b")}, fields)
+    return values.get("preset", ""), values.get("batch", 0), warnings + more
+
+
+def decode_attention(params: Mapping[str, Any], page: str) -> Decoded:
+    """Read an attention page's state from link parameters (bad ones fall back, each with a warning)."""
+    fields = attention_fields(page)
+    preset, batch, warnings = _preset_params(params, page, fields)
+    base = _attention_base(page, preset, batch)
+    values, more = decode_fields(params, fields, skip=("p", "b"))
+    state = replace(base, **values)
+    if state.page == "self":
+        state = replace(state, keys=state.queries, values=state.queries, source=base.source, residual=False)
+    return Decoded(state, warnings + more)
+
+
+def encode_attention(state: AttentionState) -> dict[str, str]:
+    """Compact link parameters: only what differs from the page default or the chosen preset."""
+    base = _attention_base(state.page, state.preset, state.batch)
+    skip = {"preset", "batch"}  # every other field is written when it differs, shown or not: nothing is lost
+    if state.page == "self":
+        skip |= {"keys", "values", "source", "residual"}  # the self page has none of its own: keys = values = x
+    params = {}
+    if state.preset:
+        params["p"] = state.preset
+        if state.batch:
+            params["b"] = str(state.batch)
+    params.update(encode_fields(state, base, attention_fields(state.page), skip))
+    return params
 
 
 def _attention_base(page: str, preset: str, batch: int) -> AttentionState:
@@ -304,40 +250,7 @@ def _attention_base(page: str, preset: str, batch: int) -> AttentionState:
     return apply_preset(default, preset, batch=batch) if preset else default
 
 
-def decode_attention(params: Mapping[str, Any], page: str) -> Decoded:
-    """Read an attention page's state from URL parameters (bad fields fall back with a warning)."""
-    preset_part = _decode(
-        {k: v for k, v in params.items() if k in ("p", "b")}, _ATTENTION_CODEC, default_attention_state(page)
-    )
-    base = _attention_base(page, preset_part.state.preset, preset_part.state.batch)
-    decoded = _decode({k: v for k, v in params.items() if k not in ("p", "b")}, _ATTENTION_CODEC, base)
-    state = decoded.state
-    if state.page == "self":
-        state = replace(state, keys=state.queries, values=state.queries)
-    return Decoded(state, preset_part.warnings + decoded.warnings)
-
-
-def encode_attention(state: AttentionState) -> dict[str, str]:
-    """Compact URL parameters: only what differs from the page default or the chosen preset."""
-    base = _attention_base(state.page, state.preset, state.batch)
-    skip = {"page", "preset", "batch"}
-    if state.mode == "numbers":
-        skip |= {"sentence", "source", "embed", "dim", "embed_seed"}
-    else:
-        skip |= {"queries", "keys", "values"}
-        if state.embed == "minilm":
-            skip |= {"dim", "embed_seed"}
-    if state.page == "self":
-        skip |= {"keys", "values", "source", "residual"}
-    params = {}
-    if state.preset:
-        params["p"] = state.preset
-        if state.batch:
-            params["b"] = str(state.batch)
-    params.update(_encode(state, _ATTENTION_CODEC, base, skip))
-    if state.page == "self" and state.mode == "numbers" and state.queries != base.queries:
-        params["q"] = format_matrix(state.queries)
-    return params
+# --- the kernel page's codec -------------------------------------------------------------------------------------
 
 
 def _kernel_base(preset: str, toy_seed: int = 0, toy_n: int = 50) -> KernelState:
@@ -346,21 +259,44 @@ def _kernel_base(preset: str, toy_seed: int = 0, toy_n: int = 50) -> KernelState
 
 
 def decode_kernel(params: Mapping[str, Any]) -> Decoded:
-    """Read the kernel page's state from URL parameters."""
-    head = _decode({k: v for k, v in params.items() if k in ("p", "ts", "tn")}, _KERNEL_CODEC, KernelState())
-    base = _kernel_base(head.state.preset, head.state.toy_seed, head.state.toy_n)
-    decoded = _decode({k: v for k, v in params.items() if k not in ("p", "ts", "tn")}, _KERNEL_CODEC, base)
-    return Decoded(decoded.state, head.warnings + decoded.warnings)
+    """Read the kernel page's state from link parameters; keys and values of different lengths fall back together."""
+    preset, _, warnings = _preset_params(params, "kernel", KERNEL_FIELDS)
+    if "p" not in params or (warnings and not preset):
+        preset = KernelState().preset  # no preset named (or a bad one): the page's default example
+    head, more = decode_fields({k: v for k, v in params.items() if k in ("ts", "tn")}, KERNEL_FIELDS)
+    base = _kernel_base(preset, head.get("toy_seed", 0), head.get("toy_n", 50))
+    values, rest = decode_fields(params, KERNEL_FIELDS, skip=("p", "ts", "tn"))
+    keys, vals = values.get("keys", base.keys), values.get("values", base.values)
+    if len(keys) != len(vals):
+        rest.append(AttnvizError("points_mismatch", keys=len(keys), values=len(vals)))
+        values.pop("keys", None)
+        values.pop("values", None)
+    return Decoded(replace(base, **values), warnings + more + rest)
 
 
 def encode_kernel(state: KernelState) -> dict[str, str]:
-    """Compact URL parameters for the kernel page."""
+    """Compact link parameters for the kernel page."""
     base = _kernel_base(state.preset, state.toy_seed, state.toy_n)
     params = {"p": state.preset} if state.preset != KernelState().preset else {}
+    skip = {"preset", "toy_seed", "toy_n"}
     if state.preset == "d2l_toy_regression":
-        params.update({k: str(v) for k, v in (("ts", state.toy_seed), ("tn", state.toy_n)) if v != (0, 50)[k == "tn"]})
-    params.update(_encode(state, _KERNEL_CODEC, base, {"preset", "toy_seed", "toy_n"}))
+        skip = {"preset"}
+        base = replace(base, toy_seed=0, toy_n=50)
+    params.update(encode_fields(state, base, KERNEL_FIELDS, skip))
     return params
+
+
+# --- links that Streamlit can carry ---------------------------------------------------------------------------------
+
+
+def link_problem(params: Mapping[str, str]) -> AttnvizError | None:
+    """Why a browser could not bring this state back from its link (None when it can)."""
+    query = urlencode(params)
+    if len(query) > LINK_MAX_CHARS:
+        return AttnvizError("link_too_long", count=len(query), limit=LINK_MAX_CHARS)
+    if len(params) > LINK_MAX_FIELDS:
+        return AttnvizError("link_too_many", count=len(params), limit=LINK_MAX_FIELDS)
+    return None
 
 
 # --- presets -> states ------------------------------------------------------------------------------------
@@ -368,6 +304,8 @@ def encode_kernel(state: KernelState) -> dict[str, str]:
 
 def preset_batches(key: str) -> int:
     """How many batch rows a preset has (1 for unbatched)."""
+    from attnviz.presets import PRESETS
+
     preset = PRESETS[key]
     return preset.queries.shape[0] if preset.queries.dim() == 3 else 1
 
@@ -378,11 +316,27 @@ def _rows(tensor: Any, batch: int) -> Matrix:
     return _matrix(tensor.tolist())
 
 
+def preset_lens(key: str, batch: int) -> tuple[str, tuple[int, ...]]:
+    """A preset's valid lengths for one batch row: each row has its own (d2l's valid_lens = [2, 6])."""
+    from attnviz.presets import PRESETS
+
+    lens = PRESETS[key].settings.get("valid_lens")
+    if lens is None:
+        return "none", ()
+    return "all", (int(lens[min(batch, len(lens) - 1)]),)
+
+
 def apply_preset(state: AttentionState, key: str, batch: int = 0, keep_controls: bool = False) -> AttentionState:
-    """Load a preset's inputs and settings (one batch row of a batched preset) into a state."""
+    """Load a preset's inputs and settings (one batch row of a batched preset) into a state.
+
+    `keep_controls` keeps the user's scoring controls (when only the batch row changes); the valid lengths always
+    follow the batch row, because they belong to it."""
+    from attnviz.presets import PRESETS
+
     preset = PRESETS[key]
     batch = max(0, min(batch, preset_batches(key) - 1))
     settings = preset.settings
+    lens_mode, lens = preset_lens(key, batch)
     changes: dict[str, Any] = dict(
         preset=key,
         batch=batch,
@@ -390,6 +344,8 @@ def apply_preset(state: AttentionState, key: str, batch: int = 0, keep_controls:
         queries=_rows(preset.queries, batch),
         keys=_rows(preset.keys, batch),
         values=_rows(preset.values, batch),
+        lens_mode=lens_mode,
+        lens=lens,
     )
     if not keep_controls:
         defaults = default_attention_state(state.page)
@@ -397,27 +353,23 @@ def apply_preset(state: AttentionState, key: str, batch: int = 0, keep_controls:
             score=settings.get("score", "scaled_dot"),
             score_seed=settings.get("seed", 0) if "score" in settings and SCORES[settings["score"]].learned else 0,
             causal=settings.get("causal", False),
-            temperature=1.0,
+            temperature=defaults.temperature,
             projections=settings.get("projections", "identity"),
             proj_seed=settings.get("proj_seed", 0),
             heads=1,
             residual=settings.get("residual", False),
             row=0,
             compare="",
-            lens_mode="none",
-            lens=(),
             num_hiddens=defaults.num_hiddens,
             bandwidth=defaults.bandwidth,
         )
-        lens = settings.get("valid_lens")
-        if lens is not None:
-            changes.update(lens_mode="all", lens=(int(lens[batch]),))
     return replace(state, **changes)
 
 
 def apply_kernel_preset(state: KernelState, key: str, keep_controls: bool = False) -> KernelState:
     """Load a kernel preset (or regenerate the seeded toy data)."""
     from attnviz.kernel import make_toy_data
+    from attnviz.presets import PRESETS
 
     if key == "d2l_toy_regression":
         data = make_toy_data(n_train=state.toy_n, seed=state.toy_seed)
@@ -426,15 +378,46 @@ def apply_kernel_preset(state: KernelState, key: str, keep_controls: bool = Fals
         preset = PRESETS[key]
         keys, values, queries = preset.keys.tolist(), preset.values.tolist(), preset.queries.tolist()
 
-    def short(xs: list[float]) -> tuple[float, ...]:  # 6 significant digits: what a link can carry exactly
-        return tuple(float(format_number(x)) for x in xs)
+    def short_numbers(xs: list[float]) -> tuple[float, ...]:  # 6 significant digits: short links, tidy editors
+        return tuple(float(f"{x:.6g}") for x in xs)
 
-    changes: dict[str, Any] = dict(preset=key, keys=short(keys), values=short(values), queries=short(queries))
+    changes: dict[str, Any] = dict(
+        preset=key, keys=short_numbers(keys), values=short_numbers(values), queries=short_numbers(queries)
+    )
     if not keep_controls:
         changes.update(kernel=PRESETS[key].settings["kernel"], bandwidth=PRESETS[key].settings["bandwidth"], row=0)
     return replace(state, **changes)
 
 
-def state_fields(state: Any) -> list[str]:
-    """Field names of a state dataclass."""
-    return [f.name for f in fields(state)]
+# --- a state as a small file, for states too large for a link ------------------------------------------------------
+
+STATE_FILE_MAX_BYTES = 4 * 1024 * 1024
+
+
+def state_file(page: str, params: Mapping[str, str]) -> bytes:
+    """A page's link parameters as a JSON file that `read_state_file` loads back (validated like a link)."""
+    return json.dumps({"app": "attnviz", "page": page, "params": dict(params)}, ensure_ascii=False).encode()
+
+
+def read_state_file(data: bytes, page: str) -> dict[str, str]:
+    """The link parameters in a state file; AttnvizError saying what is wrong with it. Parsed as JSON, never
+    evaluated; its parameters then go through the page's codec like any link's."""
+    if len(data) > STATE_FILE_MAX_BYTES:
+        raise AttnvizError("file_large", count=len(data), limit=STATE_FILE_MAX_BYTES)
+    try:
+        content = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        raise AttnvizError("file_not_json") from None
+    if not isinstance(content, dict) or content.get("app") != "attnviz" or not isinstance(content.get("params"), dict):
+        raise AttnvizError("file_not_state")
+    if content.get("page") != page:
+        raise AttnvizError(
+            "file_other_page",
+            page=Name(f"page_{content.get('page')}")
+            if content.get("page") in ("self", "cross", "kernel", "model")
+            else "?",
+        )
+    params = content["params"]
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in params.items()) or len(params) > LINK_MAX_FIELDS:
+        raise AttnvizError("file_not_state")
+    return params

@@ -9,6 +9,8 @@ import re
 import torch
 from torch import Tensor
 
+from attnviz.errors import AttnvizError
+
 MAX_TOKENS = 512
 
 # One CJK character per token (Han, kana, Hangul, CJK punctuation); a word is letters/digits with
@@ -26,9 +28,9 @@ def tokenize(sentence: str, max_tokens: int = MAX_TOKENS) -> list[str]:
         raise ValueError(f"sentence must be text; got {type(sentence).__name__}")
     tokens = _TOKEN.findall(sentence)
     if not tokens:
-        raise ValueError("the sentence is empty; type at least one word")
+        raise AttnvizError("sentence_empty")
     if len(tokens) > max_tokens:
-        raise ValueError(f"the sentence has {len(tokens)} tokens; the limit is {max_tokens}")
+        raise AttnvizError("sentence_long", count=len(tokens), limit=max_tokens)
     return tokens
 
 

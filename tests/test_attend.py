@@ -527,7 +527,7 @@ def test_unknown_score_parameter_raises(score, param):
 
 def test_out_of_range_score_parameter_raises():
     q, k, v = qkv()
-    with pytest.raises(ValueError, match="num_hiddens"):
+    with pytest.raises(ValueError, match="hidden units"):
         attnviz.attend(q, k, v, score="additive", num_hiddens=0)
 
 
