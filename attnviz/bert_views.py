@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from attnviz.bert import SPECIAL_TOKENS
-from attnviz.pipeline import csv_safe
+from attnviz.exports import csv_safe
 
 if TYPE_CHECKING:
     from attnviz.bert import BertTrace

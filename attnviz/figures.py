@@ -6,123 +6,46 @@ Token labels are user text: they are HTML-escaped and made unique before they be
 
 from __future__ import annotations
 
-import functools
 import html
 import math
 import re
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
 
 from attnviz.i18n import DEFAULT_LANGUAGE, t
-
-WEIGHTS_PALETTE = "Cividis"  # sequential and colour-blind safe
-SEQUENTIAL_PALETTE = "Viridis"
-DIVERGING_PALETTE = "RdBu_r"  # ColorBrewer RdBu is colour-blind safe; reversed so that positive = red
-MASK_GREY = "#d9d9d9"
-MASK_NAME = "masked: cannot attend (weight exactly 0)"  # the English legend entries (catalogue: fig.masked, ...)
-NO_SUPPORT_NAME = "no key inside the kernel window"
-MAX_TEXT_CELLS = 144  # numbers are printed in the cells only up to 12 x 12
-MAX_HOVER_SCORE_CELLS = 64 * 64  # above this, raw scores stay out of the hover (they would double the payload)
-POSITION_MARK = "·"  # "the·1", "the·5": duplicate tokens stay distinct categories
-ORANGE, BLUE, VERMILLION, BLACK = "#E69F00", "#0072B2", "#D55E00", "#000000"  # Okabe–Ito, colour-blind safe
-GREEN = "#009E73"  # Okabe–Ito bluish green
-
-Labels = Sequence[str] | None
-
+from attnviz.plotting import (
+    BLACK,
+    BLUE,
+    DIVERGING_PALETTE,
+    GREEN,
+    MASK_GREY,
+    MAX_HOVER_SCORE_CELLS,
+    ORANGE,
+    SEQUENTIAL_PALETTE,
+    VERMILLION,
+    WEIGHTS_PALETTE,
+    Labels,
+    Trace,
+    allowed_mask,
+    as_array,
+    as_vector,
+    axes,
+    axis_keys,
+    cells_printed,
+    colorscale,
+    make_figure,
+    matrix_axis,
+    unique_labels,
+    word,
+)
 
 # ---------------------------------------------------------------- inputs
 
 
-def _float32(data: Any) -> np.ndarray:
-    """Numbers as a new float32 array (values beyond float32 become ±inf, never an error)."""
-    with np.errstate(over="ignore"):
-        return np.array(data, dtype=np.float32)  # a copy: the caller's array is never modified
-
-
-def _array(data: Any, name: str, ndim: int) -> np.ndarray:
-    """A float32 array that must have `ndim` axes."""
-    values = _float32(data)
-    if values.ndim != ndim:
-        raise ValueError(f"{name} must have {ndim} axes, got shape {values.shape}")
-    return values
-
-
-def _vector(data: Any, name: str) -> np.ndarray:
-    """A 1-D float32 array; a column (n, 1) is flattened."""
-    values = _float32(data)
-    if values.ndim == 2 and values.shape[1] == 1:
-        values = values[:, 0]
-    if values.ndim != 1:
-        raise ValueError(f"{name} must be 1-D, got shape {values.shape}")
-    return values
-
-
-def _allowed(mask: Any, shape: tuple[int, ...]) -> np.ndarray | None:
-    """The mask as a bool array broadcast to `shape` (True = may attend), or None."""
-    if mask is None:
-        return None
-    try:
-        return np.broadcast_to(np.asarray(mask, dtype=bool), shape)
-    except ValueError as error:
-        raise ValueError(f"mask of shape {np.shape(mask)} does not fit weights of shape {shape}") from error
-
-
-def unique_labels(labels: Labels, count: int, prefix: str = "") -> list[str]:
-    """Escaped, unique category labels: `prefix1..` by default; duplicates get a 1-based position mark."""
-    if labels is None:
-        return [f"{prefix}{i + 1}" for i in range(count)]
-    texts = [html.escape(str(label), quote=False) for label in labels]  # Plotly reads <b>, <br>, <a> in labels
-    if len(texts) != count:
-        raise ValueError(f"expected {count} labels, got {len(texts)}")
-    repeated = {text for text in texts if texts.count(text) > 1}
-    texts = [f"{text}{POSITION_MARK}{i + 1}" if text in repeated else text for i, text in enumerate(texts)]
-    seen: set[str] = set()
-    for i, text in enumerate(texts):  # a user label may itself read "the·2": mark again until unique
-        while text in seen:
-            text = f"{text}{POSITION_MARK}{i + 1}"
-        texts[i] = text
-        seen.add(text)
-    return texts
-
-
-def _show_values(show_values: bool | None, shape: tuple[int, ...]) -> bool:
-    """Print numbers in the cells? Auto when None; never for more than MAX_TEXT_CELLS cells."""
-    small = math.prod(shape) <= MAX_TEXT_CELLS
-    return small if show_values is None else bool(show_values) and small
-
-
-# ---------------------------------------------------------------- shared pieces
-#
-# Figures are assembled from plain dicts and handed to Plotly with its per-property validation switched off: the
 # validators cost ~10 ms per heatmap, most of a page rerun. The tests rebuild every figure with validation on and
 # check that Plotly accepts it unchanged, so nothing invalid can slip through.
-
-Trace = dict[str, Any]
-
-
-def _figure(data: list[Trace], layout: dict[str, Any]) -> go.Figure:
-    """A Figure from trace and layout dicts (already in Plotly's final form), without re-validating them.
-
-    The empty template keeps Plotly's default one (7 kB per chart, the bulk of a small heatmap's payload) out of the
-    figure: Streamlit's chart theme styles the figure in the browser, and every colour here is set explicitly.
-    """
-    blank = {"data": {"scatter": [{"type": "scatter"}]}}  # Plotly's own "none" template, as its validator writes it
-    return go.Figure({"data": data, "layout": {"template": blank, **layout}}, _validate=False)
-
-
-@functools.lru_cache(maxsize=64)
-def _scale(name: str) -> tuple[tuple[float, str], ...]:
-    """A named colour scale ("Cividis", "RdBu_r") as explicit (position, colour) stops, as Plotly's validator makes."""
-    return tuple((float(position), str(colour)) for position, colour in go.Heatmap(colorscale=name).colorscale)
-
-
-def _colorscale(palette: str | Sequence[Any]) -> list[list[Any]]:
-    """A palette name or an explicit scale, as the list of [position, colour] stops that Plotly.js reads."""
-    stops = _scale(palette) if isinstance(palette, str) else palette
-    return [[float(position), str(colour)] for position, colour in stops]
 
 
 def _heatmap(values: np.ndarray, allowed: np.ndarray | None, x: list[str], y: list[str], **kwargs: Any) -> Trace:
@@ -131,31 +54,14 @@ def _heatmap(values: np.ndarray, allowed: np.ndarray | None, x: list[str], y: li
     return {"type": "heatmap", "z": z.astype(np.float32), "x": x, "y": y, "hoverongaps": False, **kwargs}
 
 
-def _w(word: str, lang: str, /, **params: object) -> str:
-    """A word of the figures ("keys", "weight", ...) in `lang`, made safe for Plotly's HTML-like labels."""
-    return html.escape(t(f"fig.{word}", lang, **params), quote=False)
-
-
 def _mask_trace(allowed: np.ndarray, x: list[str], y: list[str], text: bool, lang: str = DEFAULT_LANGUAGE) -> Trace:
     """Masked cells (allowed False) in flat grey, with "×" when small, no colour bar; transparent elsewhere."""
     z = np.where(allowed, np.float32(np.nan), np.float32(1.0)).astype(np.float32)  # (Q, K)
     grey = {"colorscale": [[0.0, MASK_GREY], [1.0, MASK_GREY]], "zmin": 0.0, "zmax": 1.0, "showscale": False}
     crosses = np.where(allowed, "", "×").astype(object)
     cells = {"text": crosses, "texttemplate": "%{text}", "textfont": {"color": BLACK}} if text else {}
-    hover = f"{_w('query', lang)}: %{{y}}<br>{_w('key', lang)}: %{{x}}<br>{_w('masked', lang)}<extra></extra>"
+    hover = f"{word('query', lang)}: %{{y}}<br>{word('key', lang)}: %{{x}}<br>{word('masked', lang)}<extra></extra>"
     return _heatmap(z, None, x, y, name="masked", hovertemplate=hover, **grey, **cells)
-
-
-def _axis_keys(panel: int) -> tuple[str, str]:
-    """The layout keys of subplot panel 1, 2, ... ("xaxis", "yaxis" for panel 1; "xaxis2", "yaxis2" for panel 2)."""
-    suffix = "" if panel == 1 else str(panel)
-    return f"xaxis{suffix}", f"yaxis{suffix}"
-
-
-def _axes(panel: int) -> dict[str, str]:
-    """The axis references of subplot panel 1, 2, ... ({"xaxis": "x2", "yaxis": "y2"} for panel 2)."""
-    x_name, y_name = _axis_keys(panel)
-    return {"xaxis": x_name.replace("axis", ""), "yaxis": y_name.replace("axis", "")}
 
 
 def _mask_traces(
@@ -169,11 +75,11 @@ def _mask_traces(
     masked = [(allowed, panel) for allowed, panel in panels if not allowed.all()]
     if not masked:
         return []
-    text = _show_values(None, masked[0][0].shape)
-    data = [{**_mask_trace(allowed, x, y, text, lang), **_axes(panel)} for allowed, panel in masked]
+    text = cells_printed(None, masked[0][0].shape)
+    data = [{**_mask_trace(allowed, x, y, text, lang), **axes(panel)} for allowed, panel in masked]
     square = {"symbol": "square", "size": 14, "color": MASK_GREY, "line": {"color": "#7f7f7f", "width": 1}}
-    legend_entry = {"type": "scatter", "x": [None], "y": [None], "mode": "markers", "name": _w("masked", lang)}
-    data.append({**legend_entry, "marker": square, "hoverinfo": "skip", **_axes(panels[0][1])})
+    legend_entry = {"type": "scatter", "x": [None], "y": [None], "mode": "markers", "name": word("masked", lang)}
+    data.append({**legend_entry, "marker": square, "hoverinfo": "skip", **axes(panels[0][1])})
     # above the plot; with subplots, above their titles too (container coordinates)
     place = {"yref": "container", "y": 0.99, "yanchor": "top"} if len(panels) > 1 else {"y": 1.0, "yanchor": "bottom"}
     layout["showlegend"] = True
@@ -186,18 +92,10 @@ def _hover(
     prefix: str = "", quantity: str | None = None, with_scores: bool = False, lang: str = DEFAULT_LANGUAGE
 ) -> str:
     """Hover text for a cell: query and key labels, the value to 6 significant digits, the raw score if known."""
-    quantity = quantity or _w("weight", lang)
-    score = f"<br>{_w('score', lang)}: %{{customdata:.6~g}}" if with_scores else ""
-    query, key = _w("query", lang), _w("key", lang)
+    quantity = quantity or word("weight", lang)
+    score = f"<br>{word('score', lang)}: %{{customdata:.6~g}}" if with_scores else ""
+    query, key = word("query", lang), word("key", lang)
     return f"{prefix}{query}: %{{y}}<br>{key}: %{{x}}<br>{quantity}: %{{z:.6~g}}{score}<extra></extra>"
-
-
-def _matrix_axis(title: str = "", **extra: Any) -> dict[str, Any]:
-    """A category axis (tokens are never parsed as numbers) without grid lines, titled if `title`."""
-    axis: dict[str, Any] = {"type": "category", "showgrid": False, "zeroline": False, **extra}
-    if title:
-        axis["title"] = {"text": title}
-    return axis
 
 
 def _matrix_layout(title: str, height: int, x_title: str = "", y_title: str = "") -> dict[str, Any]:
@@ -205,8 +103,8 @@ def _matrix_layout(title: str, height: int, x_title: str = "", y_title: str = ""
     return {
         "title": {"text": title},
         "height": height,
-        "xaxis": _matrix_axis(x_title),
-        "yaxis": _matrix_axis(y_title, autorange="reversed"),
+        "xaxis": matrix_axis(x_title),
+        "yaxis": matrix_axis(y_title, autorange="reversed"),
         "plot_bgcolor": "white",  # NaN cells read as empty, not as a tinted cell
     }
 
@@ -223,8 +121,8 @@ def _grid_layout(count: int, cols: int, titles: list[str], h_space: float, v_spa
     for panel in range(1, count + 1):
         row, col = divmod(panel - 1, cols)
         left, top = col * (width + h_space), 1.0 - row * (height + v_space)
-        refs = _axes(panel)
-        x_name, y_name = _axis_keys(panel)
+        refs = axes(panel)
+        x_name, y_name = axis_keys(panel)
         layout[x_name] = {"anchor": refs["yaxis"], "domain": [left, left + width]}
         layout[y_name] = {"anchor": refs["xaxis"], "domain": [max(0.0, top - height), top]}
         title = {"text": titles[panel - 1], "x": left + width / 2, "y": top, "xref": "paper", "yref": "paper"}
@@ -241,8 +139,8 @@ def _height(rows: int) -> int:
 
 def _weights_axis(palette: str, lang: str = DEFAULT_LANGUAGE) -> dict[str, Any]:
     """A shared colour axis for attention weights, fixed to [0, 1]."""
-    colorbar = {"title": {"text": _w("weight", lang)}}
-    return {"colorscale": _colorscale(palette), "cmin": 0.0, "cmax": 1.0, "colorbar": colorbar}
+    colorbar = {"title": {"text": word("weight", lang)}}
+    return {"colorscale": colorscale(palette), "cmin": 0.0, "cmax": 1.0, "colorbar": colorbar}
 
 
 # ---------------------------------------------------------------- attention weights
@@ -261,26 +159,26 @@ def weights_heatmap(
     lang: str = DEFAULT_LANGUAGE,
 ) -> go.Figure:
     """Attention weights (Q, K) as a heatmap on [0, 1]; masked cells grey, raw scores in the hover."""
-    title = _w("attention_weights", lang) if title is None else title
-    values = _array(weights, "weights", 2)  # (Q, K)
-    allowed = _allowed(mask, values.shape)
+    title = word("attention_weights", lang) if title is None else title
+    values = as_array(weights, "weights", 2)  # (Q, K)
+    allowed = allowed_mask(mask, values.shape)
     y, x = unique_labels(query_labels, values.shape[0], "q"), unique_labels(key_labels, values.shape[1], "k")
     extra: dict[str, Any] = {}
     if scores is not None:
-        raw = _array(scores, "scores", 2)  # (Q, K) raw a(q, k), shown on hover
+        raw = as_array(scores, "scores", 2)  # (Q, K) raw a(q, k), shown on hover
         if raw.shape != values.shape:
             raise ValueError(f"scores shape {raw.shape} differs from weights shape {values.shape}")
         if values.size <= MAX_HOVER_SCORE_CELLS:
             extra["customdata"] = raw
-    if _show_values(show_values, values.shape):
+    if cells_printed(show_values, values.shape):
         extra["texttemplate"] = "%{z:.2f}"
     hover = _hover(with_scores="customdata" in extra, lang=lang)
-    colorbar = {"title": {"text": _w("weight", lang)}}
-    colours = {"colorscale": _colorscale(palette), "zmin": 0.0, "zmax": 1.0, "colorbar": colorbar}
+    colorbar = {"title": {"text": word("weight", lang)}}
+    colours = {"colorscale": colorscale(palette), "zmin": 0.0, "zmax": 1.0, "colorbar": colorbar}
     trace = _heatmap(values, allowed, x, y, name="weights", hovertemplate=hover, **colours, **extra)
-    layout = _matrix_layout(title, _height(values.shape[0]), _w("keys", lang), _w("queries", lang))
+    layout = _matrix_layout(title, _height(values.shape[0]), word("keys", lang), word("queries", lang))
     masks = _mask_traces([(allowed, 1)], x, y, layout, lang) if allowed is not None else []
-    return _figure([trace, *masks], layout)
+    return make_figure([trace, *masks], layout)
 
 
 def heads_grid(
@@ -295,35 +193,35 @@ def heads_grid(
     lang: str = DEFAULT_LANGUAGE,
 ) -> go.Figure:
     """One small heatmap per head, weights (h, Q, K), all sharing one colour axis on [0, 1]."""
-    values = _array(weights, "weights", 3)  # (h, Q, K)
+    values = as_array(weights, "weights", 3)  # (h, Q, K)
     heads, n_queries, n_keys = values.shape
     if heads == 0 or columns < 1:
         raise ValueError("heads_grid needs at least one head and at least one column")
-    allowed = _allowed(mask, values.shape)  # (h, Q, K) or None
+    allowed = allowed_mask(mask, values.shape)  # (h, Q, K) or None
     y, x = unique_labels(query_labels, n_queries, "q"), unique_labels(key_labels, n_keys, "k")
     default_titles = [t("fig.head_n", lang, n=head + 1) for head in range(heads)]
     titles = unique_labels(head_titles if head_titles is not None else default_titles, heads)
     cols = min(columns, heads)
     rows = math.ceil(heads / cols)
     layout = _grid_layout(heads, cols, titles, 0.03, min(0.12, 0.5 / max(rows - 1, 1)))
-    text = {"texttemplate": "%{z:.2f}"} if _show_values(None, (n_queries, n_keys)) else {}
+    text = {"texttemplate": "%{z:.2f}"} if cells_printed(None, (n_queries, n_keys)) else {}
     data = []
     for head in range(heads):
         head_allowed = None if allowed is None else allowed[head]
         hover = _hover(prefix=f"{titles[head]}<br>", lang=lang)
-        style = {"coloraxis": "coloraxis", "hovertemplate": hover, **_axes(head + 1), **text}
+        style = {"coloraxis": "coloraxis", "hovertemplate": hover, **axes(head + 1), **text}
         data.append(_heatmap(values[head], head_allowed, x, y, name=titles[head], **style))
     if allowed is not None:
         data += _mask_traces([(allowed[head], head + 1) for head in range(heads)], x, y, layout, lang)
     for head in range(heads):
-        x_name, y_name = _axis_keys(head + 1)
+        x_name, y_name = axis_keys(head + 1)
         bottom, left = head + cols >= heads, head % cols == 0  # the bottom panels carry the key labels
-        layout[x_name].update(_matrix_axis(_w("keys", lang) if bottom else "", showticklabels=bottom))
-        queries = _w("queries", lang) if left else ""
-        layout[y_name].update(_matrix_axis(queries, showticklabels=left, autorange="reversed"))
+        layout[x_name].update(matrix_axis(word("keys", lang) if bottom else "", showticklabels=bottom))
+        queries = word("queries", lang) if left else ""
+        layout[y_name].update(matrix_axis(queries, showticklabels=left, autorange="reversed"))
     height = int(min(1400, rows * max(220, 14 * n_queries + 120) + 120))
     layout.update(coloraxis=_weights_axis(palette, lang), height=height, plot_bgcolor="white")
-    return _figure(data, layout)
+    return make_figure(data, layout)
 
 
 def comparison_figure(
@@ -339,39 +237,39 @@ def comparison_figure(
     lang: str = DEFAULT_LANGUAGE,
 ) -> go.Figure:
     """Weights A, weights B and their difference A − B (diverging, fixed to [-1, 1]) side by side."""
-    first, second = _array(weights_a, "weights_a", 2), _array(weights_b, "weights_b", 2)  # (Q, K) each
+    first, second = as_array(weights_a, "weights_a", 2), as_array(weights_b, "weights_b", 2)  # (Q, K) each
     if first.shape != second.shape:
         raise ValueError(f"weights_a shape {first.shape} differs from weights_b shape {second.shape}")
-    allowed = _allowed(mask, first.shape)
+    allowed = allowed_mask(mask, first.shape)
     y, x = unique_labels(query_labels, first.shape[0], "q"), unique_labels(key_labels, first.shape[1], "k")
     name_a, name_b = (html.escape(str(label), quote=False) for label in (label_a, label_b))
     names = [name_a, name_b, f"{name_a} − {name_b}"]
     layout = _grid_layout(3, 3, names, 0.04, 0.0)
-    text = {"texttemplate": "%{z:.2f}"} if _show_values(None, first.shape) else {}
-    weight = _w("weight", lang)
+    text = {"texttemplate": "%{z:.2f}"} if cells_printed(None, first.shape) else {}
+    weight = word("weight", lang)
     panels = [(first, "coloraxis", weight), (second, "coloraxis", weight), (first - second, "coloraxis2", "A − B")]
     data = []
     for panel, (values, axis, quantity) in enumerate(panels, start=1):
         hover = _hover(f"{names[panel - 1]}<br>", quantity, lang=lang)
-        style = {"coloraxis": axis, "hovertemplate": hover, **_axes(panel), **text}
+        style = {"coloraxis": axis, "hovertemplate": hover, **axes(panel), **text}
         data.append(_heatmap(values, allowed, x, y, name=names[panel - 1], **style))
     if allowed is not None:
         data += _mask_traces([(allowed, panel) for panel in (1, 2, 3)], x, y, layout, lang)
     for panel in (1, 2, 3):
-        x_name, y_name = _axis_keys(panel)
+        x_name, y_name = axis_keys(panel)
         left = panel == 1
-        layout[x_name].update(_matrix_axis(_w("keys", lang)))
-        queries = _w("queries", lang) if left else ""
-        layout[y_name].update(_matrix_axis(queries, showticklabels=left, autorange="reversed"))
+        layout[x_name].update(matrix_axis(word("keys", lang)))
+        queries = word("queries", lang) if left else ""
+        layout[y_name].update(matrix_axis(queries, showticklabels=left, autorange="reversed"))
     difference_bar = {"title": {"text": "A − B"}, "x": 1.12}
-    difference_axis = {"colorscale": _colorscale(DIVERGING_PALETTE), "cmin": -1.0, "cmax": 1.0}
+    difference_axis = {"colorscale": colorscale(DIVERGING_PALETTE), "cmin": -1.0, "cmax": 1.0}
     layout.update(
         coloraxis=_weights_axis(palette, lang),
         coloraxis2={**difference_axis, "colorbar": difference_bar},
         height=_height(first.shape[0]),
         plot_bgcolor="white",
     )
-    return _figure(data, layout)
+    return make_figure(data, layout)
 
 
 # ---------------------------------------------------------------- generic matrices
@@ -415,42 +313,42 @@ def matrix_heatmap(
     lang: str = DEFAULT_LANGUAGE,
 ) -> go.Figure:
     """Any matrix (scores, outputs, W_q, ...) as a heatmap; signed data on a diverging scale around 0 if symmetric."""
-    values = _array(matrix, "matrix", 2)  # (rows, cols)
+    values = as_array(matrix, "matrix", 2)  # (rows, cols)
     low, high = _colour_range(values, symmetric, zmin, zmax)
     # Plotly draws ±inf as a gap: colour it as the end of the scale, keep the true value for hover and text
     colour = np.where(np.isposinf(values), np.float32(high), np.where(np.isneginf(values), np.float32(low), values))
-    allowed = _allowed(mask, values.shape)
+    allowed = allowed_mask(mask, values.shape)
     y, x = unique_labels(row_labels, values.shape[0]), unique_labels(col_labels, values.shape[1])
     extra: dict[str, Any] = {"zmid": 0.0} if symmetric else {}
     shown = "%{z:.6~g}"
     if np.isinf(values).any():
         extra["customdata"], shown = values, "%{customdata:.6~g}"
-    if _show_values(show_values, values.shape):  # formatted here: NaN empty, ±inf as "inf", not the clipped colour
+    if cells_printed(show_values, values.shape):  # formatted here: NaN empty, ±inf as "inf", not the clipped colour
         cells = np.array([[_cell_text(v) for v in row] for row in values.tolist()], dtype=object)
         extra["text"] = cells if allowed is None else np.where(allowed, cells, "")  # masked cells show "×"
         extra["texttemplate"] = "%{text}"
-    row, column, value = y_title or _w("row", lang), x_title or _w("column", lang), _w("value", lang)
+    row, column, value = y_title or word("row", lang), x_title or word("column", lang), word("value", lang)
     hover = f"{row}: %{{y}}<br>{column}: %{{x}}<br>{value}: {shown}<extra></extra>"
-    scale = _colorscale(palette or (DIVERGING_PALETTE if symmetric else SEQUENTIAL_PALETTE))
+    scale = colorscale(palette or (DIVERGING_PALETTE if symmetric else SEQUENTIAL_PALETTE))
     colours = {"colorscale": scale, "zmin": low, "zmax": high}
     trace = _heatmap(colour, allowed, x, y, name=title or "matrix", hovertemplate=hover, **colours, **extra)
     layout = _matrix_layout(title, _height(values.shape[0]), x_title, y_title)
     masks = _mask_traces([(allowed, 1)], x, y, layout, lang) if allowed is not None else []
-    return _figure([trace, *masks], layout)
+    return make_figure([trace, *masks], layout)
 
 
 def guess_figure(
     guess: Any, truth: Any, *, key_labels: Labels = None, title: str = "", lang: str = DEFAULT_LANGUAGE
 ) -> go.Figure:
     """A student's guessed weights beside the true ones, one pair of bars per key."""
-    guessed, true = _vector(guess, "guess"), _vector(truth, "truth")  # (K,) each
+    guessed, true = as_vector(guess, "guess"), as_vector(truth, "truth")  # (K,) each
     if guessed.shape != true.shape:
         raise ValueError(f"give one guess per key: {true.size} keys, {guessed.size} guesses")
     x = unique_labels(key_labels, true.size, "k")
-    key, weight = _w("key", lang), _w("weight", lang)
+    key, weight = word("key", lang), word("weight", lang)
     data = []
-    for values, word, colour in ((guessed, "your_guess", ORANGE), (true, "true_weight", BLUE)):
-        name = _w(word, lang)
+    for values, name_id, colour in ((guessed, "your_guess", ORANGE), (true, "true_weight", BLUE)):
+        name = word(name_id, lang)
         hover = f"{name}<br>{key}: %{{x}}<br>{weight}: %{{y:.4~g}}<extra></extra>"
         text = {"texttemplate": "%{y:.2f}", "textposition": "outside", "cliponaxis": False} if true.size <= 16 else {}
         bars = {"type": "bar", "x": x, "y": values, "name": name, "marker": {"color": colour}, **text}
@@ -458,13 +356,13 @@ def guess_figure(
     layout = {
         "title": {"text": title},
         "barmode": "group",
-        "xaxis": {"type": "category", "title": {"text": _w("keys", lang)}},
+        "xaxis": {"type": "category", "title": {"text": word("keys", lang)}},
         "yaxis": {"title": {"text": weight}, "range": [0.0, 1.05]},
         "legend": {"orientation": "h", "x": 0.0, "y": 1.0, "yanchor": "bottom"},
         "height": 380,
         "margin": {"t": 90},
     }
-    return _figure(data, layout)
+    return make_figure(data, layout)
 
 
 # ---------------------------------------------------------------- kernel regression and training
@@ -496,10 +394,10 @@ def kernel_regression_figure(
     `points` = (x, y) marks chosen queries and their predictions; `extra_curve` = (y, name) adds a dashed curve
     over the query grid `x_query` (e.g. the prediction with a learned σ).
     """
-    w = {word: _w(word, lang) for word in ("key_x", "value_y", "true_y", "prediction", "query_x", "queries")}
-    title = _w("nadaraya_watson", lang) if title is None else title
-    keys, values = _vector(x_train, "x_train"), _vector(y_train, "y_train")  # (n,) each
-    queries, predictions = _vector(x_query, "x_query"), _vector(y_pred, "y_pred")  # (m,) each
+    w = {name: word(name, lang) for name in ("key_x", "value_y", "true_y", "prediction", "query_x", "queries")}
+    title = word("nadaraya_watson", lang) if title is None else title
+    keys, values = as_vector(x_train, "x_train"), as_vector(y_train, "y_train")  # (n,) each
+    queries, predictions = as_vector(x_query, "x_query"), as_vector(y_pred, "y_pred")  # (m,) each
     if keys.shape != values.shape or queries.shape != predictions.shape:
         raise ValueError("x_train/y_train and x_query/y_pred must have matching lengths")
     order = np.argsort(queries, kind="stable")  # lines are drawn left to right
@@ -510,19 +408,19 @@ def kernel_regression_figure(
     empty = empty[order]
     predictions = np.where(empty, np.float32(np.nan), predictions).astype(np.float32)  # NaN: a gap in the line
     dots = {"color": ORANGE, "size": 7, "opacity": 0.8}
-    data = [_scatter(keys, values, _w("training_data", lang), w["key_x"], w["value_y"], marker=dots)]
+    data = [_scatter(keys, values, word("training_data", lang), w["key_x"], w["value_y"], marker=dots)]
     if y_true is not None:
-        truth = _vector(y_true, "y_true")
+        truth = as_vector(y_true, "y_true")
         if truth.shape != queries.shape:
             raise ValueError("y_true must have one value per query")
         dashed = {"color": BLACK, "dash": "dash", "width": 2}
-        truth_name = _w("true_function", lang)
+        truth_name = word("true_function", lang)
         data.append(_scatter(queries, truth[order], truth_name, "x", w["true_y"], mode="lines", line=dashed))
     solid = {"color": BLUE, "width": 3}
     prediction = w["prediction"]
     data.append(_scatter(queries, predictions, prediction, w["query_x"], prediction, mode="lines", line=solid))
     if extra_curve is not None:
-        curve = _vector(extra_curve[0], "extra_curve y")
+        curve = as_vector(extra_curve[0], "extra_curve y")
         if curve.shape != queries.shape:
             raise ValueError("extra_curve must have one value per grid point")
         curve = curve[order]
@@ -530,7 +428,7 @@ def kernel_regression_figure(
         name = html.escape(str(extra_curve[1]), quote=False)
         data.append(_scatter(queries, curve, name, w["query_x"], prediction, mode="lines", line=dashed))
     if points is not None:
-        marked_x, marked_y = _vector(points[0], "points x"), _vector(points[1], "points y")
+        marked_x, marked_y = as_vector(points[0], "points x"), as_vector(points[1], "points y")
         if marked_x.shape != marked_y.shape:
             raise ValueError("points x and y must have the same length")
         diamond = {"symbol": "diamond", "size": 11, "color": VERMILLION}
@@ -540,8 +438,8 @@ def kernel_regression_figure(
         "legend": {"orientation": "h", "x": 0.0, "y": 1.0, "yanchor": "bottom"},
         "margin": {"t": 90},
         "showlegend": True,
-        "xaxis": {"title": {"text": _w("x_axis", lang)}},
-        "yaxis": {"title": {"text": _w("y_axis", lang)}},
+        "xaxis": {"title": {"text": word("x_axis", lang)}},
+        "yaxis": {"title": {"text": word("y_axis", lang)}},
     }
     if empty.any():
         cross = {"symbol": "x-thin", "size": 11, "line": {"color": VERMILLION, "width": 2}}
@@ -550,7 +448,7 @@ def kernel_regression_figure(
             _scatter(
                 queries[empty],
                 rug,
-                _w("no_support", lang),
+                word("no_support", lang),
                 w["query_x"],
                 "",
                 yaxis="y2",
@@ -559,14 +457,14 @@ def kernel_regression_figure(
             )
         )
         layout["yaxis2"] = {"overlaying": "y", "range": [0.0, 1.0], "visible": False, "fixedrange": True}
-    return _figure(data, layout)
+    return make_figure(data, layout)
 
 
 def loss_curve(losses: Any, *, title: str | None = None, lang: str = DEFAULT_LANGUAGE) -> go.Figure:
     """Loss per epoch (1-based); a log y axis when the losses span more than two decades."""
-    title = _w("loss_title", lang) if title is None else title
-    epoch, loss = _w("epoch", lang), _w("loss", lang)
-    values = _vector(losses, "losses")  # (epochs,)
+    title = word("loss_title", lang) if title is None else title
+    epoch, loss = word("epoch", lang), word("loss", lang)
+    values = as_vector(losses, "losses")  # (epochs,)
     epochs = np.arange(1, values.size + 1, dtype=np.int32)
     mode = "lines+markers" if values.size <= 50 else "lines"
     hover = f"{epoch} %{{x}}<br>{loss} %{{y:.6~g}}<extra></extra>"
@@ -575,21 +473,7 @@ def loss_curve(losses: Any, *, title: str | None = None, lang: str = DEFAULT_LAN
     log = positive.size == values.size > 0 and float(positive.max()) > 100 * float(positive.min())
     y_axis: dict[str, Any] = {"title": {"text": loss}, **({"type": "log"} if log else {})}
     layout = {"title": {"text": title}, "xaxis": {"title": {"text": epoch}}, "yaxis": y_axis}
-    return _figure([{**trace, "hovertemplate": hover}], layout)
-
-
-def vector_bars(values: Any, *, labels: Labels = None, title: str = "") -> go.Figure:
-    """A small bar chart of one vector, e.g. one query's weights over the keys."""
-    heights = _vector(values, "values")  # (n,)
-    x = unique_labels(labels, heights.size)
-    text = {"texttemplate": "%{y:.2f}", "textposition": "outside", "cliponaxis": False} if heights.size <= 16 else {}
-    hover = "%{x}: %{y:.6~g}<extra></extra>"
-    trace = {"type": "bar", "x": x, "y": heights, "marker": {"color": BLUE}, "hovertemplate": hover, **text}
-    layout = {"title": {"text": title}, "xaxis": {"type": "category"}, "height": 320, "margin": {"t": 60}}
-    return _figure([trace], layout)
-
-
-# ---------------------------------------------------------------- helpers for pages and tests
+    return make_figure([{**trace, "hovertemplate": hover}], layout)
 
 
 def chart_config(filename: str) -> dict:
@@ -632,8 +516,3 @@ def _plain(value: Any) -> object:
         return value
     number = float(value)
     return None if math.isnan(number) else number
-
-
-def figure_arrays(fig: go.Figure) -> list[np.ndarray]:
-    """The z arrays of a figure's heatmap traces, in trace order."""
-    return [np.asarray(trace.z) for trace in fig.data if trace.type == "heatmap"]

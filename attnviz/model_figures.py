@@ -7,22 +7,22 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
-from attnviz.figures import (
+from attnviz.i18n import DEFAULT_LANGUAGE, t
+from attnviz.plotting import (
     DIVERGING_PALETTE,
     VERMILLION,
     WEIGHTS_PALETTE,
     Labels,
-    _array,
-    _axes,
-    _axis_keys,
-    _colorscale,
-    _figure,
-    _matrix_axis,
-    _vector,
-    _w,
+    as_array,
+    as_vector,
+    axes,
+    axis_keys,
+    colorscale,
+    make_figure,
+    matrix_axis,
     unique_labels,
+    word,
 )
-from attnviz.i18n import DEFAULT_LANGUAGE, t
 
 LEVELS = 254  # thumbnails carry weights as 0..254 (one byte a cell): a 128-token model view is 1.2 MB, not 4.7
 MAX_CELL_TEXT_ROWS = 40  # the neuron view prints scores and weights in their cells up to this many keys
@@ -43,7 +43,7 @@ def model_view(
     One heatmap of all the thumbnails side by side, weights quantised to a byte (a 128-token view is 1.2 MB, not
     4.7), white lines between the heads. One trace instead of 72 keeps a rerun cheap. The hover names the layer,
     head, query and key. Layer and heads are counted from 1 here."""
-    values = _array(views, "views", 4)  # (L, h, r, c)
+    values = as_array(views, "views", 4)  # (L, h, r, c)
     layers, heads, rows, cols = values.shape
     levels = np.rint(np.clip(np.nan_to_num(values), 0.0, 1.0) * LEVELS).astype(np.uint8)
     tiles = levels.transpose(0, 2, 1, 3).reshape(layers * rows, heads * cols)  # (L * r, h * c), tile (l, h) at l, h
@@ -77,11 +77,11 @@ def model_view(
         "z": tiles,
         "x": x,
         "y": y,
-        "colorscale": _colorscale(palette),
+        "colorscale": colorscale(palette),
         "zmin": 0,
         "zmax": LEVELS,
         "colorbar": {
-            "title": {"text": _w("weight", lang)},
+            "title": {"text": word("weight", lang)},
             "tickvals": [tick * LEVELS for tick in ticks],
             "ticktext": [f"{tick:g}" for tick in ticks],
         },
@@ -90,26 +90,26 @@ def model_view(
     }
     axis = {"type": "category", "showgrid": False, "zeroline": False, "ticks": ""}
     layout = {
-        "title": {"text": _w("model_view", lang)},
+        "title": {"text": word("model_view", lang)},
         # about square tiles at a typical plot width of ~800 px, plus room for the title and head labels
         "height": int(min(1000, max(360, 110 + 640 * layers * rows / (heads * cols)))),
         "xaxis": {
             **axis,
             "tickvals": x[cols // 2 :: cols],
-            "ticktext": [_w("head_n", lang, n=h + 1) for h in range(heads)],
+            "ticktext": [word("head_n", lang, n=h + 1) for h in range(heads)],
             "side": "top",
         },
         "yaxis": {
             **axis,
             "tickvals": y[rows // 2 :: rows],
-            "ticktext": [_w("layer_n", lang, n=layer + 1) for layer in range(layers)],
+            "ticktext": [word("layer_n", lang, n=layer + 1) for layer in range(layers)],
             "autorange": "reversed",  # layer 1 and the first query at the top
         },
         "shapes": [{**line, "line": white} for line in lines] + outlines,
         "plot_bgcolor": "white",
         "margin": {"t": 90},
     }
-    return _figure([trace], layout)
+    return make_figure([trace], layout)
 
 
 def neuron_view(
@@ -126,12 +126,12 @@ def neuron_view(
     """How one query weighs every key: q, the keys k_j, q ∘ k_j (whose row sums are q·k_j), q·k_j/√d, softmax.
 
     query (s,), keys (K, s), scaled_scores (K,), weights (K,)."""
-    q = _vector(query, "query")  # (s,)
-    k = _array(keys, "keys", 2)  # (K, s)
+    q = as_vector(query, "query")  # (s,)
+    k = as_array(keys, "keys", 2)  # (K, s)
     if k.shape[1] != q.size:
         raise ValueError(f"keys have {k.shape[1]} features but the query has {q.size}")
     products = k * q  # (K, s) q ∘ k_j: each row sums to q·k_j
-    scores, probs = _vector(scaled_scores, "scaled scores"), _vector(weights, "weights")
+    scores, probs = as_vector(scaled_scores, "scaled scores"), as_vector(weights, "weights")
     count = k.shape[0]
     if not scores.size == probs.size == count:
         raise ValueError(
@@ -144,7 +144,7 @@ def neuron_view(
 
     def cells(values: np.ndarray, panel: int, x: list[str], rows: list[str], hover: str, **style: Any) -> dict:
         bound = float(np.nanmax(np.abs(values))) or 1.0
-        colours = {"colorscale": _colorscale(DIVERGING_PALETTE), "zmin": -bound, "zmax": bound, "zmid": 0.0}
+        colours = {"colorscale": colorscale(DIVERGING_PALETTE), "zmin": -bound, "zmax": bound, "zmid": 0.0}
         return {
             "type": "heatmap",
             "z": values.astype(np.float32),
@@ -154,19 +154,19 @@ def neuron_view(
             "hovertemplate": hover + "<extra></extra>",
             **colours,
             **style,
-            **_axes(panel),
+            **axes(panel),
         }
 
     number = {"texttemplate": "%{z:.2f}"} if text else {}
-    on_weights = {"colorscale": _colorscale(palette), "zmin": 0.0, "zmax": 1.0}
-    key, weight = _w("key", lang), _w("weight", lang)
+    on_weights = {"colorscale": colorscale(palette), "zmin": 0.0, "zmax": 1.0}
+    key, weight = word("key", lang), word("weight", lang)
     weight_cells = cells(
         probs[:, None], 5, [weight], y, f"{key} %{{y}}<br>{weight}: %{{z:.6~g}}", name=weight, **number
     )
     del weight_cells["zmid"]
     data = [
-        cells(q[None, :], 1, features, [f"q: {label}"], "q, %{x}: %{z:.4~g}", name=_w("query_q", lang)),
-        cells(k, 2, features, y, f"{key} %{{y}}, %{{x}}: %{{z:.4~g}}", name=_w("keys_kj", lang)),
+        cells(q[None, :], 1, features, [f"q: {label}"], "q, %{x}: %{z:.4~g}", name=word("query_q", lang)),
+        cells(k, 2, features, y, f"{key} %{{y}}, %{{x}}: %{{z:.4~g}}", name=word("keys_kj", lang)),
         cells(products, 3, features, y, f"{key} %{{y}}, %{{x}}: q × k = %{{z:.4~g}}", name="q ∘ k_j"),
         cells(scores[:, None], 4, ["q·k/√d"], y, f"{key} %{{y}}<br>q·k/√d: %{{z:.6~g}}", name="q·k/√d", **number),
         {**weight_cells, **on_weights},
@@ -180,7 +180,7 @@ def neuron_view(
         4: ([0.84, 0.91], [0.0, top]),
         5: ([0.93, 1.0], [0.0, top]),
     }
-    titles = {1: "", 2: _w("keys_kj", lang), 3: _w("products", lang), 4: "", 5: ""}
+    titles = {1: "", 2: word("keys_kj", lang), 3: word("products", lang), 4: "", 5: ""}
     layout: dict[str, Any] = {
         "title": {"text": t("fig.neuron_view", lang, token=label)},  # label is escaped already
         "height": int(min(1400, max(420, 16 * count + 200))),
@@ -188,15 +188,15 @@ def neuron_view(
         "margin": {"t": 80},
     }
     for panel, (x_domain, y_domain) in domains.items():
-        x_name, y_name = _axis_keys(panel)
-        refs = _axes(panel)
+        x_name, y_name = axis_keys(panel)
+        refs = axes(panel)
         # token labels on the left only; the 32 feature names would be noise, the two columns' names are not
         # the two wide panels are titled below (the query's row sits above them); the two columns name themselves
         side = "top" if panel in (4, 5) else "bottom"
-        layout[x_name] = _matrix_axis(
+        layout[x_name] = matrix_axis(
             titles[panel], domain=x_domain, anchor=refs["yaxis"], side=side, showticklabels=panel in (4, 5)
         )
-        layout[y_name] = _matrix_axis(
+        layout[y_name] = matrix_axis(
             "", domain=y_domain, anchor=refs["xaxis"], autorange="reversed", showticklabels=panel in (1, 2)
         )
-    return _figure(data, layout)
+    return make_figure(data, layout)

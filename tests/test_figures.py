@@ -6,9 +6,14 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
-from attnviz import figures, model_figures
+from attnviz import figures, model_figures, plotting
 
 RNG = np.random.default_rng(0)
+
+
+def figure_arrays(fig: go.Figure) -> list[np.ndarray]:
+    """The z arrays of a figure's heatmap traces, in trace order."""
+    return [np.asarray(trace.z) for trace in fig.data if trace.type == "heatmap"]
 
 
 def softmax_rows(scores: np.ndarray, allowed: np.ndarray) -> np.ndarray:
@@ -49,10 +54,10 @@ def test_masked_trace_marks_exactly_the_masked_cells(causal_3x4):
     (masked,) = traces(fig, "masked")
     np.testing.assert_array_equal(~np.isnan(masked.z), ~allowed)
     assert masked.showscale is False
-    assert {color for _, color in masked.colorscale} == {figures.MASK_GREY}
+    assert {color for _, color in masked.colorscale} == {plotting.MASK_GREY}
     assert list(masked.text[~allowed]) == ["×"] * int((~allowed).sum())  # small: a cross in each masked cell
-    (legend,) = traces(fig, figures.MASK_NAME)
-    assert legend.type == "scatter" and legend.marker.color == figures.MASK_GREY
+    (legend,) = traces(fig, plotting.MASK_NAME)
+    assert legend.type == "scatter" and legend.marker.color == plotting.MASK_GREY
 
 
 def test_no_mask_trace_when_nothing_is_masked(causal_3x4):
@@ -183,7 +188,7 @@ def test_matrix_heatmap_is_diverging_and_centred_on_signed_data():
     trace = figures.matrix_heatmap(matrix).data[0]
     np.testing.assert_array_equal(trace.z, matrix.astype(np.float32))
     assert (trace.zmin, trace.zmax, trace.zmid) == (-3.0, 3.0, 0.0)
-    assert trace.colorscale == go.Heatmap(colorscale=figures.DIVERGING_PALETTE).colorscale
+    assert trace.colorscale == go.Heatmap(colorscale=plotting.DIVERGING_PALETTE).colorscale
     plain = figures.matrix_heatmap(matrix, symmetric=False).data[0]
     assert (plain.zmin, plain.zmax, plain.zmid) == (-3.0, 2.0, None)
 
@@ -209,7 +214,7 @@ def test_matrix_heatmap_given_bounds_and_palette():
 def test_matrix_heatmap_with_mask_greys_masked_scores(causal_3x4):
     scores, allowed, _ = causal_3x4
     fig = figures.matrix_heatmap(scores, mask=allowed, x_title="keys", y_title="queries")
-    values, masked = figures.figure_arrays(fig)
+    values, masked = figure_arrays(fig)
     np.testing.assert_array_equal(values[allowed], scores[allowed])
     np.testing.assert_array_equal(~np.isnan(masked), ~allowed)
     assert (fig.data[0].text[~allowed] == "").all()
@@ -221,7 +226,7 @@ def test_matrix_heatmap_with_mask_greys_masked_scores(causal_3x4):
 def test_heads_grid_has_one_heatmap_per_head_on_a_shared_axis():
     weights = RNG.dirichlet(np.ones(5), size=(6, 4))  # (h=6, Q=4, K=5)
     fig = figures.heads_grid(weights, columns=4)
-    heatmaps = figures.figure_arrays(fig)
+    heatmaps = figure_arrays(fig)
     assert len(heatmaps) == 6
     for head, z in enumerate(heatmaps):
         np.testing.assert_allclose(z, weights[head], rtol=1e-6)
@@ -233,7 +238,7 @@ def test_heads_grid_has_one_heatmap_per_head_on_a_shared_axis():
 def test_heads_grid_masks_every_head(causal_3x4):
     _, allowed, weights = causal_3x4
     fig = figures.heads_grid(np.stack([weights] * 3), mask=allowed)
-    assert len(traces(fig, "masked")) == 3 and len(traces(fig, figures.MASK_NAME)) == 1
+    assert len(traces(fig, "masked")) == 3 and len(traces(fig, plotting.MASK_NAME)) == 1
     for trace in fig.data[:3]:
         assert np.isnan(trace.z[~allowed]).all()
 
@@ -242,7 +247,7 @@ def test_comparison_difference_panel_is_a_minus_b(causal_3x4):
     _, allowed, weights_a = causal_3x4
     weights_b = softmax_rows(np.zeros((3, 4)), allowed)  # uniform over the allowed keys
     fig = figures.comparison_figure(weights_a, weights_b, label_a="dot", label_b="additive", mask=allowed)
-    panel_a, panel_b, difference = figures.figure_arrays(fig)[:3]
+    panel_a, panel_b, difference = figure_arrays(fig)[:3]
     np.testing.assert_allclose(difference[allowed], (weights_a - weights_b)[allowed], atol=1e-7)
     np.testing.assert_array_equal(panel_a[allowed], weights_a[allowed])
     np.testing.assert_array_equal(panel_b[allowed], weights_b[allowed])
@@ -271,7 +276,7 @@ def test_kernel_figure_breaks_the_prediction_where_no_key_is_in_reach():
     np.testing.assert_array_equal(np.isnan(prediction.y), no_support)
     np.testing.assert_array_equal(prediction.y[~no_support], y_pred[~no_support].astype(np.float32))
     assert prediction.connectgaps is False
-    (marks,) = traces(fig, figures.NO_SUPPORT_NAME)
+    (marks,) = traces(fig, plotting.NO_SUPPORT_NAME)
     np.testing.assert_array_equal(marks.x, [0.0, 3.0])
     assert {trace.name for trace in fig.data} >= {"training data (keys, values)", "true function"}
 
@@ -281,7 +286,7 @@ def test_kernel_figure_sorts_queries_consistently():
     (prediction,) = traces(fig, "prediction")
     np.testing.assert_array_equal(prediction.x, [0.0, 1.0, 2.0])
     np.testing.assert_array_equal(prediction.y, [0.0, 10.0, np.nan])
-    assert not traces(figures.kernel_regression_figure([0.0], [1.0], [1.0], [1.0]), figures.NO_SUPPORT_NAME)
+    assert not traces(figures.kernel_regression_figure([0.0], [1.0], [1.0], [1.0]), plotting.NO_SUPPORT_NAME)
 
 
 def test_loss_curve_epochs_and_log_scale():
@@ -292,12 +297,6 @@ def test_loss_curve_epochs_and_log_scale():
     assert fig.layout.yaxis.type == "log"
     assert figures.loss_curve([2.0, 1.5, 1.2]).layout.yaxis.type != "log"
     assert figures.loss_curve([1.0, 0.0]).layout.yaxis.type != "log"  # zero cannot go on a log axis
-
-
-def test_vector_bars_show_the_values_over_labels():
-    fig = figures.vector_bars([0.2, 0.5, 0.3], labels=["the", "<cat>", "the"], title="query 1")
-    np.testing.assert_allclose(fig.data[0].y, [0.2, 0.5, 0.3], rtol=1e-6)
-    assert list(fig.data[0].x) == ["the·1", "&lt;cat&gt;", "the·3"]
 
 
 # ---------------------------------------------------------------- helpers
@@ -319,7 +318,7 @@ def test_figures_show_the_cores_numbers():
     trace = attnviz.attend(queries, keys, np.eye(5, dtype=np.float32), causal=True)
     weights, mask = trace.weights.numpy(), trace.mask.numpy()
     fig = figures.weights_heatmap(weights, scores=trace.scores.numpy(), mask=mask)
-    z = figures.figure_arrays(fig)[0]
+    z = figure_arrays(fig)[0]
     np.testing.assert_array_equal(z[mask], weights[mask])
     assert (weights[~mask] == 0).all() and np.isnan(z[~mask]).all()
 
@@ -351,7 +350,6 @@ def every_builder(causal_3x4) -> dict[str, go.Figure]:
             extra_curve=([1.4, 2.0], "learned σ = <b>1</b>"),
         ),
         "loss": figures.loss_curve([3.0, 2.0, 0.01]),
-        "bars": figures.vector_bars([0.2, 0.8], labels=["a", "b"], title="t"),
         "model_view": model_figures.model_view(
             np.stack([np.stack([weights] * 3)] * 2), selected_layer=2, selected_heads=(1, 3)
         ),
@@ -373,7 +371,6 @@ def every_builder(causal_3x4) -> dict[str, go.Figure]:
         "compare",
         "kernel",
         "loss",
-        "bars",
         "model_view",
         "neuron_view",
     ],

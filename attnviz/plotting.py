@@ -1,0 +1,143 @@
+"""Building blocks of the figures: palettes, inputs as float32 arrays, figures without re-validation, axes.
+
+Shared by attnviz.figures and attnviz.model_figures. Pure: numbers in, Plotly dicts out, no Streamlit.
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+
+from attnviz.i18n import t
+
+WEIGHTS_PALETTE = "Cividis"  # sequential and colour-blind safe
+SEQUENTIAL_PALETTE = "Viridis"
+DIVERGING_PALETTE = "RdBu_r"  # ColorBrewer RdBu is colour-blind safe; reversed so that positive = red
+MASK_GREY = "#d9d9d9"
+MASK_NAME = "masked: cannot attend (weight exactly 0)"  # the English legend entries (catalogue: fig.masked, ...)
+NO_SUPPORT_NAME = "no key inside the kernel window"
+MAX_TEXT_CELLS = 144  # numbers are printed in the cells only up to 12 x 12
+MAX_HOVER_SCORE_CELLS = 64 * 64  # above this, raw scores stay out of the hover (they would double the payload)
+POSITION_MARK = "·"  # "the·1", "the·5": duplicate tokens stay distinct categories
+ORANGE, BLUE, VERMILLION, BLACK = "#E69F00", "#0072B2", "#D55E00", "#000000"  # Okabe–Ito, colour-blind safe
+GREEN = "#009E73"  # Okabe–Ito bluish green
+
+Labels = Sequence[str] | None
+
+
+def float32(data: Any) -> np.ndarray:
+    """Numbers as a new float32 array (values beyond float32 become ±inf, never an error)."""
+    with np.errstate(over="ignore"):
+        return np.array(data, dtype=np.float32)  # a copy: the caller's array is never modified
+
+
+def as_array(data: Any, name: str, ndim: int) -> np.ndarray:
+    """A float32 array that must have `ndim` axes."""
+    values = float32(data)
+    if values.ndim != ndim:
+        raise ValueError(f"{name} must have {ndim} axes, got shape {values.shape}")
+    return values
+
+
+def as_vector(data: Any, name: str) -> np.ndarray:
+    """A 1-D float32 array; a column (n, 1) is flattened."""
+    values = float32(data)
+    if values.ndim == 2 and values.shape[1] == 1:
+        values = values[:, 0]
+    if values.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {values.shape}")
+    return values
+
+
+def allowed_mask(mask: Any, shape: tuple[int, ...]) -> np.ndarray | None:
+    """The mask as a bool array broadcast to `shape` (True = may attend), or None."""
+    if mask is None:
+        return None
+    try:
+        return np.broadcast_to(np.asarray(mask, dtype=bool), shape)
+    except ValueError as error:
+        raise ValueError(f"mask of shape {np.shape(mask)} does not fit weights of shape {shape}") from error
+
+
+def unique_labels(labels: Labels, count: int, prefix: str = "") -> list[str]:
+    """Escaped, unique category labels: `prefix1..` by default; duplicates get a 1-based position mark."""
+    if labels is None:
+        return [f"{prefix}{i + 1}" for i in range(count)]
+    texts = [html.escape(str(label), quote=False) for label in labels]  # Plotly reads <b>, <br>, <a> in labels
+    if len(texts) != count:
+        raise ValueError(f"expected {count} labels, got {len(texts)}")
+    repeated = {text for text in texts if texts.count(text) > 1}
+    texts = [f"{text}{POSITION_MARK}{i + 1}" if text in repeated else text for i, text in enumerate(texts)]
+    seen: set[str] = set()
+    for i, text in enumerate(texts):  # a user label may itself read "the·2": mark again until unique
+        while text in seen:
+            text = f"{text}{POSITION_MARK}{i + 1}"
+        texts[i] = text
+        seen.add(text)
+    return texts
+
+
+def cells_printed(show_values: bool | None, shape: tuple[int, ...]) -> bool:
+    """Print numbers in the cells? Auto when None; never for more than MAX_TEXT_CELLS cells."""
+    small = math.prod(shape) <= MAX_TEXT_CELLS
+    return small if show_values is None else bool(show_values) and small
+
+
+# ---------------------------------------------------------------- shared pieces
+#
+# Figures are assembled from plain dicts and handed to Plotly with its per-property validation switched off: the
+
+Trace = dict[str, Any]
+
+
+def make_figure(data: list[Trace], layout: dict[str, Any]) -> go.Figure:
+    """A Figure from trace and layout dicts (already in Plotly's final form), without re-validating them.
+
+    The empty template keeps Plotly's default one (7 kB per chart, the bulk of a small heatmap's payload) out of the
+    figure: Streamlit's chart theme styles the figure in the browser, and every colour here is set explicitly.
+    """
+    blank = {"data": {"scatter": [{"type": "scatter"}]}}  # Plotly's own "none" template, as its validator writes it
+    return go.Figure({"data": data, "layout": {"template": blank, **layout}}, _validate=False)
+
+
+@functools.lru_cache(maxsize=64)
+def named_scale(name: str) -> tuple[tuple[float, str], ...]:
+    """A named colour scale ("Cividis", "RdBu_r") as explicit (position, colour) stops, as Plotly's validator makes."""
+    return tuple((float(position), str(colour)) for position, colour in go.Heatmap(colorscale=name).colorscale)
+
+
+def colorscale(palette: str | Sequence[Any]) -> list[list[Any]]:
+    """A palette name or an explicit scale, as the list of [position, colour] stops that Plotly.js reads."""
+    stops = named_scale(palette) if isinstance(palette, str) else palette
+    return [[float(position), str(colour)] for position, colour in stops]
+
+
+def word(word: str, lang: str, /, **params: object) -> str:
+    """A word of the figures ("keys", "weight", ...) in `lang`, made safe for Plotly's HTML-like labels."""
+    return html.escape(t(f"fig.{word}", lang, **params), quote=False)
+
+
+def axis_keys(panel: int) -> tuple[str, str]:
+    """The layout keys of subplot panel 1, 2, ... ("xaxis", "yaxis" for panel 1; "xaxis2", "yaxis2" for panel 2)."""
+    suffix = "" if panel == 1 else str(panel)
+    return f"xaxis{suffix}", f"yaxis{suffix}"
+
+
+def axes(panel: int) -> dict[str, str]:
+    """The axis references of subplot panel 1, 2, ... ({"xaxis": "x2", "yaxis": "y2"} for panel 2)."""
+    x_name, y_name = axis_keys(panel)
+    return {"xaxis": x_name.replace("axis", ""), "yaxis": y_name.replace("axis", "")}
+
+
+def matrix_axis(title: str = "", **extra: Any) -> dict[str, Any]:
+    """A category axis (tokens are never parsed as numbers) without grid lines, titled if `title`."""
+    axis: dict[str, Any] = {"type": "category", "showgrid": False, "zeroline": False, **extra}
+    if title:
+        axis["title"] = {"text": title}
+    return axis
