@@ -168,9 +168,10 @@ def test_bad_sentence_and_too_many_tokens_are_reported():
     assert any("600 tokens" in e.value for e in at.error)
 
 
-def test_heads_must_divide_features_is_reported():
-    at = run_page(SELF, h="3")  # 8-dimensional embeddings, 3 heads
-    assert any("divide" in e.value for e in at.error)
+def test_heads_that_do_not_divide_the_features_are_adjusted_with_a_note():
+    at = run_page(SELF, h="3")  # 8-dimensional embeddings, 3 heads: 2 fit
+    assert any("3 heads do not divide the sizes (8, 8, 8); showing 2" in c.value for c in at.caption)
+    assert not at.error
 
 
 def test_multi_head_page_shows_each_head():
@@ -195,16 +196,16 @@ def open_expander(at: AppTest, key: str) -> AppTest:
 def test_closed_expanders_build_nothing_and_open_ones_build_their_content():
     at = run_page(SELF)
     assert [len(figures(at)), len(at.code), len(at.get("download_button"))] == [1, 0, 0]
-    open_expander(at, "open:self:raw")
+    open_expander(at, "self:open:raw")
     titles = [fig["layout"]["title"]["text"] for fig in figures(at)]
     assert titles[1:] == ["Raw scores a(q, k)", "Output (attention-weighted values)"], titles
-    open_expander(at, "open:self:share")
+    open_expander(at, "self:open:share")
     assert any("Link length" in caption.value for caption in at.caption)
     assert len(at.get("image")) == 1  # the QR code
 
 
 def test_python_snippet_reproduces_the_page(tmp_path):
-    at = open_expander(run_page(SELF, sc="cosine", c="1"), "open:self:share")
+    at = open_expander(run_page(SELF, sc="cosine", c="1"), "self:open:share")
     snippet = next(code.value for code in at.code if "attnviz.self_attention" in code.value)
     namespace: dict = {}
     exec(compile(snippet, "snippet", "exec"), namespace)  # the app's own generated code, not user input
@@ -289,19 +290,19 @@ def test_work_panel_puts_a_long_table_in_a_dataframe_with_the_same_numbers():
 
 def test_projection_controls_open_for_a_link_that_uses_them_and_keep_their_values():
     at = run_page(SELF, h="2", pr="random", ps="7")
-    assert at.slider(key="w:self:heads").value == 2
+    assert at.select_slider(key="w:self:heads").value == 2
     assert at.number_input(key="w:self:proj_seed").value == 7
     assert len(first_weights_heads(at)) == 2
     at.number_input(key="w:self:temperature").set_value(2.0).run()
     assert len(first_weights_heads(at)) == 2 and at.query_params["h"] == "2"
-    at.session_state["open:self:proj"] = False  # closing the section keeps the heads
+    at.session_state["self:open:more"] = False  # closing the section keeps the heads
     at.run()
-    assert not at.slider and len(first_weights_heads(at)) == 2 and at.query_params["ps"] == "7"
+    assert not at.select_slider and len(first_weights_heads(at)) == 2 and at.query_params["ps"] == "7"
 
 
 def test_default_page_keeps_the_projection_controls_closed():
     at = run_page(SELF)
-    assert not at.slider and at.session_state["open:self:proj"] is False
+    assert not at.select_slider and at.session_state["self:open:more"] is False
 
 
 def first_weights_heads(at: AppTest) -> list:
@@ -317,6 +318,6 @@ def test_a_comparison_link_opens_the_more_section_and_draws_both_scores_and_thei
     first, second, difference = (_array(trace["z"]) for trace in comparison["data"][:3])
     np.testing.assert_allclose(first, first_weights(at), atol=1e-6)
     np.testing.assert_allclose(first - second, difference, atol=1e-6)
-    at.session_state["open:self:proj"] = False  # closed, the comparison stays
+    at.session_state["self:open:more"] = False  # closed, the comparison stays
     at.run()
     assert not at.exception and len(figures(at)) == 2 and at.query_params["cmp"] == "additive"

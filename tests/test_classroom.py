@@ -28,7 +28,7 @@ def test_every_chart_has_a_table_of_its_numbers():
 
 def test_the_numbers_section_has_the_heatmap_as_a_table():
     at = run_page(SELF)
-    key = "open:self:raw"  # the weights' text alternative sits with the raw scores and outputs
+    key = "self:open:raw"  # the weights' text alternative sits with the raw scores and outputs
     assert not at.dataframe  # closed: nothing built
     at.session_state[key] = True
     at.run()
@@ -83,14 +83,14 @@ def test_predict_then_reveal_hides_the_weights_until_a_guess_and_then_shows_both
 
     at = run_page(SELF, guess="1", s="a b c", row="1")
     assert not page_figures(at)  # nothing to peek at
-    reveal = at.button(key="reveal:self")
+    reveal = at.button(key="self:reveal")
     assert reveal.disabled
-    box = next(w for w in at.text_input if w.key.startswith("guess:self:"))
+    box = next(w for w in at.text_input if w.key.startswith("self:guess:"))
     box.set_value("1, 2").run()
     assert any(message("attention.guess_count", "en", count=2, keys=3) in c.value for c in at.caption)
-    next(w for w in at.text_input if w.key.startswith("guess:self:")).set_value("0, 1, 1").run()
-    assert not at.button(key="reveal:self").disabled
-    at.button(key="reveal:self").click().run()
+    next(w for w in at.text_input if w.key.startswith("self:guess:")).set_value("0, 1, 1").run()
+    assert not at.button(key="self:reveal").disabled
+    at.button(key="self:reveal").click().run()
     assert not at.exception
     shown = page_figures(at)
     guess_chart = shown[0]

@@ -146,7 +146,7 @@ def test_cross_attention_with_model_embeddings_and_its_snippet(model):
     _, queries = model.word_vectors("the dog")
     _, keys = model.word_vectors("a cat")
     assert _array(figures(at)[0]["data"][0]["z"]).shape == (queries.shape[0], keys.shape[0])
-    from attnviz.pipeline import python_snippet
+    from attnviz.exports import python_snippet
     from attnviz.state import decode_attention
 
     snippet = python_snippet(decode_attention({"emb": "minilm", "s": "the dog", "src": "a cat"}, "cross").state)
@@ -158,13 +158,17 @@ def test_cross_attention_with_model_embeddings_and_its_snippet(model):
 
 def test_share_box_offers_the_link_and_the_exports():
     at = run_page(MODEL)
-    at.session_state["open:model:share"] = True
+    at.session_state["model:open:share"] = True
     at.run()
     assert not at.exception
     assert any("Link length" in caption.value for caption in at.caption)
     assert any("load_minilm()" in c.value for c in at.code)
     labels = [button.proto.label for button in at.get("download_button")]
-    assert labels == ["Download the head view (CSV)", "Download every head (NumPy .npz)"]
+    assert labels == [
+        "Download this state (JSON)",
+        "Download the head view (CSV)",
+        "Download every head (NumPy .npz)",
+    ]
 
 
 def test_a_long_input_pools_the_thumbnails_but_keeps_every_token_in_the_head_view():

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import html
-import re
-from collections.abc import Callable
-from dataclasses import fields
 from typing import Any
 
 import plotly.graph_objects as go
@@ -16,7 +13,7 @@ from streamlit.errors import StreamlitAPIException
 
 from attnviz.figures import chart_config, figure_tables
 from attnviz.ui import settings
-from attnviz.ui.settings import link_params, tr
+from attnviz.ui.settings import md_escape, tr
 
 PAGES = (  # (script, icon, catalogue name): the sidebar's links, in the interface language
     ("app.py", "🔍", "home"),
@@ -25,13 +22,6 @@ PAGES = (  # (script, icon, catalogue name): the sidebar's links, in the interfa
     ("pages/3_Kernel_attention.py", "📈", "kernel"),
     ("pages/4_Pretrained_model.py", "🧠", "model"),
 )
-
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
-
-
-def md_escape(text: str) -> str:
-    """User text made safe for st.markdown: shown literally, never as markup or HTML."""
-    return _MD_SPECIAL.sub(r"\\\1", str(text))
 
 
 def page_frame(page: str, icon: str) -> None:
@@ -54,7 +44,7 @@ def page_frame(page: str, icon: str) -> None:
         _page_links()
         st.caption(tr("frame.sidebar"))
     for warning in warnings:
-        st.warning(warning, icon="⚠️")
+        st.warning(settings.error_text(warning), icon="⚠️")
 
 
 def controls_and_results(widths: list[int]) -> tuple[Any, Any]:
@@ -73,61 +63,6 @@ def _page_links() -> None:
             st.page_link(path, label=tr(f"{name}.title"), icon=icon)
         except StreamlitAPIException:  # a page file run as the entry point itself (`streamlit run pages/...`)
             return
-
-
-def widget_key(page: str, name: str) -> str:
-    """Session-state key of the widget bound to state field `name`."""
-    return f"w:{page}:{name}"
-
-
-def push_state(page: str, state: Any, convert: dict[str, Callable[[Any], Any]] | None = None) -> None:
-    """Write every field of `state` into its widget's session-state key (before widgets are drawn)."""
-    convert = convert or {}
-    for f in fields(state):
-        value = getattr(state, f.name)
-        st.session_state[widget_key(page, f.name)] = convert.get(f.name, lambda v: v)(value)
-    st.session_state[f"state:{page}"] = state
-    st.session_state[f"version:{page}"] = st.session_state.get(f"version:{page}", 0) + 1
-
-
-def sync_from_url(
-    page: str, decode: Callable[[dict[str, str]], Any], convert: dict[str, Callable[[Any], Any]] | None = None
-) -> Any:
-    """Load the page state from the URL when the URL changed under us (a shared link, back/forward)."""
-    params = link_params()
-    stored = st.session_state.get(f"state:{page}")
-    if st.session_state.get(f"url:{page}") != params or stored is None:
-        if not params and stored is not None:
-            state, warnings = stored, []  # came back to the page: keep what the user had
-        else:
-            decoded = decode(params)
-            state, warnings = decoded.state, decoded.warnings
-        push_state(page, state, convert)
-        st.session_state[f"warnings:{page}"] = warnings
-        st.session_state[f"url:{page}"] = params
-    else:
-        # Widgets not drawn on the last run lose their keys; restore them from the stored state.
-        for f in fields(stored):
-            key = widget_key(page, f.name)
-            if key not in st.session_state:
-                st.session_state[key] = (convert or {}).get(f.name, lambda v: v)(getattr(stored, f.name))
-    for message in st.session_state.get(f"warnings:{page}", []):
-        st.warning(settings.error_text(message), icon="⚠️")
-    return st.session_state[f"state:{page}"]
-
-
-def publish(page: str, state: Any, encode: Callable[[Any], dict[str, str]]) -> dict[str, str]:
-    """Store the state and write it to the URL if it changed."""
-    previous = st.session_state.get(f"state:{page}")
-    if previous is not None and previous != state:
-        st.session_state[f"warnings:{page}"] = []  # the user moved on from the link's problems
-    st.session_state[f"state:{page}"] = state
-    params = encode(state)
-    st.session_state[f"url:{page}"] = params
-    params = settings.with_settings(params)  # the link keeps the language, palette and presentation mode
-    if st.query_params.to_dict() != params:
-        st.query_params.from_dict(params)
-    return params
 
 
 def chart(fig: go.Figure, name: str, key: str | None = None, table: str = "folded") -> go.Figure:
@@ -177,20 +112,3 @@ def arrow_table(columns: list[str], rows: list[list[object]]) -> pa.Table:
         except (pa.ArrowInvalid, pa.ArrowTypeError):  # mixed kinds in one column: show them as text
             arrays.append(pa.array([str(cell) for cell in cells]))
     return pa.Table.from_arrays(arrays, names=[str(name) for name in columns])
-
-
-def value(page: str, name: str) -> Any:
-    """The current value of a state field: its widget's, or the stored state's while the widget is not drawn."""
-    key = widget_key(page, name)
-    if key in st.session_state:
-        return st.session_state[key]
-    return getattr(st.session_state[f"state:{page}"], name)
-
-
-def bound_key(page: str, name: str) -> str:
-    """The widget key of a state field, filled from the stored state if Streamlit dropped it (a widget that was
-    not drawn for a while, e.g. inside a closed lazy expander, loses its key)."""
-    key = widget_key(page, name)
-    if key not in st.session_state:
-        st.session_state[key] = getattr(st.session_state[f"state:{page}"], name)
-    return key

@@ -9,32 +9,44 @@ import streamlit as st
 
 from attnviz import figures
 from attnviz.explain import explain_kernel_row
+from attnviz.fields import MAX_POINTS, field
 from attnviz.i18n import t
 from attnviz.kernel import KERNELS, BandwidthFit, fit_bandwidth, toy_function
-from attnviz.pipeline import prediction_curve, run_kernel
-from attnviz.presets import PRESETS
-from attnviz.state import KernelState, apply_kernel_preset, decode_kernel, encode_kernel, parse_vector
-from attnviz.ui.common import chart, controls_and_results, publish, push_state, sync_from_url, value, widget_key
-from attnviz.ui.settings import begin_run, current_language, error_text, labeller, palette, tr
-from attnviz.ui.widgets import preset_label, share_box, work_panel
+from attnviz.pipeline import matrix_from_cells, prediction_curve, run_kernel
+from attnviz.scores import BANDWIDTH
+from attnviz.state import (
+    KERNEL_FIELDS,
+    MAX_VECTOR_TEXT,
+    KernelState,
+    apply_kernel_preset,
+    decode_kernel,
+    encode_kernel,
+)
+from attnviz.ui import fieldwidgets
+from attnviz.ui.common import chart, controls_and_results
+from attnviz.ui.session import PageSession
+from attnviz.ui.settings import begin_run, current_language, error_text, palette, tr
+from attnviz.ui.widgets import preset_label, selected_row, share_box, show_warning, work_panel
 
-PAGE = "kernel"
-KERNEL_PRESETS = ["", *[k for k, p in PRESETS.items() if p.page == "kernel"]]
 TOY = "d2l_toy_regression"
-_CONVERT = {"queries": lambda v: ", ".join(f"{x:.6g}" for x in v)}
+SESSION = PageSession("kernel", convert={"queries": lambda v: ", ".join(f"{x:.6g}" for x in v)})
+
+
+def _defaults() -> KernelState:
+    """The page without a link: the waist example of the notes."""
+    return apply_kernel_preset(KernelState(), KernelState().preset)
 
 
 def _load_preset() -> None:
-    key = st.session_state[widget_key(PAGE, "preset")]
-    state = st.session_state[f"state:{PAGE}"]
-    push_state(PAGE, apply_kernel_preset(state, key) if key else replace(state, preset=""), _CONVERT)
+    """Callback of the preset picker: the preset's points and settings; "none": the page's defaults."""
+    key = st.session_state[SESSION.key("preset")]
+    SESSION.load(apply_kernel_preset(KernelState(), key) if key else replace(_defaults(), preset=""))
+    SESSION.warnings = []
 
 
 def _reload_toy() -> None:
-    state = replace(
-        st.session_state[f"state:{PAGE}"], toy_seed=int(value(PAGE, "toy_seed")), toy_n=int(value(PAGE, "toy_n"))
-    )
-    push_state(PAGE, apply_kernel_preset(state, TOY, keep_controls=True), _CONVERT)
+    state = replace(SESSION.state, toy_seed=int(SESSION.value("toy_seed")), toy_n=int(SESSION.value("toy_n")))
+    SESSION.load(apply_kernel_preset(state, TOY, keep_controls=True))
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -48,59 +60,56 @@ def _fit(keys: tuple[float, ...], values: tuple[float, ...], kernel: str, progre
 
 
 def _points_editor(state: KernelState) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
-    version = st.session_state.get(f"version:{PAGE}", 0)
+    """The training points as two columns; a row still being typed is left out, with a note."""
     frame = pd.DataFrame(
         {tr("kernel.key_column"): list(state.keys), tr("kernel.value_column"): list(state.values)}, dtype="float64"
     )
     edited = st.data_editor(
-        frame, num_rows="dynamic", key=f"points:{version}:{current_language()}", width="stretch", height=240
+        frame, num_rows="dynamic", key=SESSION.versioned("points", current_language()), width="stretch", height=240
     )
-    if edited.isna().any().any():
-        row = int(edited.isna().any(axis=1).to_numpy().nonzero()[0][0]) + 1
-        st.error(tr("kernel.empty_cell", row=row))
-        return None
-    if len(edited) < 1:
-        st.error(tr("kernel.no_points"))
-        return None
-    if len(edited) > 512:
+    if len(edited) > MAX_POINTS:
         st.error(tr("kernel.too_many_points", count=len(edited)))
         return None
-    keys, values = edited.iloc[:, 0].tolist(), edited.iloc[:, 1].tolist()
-    if any(abs(x) > 1e6 for x in keys + values):
-        st.error(tr("kernel.out_of_range"))
+    cells = edited.astype(object).where(edited.notna(), None).values.tolist()
+    try:
+        read = matrix_from_cells(cells, "points")
+    except ValueError as exc:
+        st.error(error_text(exc), icon="🚫")
         return None
-    return tuple(float(x) for x in keys), tuple(float(y) for y in values)
+    if read.incomplete:
+        st.caption(tr("widget.incomplete_rows", rows=", ".join(map(str, read.incomplete))))
+    return tuple(row[0] for row in read.matrix), tuple(row[1] for row in read.matrix)
+
+
+def _query_points() -> tuple[float, ...] | None:
+    queries = field(KERNEL_FIELDS, "queries")
+    text = st.text_input(tr(queries.label), key=SESSION.bound("queries"), max_chars=MAX_VECTOR_TEXT)
+    try:
+        return queries.parse(text)
+    except ValueError as exc:
+        st.error(tr("kernel.queries_example", error=error_text(exc)), icon="🚫")
+        return None
 
 
 def kernel_page() -> None:
     """Draw the kernel regression page."""
-    state: KernelState = sync_from_url(PAGE, decode_kernel, _CONVERT)
+    state: KernelState = SESSION.sync_from_link(decode_kernel, _defaults)
+    for warning in SESSION.warnings:
+        show_warning(warning)
     with st.sidebar:
-        st.selectbox(
-            tr("kernel.preset"),
-            KERNEL_PRESETS,
-            key=widget_key(PAGE, "preset"),
-            on_change=_load_preset,
-            format_func=preset_label(),
-        )
+        fieldwidgets.choice(SESSION, field(KERNEL_FIELDS, "preset"), preset_label(), on_change=_load_preset)
         if state.preset:
             st.caption(f"**{tr(f'preset.{state.preset}.source')}** · {tr(f'preset.{state.preset}.description')}")
         if state.preset == TOY:
-            st.number_input(
-                tr("kernel.data_seed"), 0, 2**31 - 1, key=widget_key(PAGE, "toy_seed"), on_change=_reload_toy
-            )
-            st.number_input(tr("kernel.training_count"), 5, 200, key=widget_key(PAGE, "toy_n"), on_change=_reload_toy)
+            fieldwidgets.number(SESSION, field(KERNEL_FIELDS, "toy_seed"), on_change=_reload_toy)
+            fieldwidgets.number(SESSION, field(KERNEL_FIELDS, "toy_n"), on_change=_reload_toy)
+        st.button(tr("frame.reset"), on_click=SESSION.reset, args=(_defaults(),), help=tr("frame.reset_help"))
     points_column, queries_column = st.columns([3, 2], gap="large")
     with points_column:
         st.markdown(tr("kernel.points_heading"))
         points = _points_editor(state)
     with queries_column:
-        query_text = st.text_input(tr("kernel.queries"), key=widget_key(PAGE, "queries"))
-        try:
-            queries = parse_vector(query_text, "query points")
-        except ValueError as exc:
-            st.error(tr("kernel.queries_example", error=error_text(exc)), icon="🚫")
-            queries = None
+        queries = _query_points()
     if points is not None:
         state = replace(state, keys=points[0], values=points[1])
     if queries is not None:
@@ -115,20 +124,16 @@ def _controls_and_results(state: KernelState, ready: bool) -> None:
     begin_run()  # a fragment rerun does not pass through page_frame
     left, right = controls_and_results([2, 3])
     with left:
-        kernel = st.selectbox(
-            tr("kernel.kernel"), list(KERNELS), key=widget_key(PAGE, "kernel"), format_func=labeller("kernel.{}.label")
-        )
+        kernel = fieldwidgets.choice(SESSION, field(KERNEL_FIELDS, "kernel"), "kernel.{}.label")
         formula = KERNELS[kernel].formula + r",\quad u = \frac{\lvert q - k \rvert}{\sigma}"
         explanation = tr(f"kernel.{kernel}.explanation")
         st.markdown(f"$$\n{formula}\n$$\n\n{explanation}")  # one element: formula and text
-        bandwidth = st.number_input(
-            tr("widget.bandwidth"), 0.001, 10000.0, key=widget_key(PAGE, "bandwidth"), format="%.4g"
-        )
-    state = replace(state, kernel=kernel, bandwidth=float(bandwidth), row=int(value(PAGE, "row")))
+        bandwidth = fieldwidgets.number(SESSION, BANDWIDTH)
+    state = replace(state, kernel=kernel, bandwidth=bandwidth, row=int(SESSION.value("row")))
     with right:
         if ready:
             _draw(state)
-        share_box(publish(PAGE, state, encode_kernel), PAGE)
+        share_box(SESSION, SESSION.publish(state, encode_kernel), decode_kernel)
 
 
 def _draw(state: KernelState) -> None:
@@ -136,7 +141,7 @@ def _draw(state: KernelState) -> None:
     curve = prediction_curve(state)
     grid = curve.queries[:, 0]
     fit_key = (state.keys, state.values, state.kernel)
-    fitted = st.session_state.get("fit_request") == fit_key and state.kernel != "boxcar"
+    fitted = SESSION.get("fit_request") == fit_key and state.kernel != "boxcar"
     fit = learned_bandwidth(*fit_key) if fitted else None
     extra = None
     if fit is not None:
@@ -194,7 +199,7 @@ def _draw(state: KernelState) -> None:
             progress=lambda epoch, loss: bar.progress(epoch / 200, text=epoch_text(epoch=epoch, loss=f"{loss:.4g}")),
         )
         bar.empty()
-        st.session_state["fit_request"] = fit_key
+        SESSION.put(fit_key, "fit_request")
         st.rerun()
     if fit is not None:
         chart(figures.loss_curve(fit.losses, lang=current_language()), "kernel_loss_curve")
@@ -208,14 +213,10 @@ def _draw(state: KernelState) -> None:
         )
         st.button(tr("kernel.use_learned"), on_click=_use_bandwidth, args=(fit.bandwidth,))
     st.subheader(tr("attention.show_work"))
-    key = widget_key(PAGE, "row")
-    if st.session_state.get(key, 0) >= len(q_labels):
-        st.session_state[key] = 0
-    row = st.selectbox(
-        tr("kernel.query_to_explain"), list(range(len(q_labels))), key=key, format_func=lambda i: q_labels[i]
-    )
+    row = selected_row(SESSION, q_labels, tr("kernel.query_to_explain"))
     work_panel(explain_kernel_row(trace, row, labels, current_language()))
 
 
 def _use_bandwidth(bandwidth: float) -> None:
-    st.session_state[widget_key(PAGE, "bandwidth")] = float(f"{bandwidth:.4g}")
+    """Callback of "use the learned σ": the bandwidth control takes it (within the control's range)."""
+    st.session_state[SESSION.key("bandwidth")] = min(max(float(f"{bandwidth:.4g}"), BANDWIDTH.low), BANDWIDTH.high)

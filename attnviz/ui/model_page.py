@@ -24,13 +24,15 @@ from attnviz.bert_views import (
 from attnviz.explain import explain_row
 from attnviz.i18n import t
 from attnviz.model_state import NUM_HEADS, NUM_LAYERS, PARTS, ModelState, decode_model, encode_model
+from attnviz.plotting import POSITION_MARK
 from attnviz.state import MAX_TEXT
-from attnviz.ui.common import chart, controls_and_results, md_escape, publish, sync_from_url, widget_key
-from attnviz.ui.settings import begin_run, current_language, error_text, labeller, palette, tr
-from attnviz.ui.widgets import share_box, work_panel
+from attnviz.ui.common import chart, controls_and_results
+from attnviz.ui.session import PageSession
+from attnviz.ui.settings import begin_run, current_language, error_text, labeller, md_escape, palette, tr
+from attnviz.ui.widgets import share_box, show_warning, work_panel
 
 PAGE = "model"
-_CONVERT = {"heads": list}  # the multiselect holds a list; the state a tuple
+SESSION = PageSession("model", convert={"heads": list})  # the multiselect holds a list; the state a tuple
 
 
 @st.cache_resource(show_spinner=False)
@@ -62,7 +64,9 @@ def run_model(sentence: str, pair: str) -> BertTrace:
 
 def model_page() -> None:
     """Draw the pretrained-model page."""
-    state: ModelState = sync_from_url(PAGE, decode_model, _CONVERT)
+    state: ModelState = SESSION.sync_from_link(decode_model, ModelState)
+    for warning in SESSION.warnings:
+        show_warning(warning)
     try:
         get_model()
     except ModelUnavailableError as exc:
@@ -71,13 +75,13 @@ def model_page() -> None:
     left, right = st.columns(2)
     sentence = left.text_input(
         tr("attention.sentence"),
-        key=widget_key(PAGE, "sentence"),
+        key=SESSION.key("sentence"),
         max_chars=MAX_TEXT,
         help=tr("model.sentence_help", limit=MAX_MODEL_TOKENS),
     )
     pair = right.text_input(
         tr("model.pair"),
-        key=widget_key(PAGE, "pair"),
+        key=SESSION.key("pair"),
         max_chars=MAX_TEXT,
         help=tr("model.pair_help"),
     )
@@ -98,20 +102,20 @@ def _head_label() -> Callable[[int], str]:
 
 def _controls(state: ModelState, trace: BertTrace | None) -> ModelState:
     """Layer, heads, token filters and the followed token."""
-    layer = st.selectbox(tr("model.layer"), list(range(1, NUM_LAYERS + 1)), key=widget_key(PAGE, "layer"))
+    layer = st.selectbox(tr("model.layer"), list(range(1, NUM_LAYERS + 1)), key=SESSION.key("layer"))
     heads = st.multiselect(
         tr("model.heads"),
         list(range(1, NUM_HEADS + 1)),
-        key=widget_key(PAGE, "heads"),
+        key=SESSION.key("heads"),
         format_func=_head_label(),
     )
     if not heads:
         st.warning(tr("model.no_head", head=state.heads[0]))
         heads = list(state.heads)
-    hide = st.toggle(tr("model.hide_special"), key=widget_key(PAGE, "hide_special"))
+    hide = st.toggle(tr("model.hide_special"), key=SESSION.key("hide_special"))
     renormalise = st.toggle(
         tr("model.renormalise"),
-        key=widget_key(PAGE, "renormalise"),
+        key=SESSION.key("renormalise"),
         help=tr("model.renormalise_help"),
     )
     part = "all"
@@ -119,12 +123,12 @@ def _controls(state: ModelState, trace: BertTrace | None) -> ModelState:
         part = st.radio(
             tr("model.between"),
             PARTS,
-            key=widget_key(PAGE, "part"),
+            key=SESSION.key("part"),
             format_func=labeller("model.part_{}"),
         )
     token = state.token
     if trace is not None:
-        key = widget_key(PAGE, "token")
+        key = SESSION.key("token")
         if st.session_state.get(key, 0) >= len(trace.tokens):
             st.session_state[key] = 1 if len(trace.tokens) > 2 else 0  # the first word of a shorter sentence
         tokens = trace.tokens
@@ -163,7 +167,7 @@ def _finder(trace: BertTrace) -> None:
 
 def _draw(state: ModelState, trace: BertTrace) -> Callable[[], None]:
     """Model view, head view and neuron view; returns what draws the exports."""
-    tokens = token_labels(trace.tokens, figures.POSITION_MARK)
+    tokens = token_labels(trace.tokens, POSITION_MARK)
     rows, cols = token_selection(trace.tokens, trace.type_ids, state.hide_special, state.part)
     if not rows or not cols:
         st.info(tr("model.nothing"))
@@ -269,9 +273,9 @@ def _controls_and_results(state: ModelState, trace: BertTrace | None) -> None:
         state = _controls(state, trace)
         if trace is not None:
             _finder(trace)
-    params = publish(PAGE, state, encode_model)
+    params = SESSION.publish(state, encode_model)
     export = None
     with right:
         if trace is not None:
             export = _draw(state, trace)
-        share_box(params, PAGE, extra=export)
+        share_box(SESSION, params, decode_model, extra=export)

@@ -7,6 +7,7 @@ from page to page in the session and added to every link the pages publish.
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -15,8 +16,8 @@ from typing import Any
 import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
+from attnviz.errors import AttnvizError, render, short
 from attnviz.i18n import DEFAULT_LANGUAGE, LANGUAGES, t
-from attnviz.i18n.errors import translate_error
 
 # Colour-blind-safe sequential palettes for weights (perceptually uniform, readable in greyscale); Cividis is
 # designed for the common colour-vision deficiencies. Diverging data (signed scores) always use RdBu.
@@ -88,14 +89,25 @@ def labeller(template: str, **params: object) -> Callable[[Any], str]:
     return lambda option: t(template.format(option), lang, **params)
 
 
-def error_text(error: Exception | str) -> str:
-    """An error or warning of the core, in the session's language (see attnviz.i18n.errors)."""
-    return translate_error(str(error), current_language())
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:&])")
 
 
-def from_link() -> list[str]:
+def md_escape(text: str) -> str:
+    """User text made safe for st.markdown, st.warning and st.error: shown literally, never as markup or HTML."""
+    return _MD_SPECIAL.sub(r"\\\1", str(text))
+
+
+def error_text(error: Exception) -> str:
+    """An error of the core or a link warning, in the session's language, as Markdown in which every echo of the
+    user's text is escaped. Coded errors are translated by code; any other error is shown as its text, escaped."""
+    if hasattr(error, "code") and hasattr(error, "params"):
+        return render(error, current_language(), escape=md_escape)
+    return md_escape(str(error))
+
+
+def from_link() -> list[AttnvizError]:
     """Take the settings of a link into the session; one warning per unknown value."""
-    warnings = []
+    warnings: list[AttnvizError] = []
     for setting in SETTINGS:
         raw = st.query_params.get(setting.param)
         if raw is None:
@@ -105,7 +117,7 @@ def from_link() -> list[str]:
             _RUN.set(None)
         else:
             warnings.append(
-                tr("frame.bad_setting", param=setting.param, value=str(raw)[:40], choices=", ".join(setting.choices))
+                AttnvizError("bad_setting", param=setting.param, value=short(raw), choices=", ".join(setting.choices))
             )
     return warnings
 
@@ -113,6 +125,13 @@ def from_link() -> list[str]:
 def link_params() -> dict[str, str]:
     """The link's parameters without the app-wide settings (each page's codec reads these)."""
     return {key: value for key, value in st.query_params.to_dict().items() if key not in PARAMS}
+
+
+def replace_link(params: dict[str, str]) -> None:
+    """Put a page's own parameters (and the app settings) in the address bar."""
+    full = with_settings(params)
+    if st.query_params.to_dict() != full:
+        st.query_params.from_dict(full)
 
 
 def with_settings(params: dict[str, str]) -> dict[str, str]:

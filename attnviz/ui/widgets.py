@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 from collections.abc import Callable
+from typing import Any
 from urllib.parse import urlencode
 
 import pandas as pd
@@ -11,36 +13,38 @@ import segno
 import streamlit as st
 
 from attnviz.explain import Step
+from attnviz.fields import MAX_COLS, MAX_ROWS, Field, Matrix
 from attnviz.pipeline import matrix_from_cells
 from attnviz.scores import SCORES
-from attnviz.state import MAX_COLS, MAX_ROWS, Matrix
-from attnviz.ui.common import arrow_table, lazy_expander, md_escape, value, widget_key
-from attnviz.ui.settings import current_language, error_text, labeller, tr
+from attnviz.state import Decoded, link_problem, read_state_file, state_file
+from attnviz.ui.common import arrow_table, lazy_expander
+from attnviz.ui.fieldwidgets import choice, number
+from attnviz.ui.session import PageSession
+from attnviz.ui.settings import current_language, error_text, labeller, md_escape, tr
 
 
-def _frame(matrix: Matrix, row_prefix: str) -> pd.DataFrame:
+def _frame(matrix: Matrix) -> pd.DataFrame:
     width = len(matrix[0]) if matrix else 0
     columns = [f"d{j + 1}" for j in range(width)]
     return pd.DataFrame([list(r) for r in matrix], columns=columns, dtype="float64")
 
 
-def matrix_editor(page: str, name: str, label: str, row_prefix: str, help: str) -> Matrix | None:
-    """An editable matrix (rows = tokens, columns = features). Returns the matrix or None after an error.
+def matrix_editor(session: PageSession, name: str, label: str, help: str) -> Matrix | None:
+    """An editable matrix (rows = tokens, columns = features). Returns the matrix, or None after an error.
 
-    The editor's input is the matrix last loaded from the state (a link or a preset), never its own
-    return value: feeding the output back in loses every second edit.
+    The editor's input is the matrix last loaded from the state (a link, a preset, a reset), never its own return
+    value: feeding the output back in loses every second edit. A row still being typed is left out, with a note.
     """
-    version = st.session_state.get(f"version:{page}", 0)
-    loaded: Matrix = value(page, name)
-    cells_key = f"cells:{page}:{name}"
+    loaded: Matrix = session.value(name)
     st.markdown(f"**{label}**", help=help)
-    width_key = f"width:{page}:{name}:{version}"
     current_width = len(loaded[0]) if loaded else 1
-    width = st.number_input(tr("widget.features_of", name=label.lower()), 1, MAX_COLS, current_width, key=width_key)
-    base = _frame(loaded, row_prefix)
+    width = st.number_input(
+        tr("widget.features_of", name=label.lower()), 1, MAX_COLS, current_width, key=session.versioned("width", name)
+    )
+    base = _frame(loaded)
     if width != current_width:
         # Resizing keeps what was typed: start from the last edited cells, pad with zeros or cut.
-        cells = st.session_state.get(cells_key) or [list(r) for r in loaded]
+        cells = session.get("cells", name) or [list(r) for r in loaded]
         base = pd.DataFrame(
             [(list(r) + [0.0] * width)[:width] for r in cells],
             columns=[f"d{j + 1}" for j in range(width)],
@@ -48,88 +52,57 @@ def matrix_editor(page: str, name: str, label: str, row_prefix: str, help: str) 
         )
     edited = st.data_editor(
         base,
-        key=f"editor:{page}:{name}:{version}:{width}",
+        key=session.versioned("editor", name, width),
         num_rows="dynamic",
         width="stretch",
         column_config={c: st.column_config.NumberColumn(c, format="%.4g") for c in base.columns},
     )
     cells = edited.astype(object).where(edited.notna(), None).values.tolist()
-    st.session_state[cells_key] = cells
+    session.put(cells, "cells", name)
     if len(cells) > MAX_ROWS:
-        st.error(tr("widget.too_many_rows", name=label, count=len(cells), limit=MAX_ROWS))
+        st.error(tr("widget.too_many_rows", name=md_escape(label), count=len(cells), limit=MAX_ROWS))
         return None
     try:
-        return matrix_from_cells(cells, label, list(base.columns))
+        read = matrix_from_cells(cells, name, list(base.columns))
     except ValueError as exc:
         st.error(error_text(exc), icon="🚫")
         return None
+    if read.incomplete:
+        st.caption(tr("widget.incomplete_rows", rows=", ".join(map(str, read.incomplete))))
+    return read.matrix
 
 
-def score_picker(page: str, field: str = "score", label: str | None = None) -> str:
+def score_picker(session: PageSession, f: Field) -> str:
     """Selectbox over SCORES with the formula and explanation of the chosen one."""
-    name = st.selectbox(
-        label or tr("widget.scoring_function"),
-        list(SCORES),
-        key=widget_key(page, field),
-        format_func=labeller("score.{}.label"),
-    )
-    spec = SCORES[name]
+    name = choice(session, f, "score.{}.label")
     explanation = tr(f"score.{name}.explanation")
-    st.markdown(f"$$\n{spec.formula}\n$$\n\n{explanation}")  # one element: formula and explanation
+    st.markdown(f"$$\n{SCORES[name].formula}\n$$\n\n{explanation}")  # one element: formula and explanation
     return name
 
 
-def score_params(page: str, name: str) -> None:
-    """Inputs for the chosen score's parameters (seed, hidden units, bandwidth)."""
-    spec = SCORES[name]
-    for param in spec.params:
-        if param.name == "seed":
-            st.number_input(
-                tr("widget.seed"),
-                0,
-                int(param.maximum),
-                key=widget_key(page, "score_seed"),
-                help=tr("param.seed.help"),
-            )
-        elif param.name == "num_hiddens":
-            st.number_input(
-                tr("widget.hidden_units"),
-                int(param.minimum),
-                int(param.maximum),
-                key=widget_key(page, "num_hiddens"),
-                help=tr("param.num_hiddens.help"),
-            )
-        elif param.name == "bandwidth":
-            st.number_input(
-                tr("widget.bandwidth"),
-                0.001,
-                1000.0,
-                key=widget_key(page, "bandwidth"),
-                format="%.4g",
-                help=tr("param.bandwidth.help"),
-            )
+def score_params(session: PageSession, fields: tuple[Field, ...], name: str) -> dict[str, Any]:
+    """Inputs for the chosen score's parameters (seed, hidden units, bandwidth), drawn from their fields."""
+    values = {}
+    for param in SCORES[name].params:
+        f = next(f for f in fields if f.key == param.key)  # the page's field of this parameter (same link key)
+        values[f.name] = number(session, f)
+    return values
 
 
-def lens_editor(page: str, num_queries: int, num_keys: int) -> tuple[str, tuple[int, ...]]:
+def lens_editor(session: PageSession, num_queries: int, num_keys: int) -> tuple[str, tuple[int, ...]]:
     """Valid lengths: none, one for every query, or one per query; returns (mode, lengths)."""
     mode = st.radio(
         tr("widget.valid_lengths"),
         ["none", "all", "per_query"],
-        key=widget_key(page, "lens_mode"),
+        key=session.bound("lens_mode"),
         horizontal=True,
         format_func=labeller("widget.lens_{}"),
         help=tr("widget.lens_help"),
     )
-    lens: tuple[int, ...] = tuple(value(page, "lens"))
+    lens: tuple[int, ...] = tuple(session.value("lens"))
     if mode == "all":
         current = min(lens[0], num_keys) if lens else num_keys
-        length = st.slider(
-            tr("widget.valid_length"),
-            0,
-            num_keys,
-            current,
-            key=f"lenall:{page}:{num_keys}:{st.session_state.get(f'version:{page}', 0)}",
-        )
+        length = st.slider(tr("widget.valid_length"), 0, num_keys, current, key=session.versioned("lenall", num_keys))
         return mode, (length,)
     if mode == "per_query":
         padded = [min(x, num_keys) for x in (list(lens) + [num_keys] * num_queries)[:num_queries]]
@@ -139,7 +112,7 @@ def lens_editor(page: str, num_queries: int, num_keys: int) -> tuple[str, tuple[
         edited = st.data_editor(
             frame,
             # the column is named in the page's language: a new editor when the language changes
-            key=f"lens:{page}:{num_queries}:{num_keys}:{st.session_state.get(f'version:{page}', 0)}:{lang}",
+            key=session.versioned("lens", num_queries, num_keys, lang),
             column_config={column_name: st.column_config.NumberColumn(min_value=0, max_value=num_keys, step=1)},
         )
         column = edited[column_name].tolist()
@@ -151,25 +124,57 @@ def lens_editor(page: str, num_queries: int, num_keys: int) -> tuple[str, tuple[
     return mode, ()
 
 
-def share_box(params: dict[str, str], page: str, extra: Callable[[], None] | None = None) -> None:
-    """The link that reproduces this page and a QR code to project in class; `extra` draws exports below them."""
-    base = st.context.url or ""
-    link = base + ("?" + urlencode(params) if params else "")
-    box = lazy_expander(tr("widget.share_and_export" if extra else "widget.share"), key=f"open:{page}:share")
+def share_box(
+    session: PageSession,
+    params: dict[str, str],
+    decode: Callable[[dict[str, str]], Decoded],
+    extra: Callable[[], None] | None = None,
+) -> None:
+    """The link that reproduces this page and a QR code to project in class; a state file when the state is too
+    large for a link, and a place to load one; `extra` draws exports below them."""
+    box = lazy_expander(tr("widget.share_and_export" if extra else "widget.share"), key=session.part("open", "share"))
     if box is None:
         return
     with box:
-        st.caption(tr("widget.share_caption"))
-        st.code(link, language=None, wrap_lines=True)
-        st.caption(tr("widget.link_length", count=len(link)))
-        if len(link) <= 2000:
-            buffer = io.BytesIO()
-            segno.make(link, error="m").save(buffer, kind="png", scale=4, border=2)
-            st.image(buffer.getvalue(), caption=tr("widget.qr_caption"), width=220)
+        problem = link_problem(params)
+        if problem is None:
+            link = (st.context.url or "") + ("?" + urlencode(params) if params else "")
+            st.caption(tr("widget.share_caption"))
+            st.code(link, language=None, wrap_lines=True)
+            st.caption(tr("widget.link_length", count=len(link)))
+            if len(link) <= 2000:
+                buffer = io.BytesIO()
+                segno.make(link, error="m").save(buffer, kind="png", scale=4, border=2)
+                st.image(buffer.getvalue(), caption=tr("widget.qr_caption"), width=220)
+            else:
+                st.info(tr("widget.link_too_long"))
         else:
-            st.info(tr("widget.link_too_long"))
+            st.warning(error_text(problem), icon="⚠️")
+        st.download_button(
+            tr("widget.download_state"),
+            state_file(session.page, params),
+            file_name=f"attnviz_{session.page}.json",
+            mime="application/json",
+            help=tr("widget.state_file_help"),
+        )
+        upload = st.file_uploader(tr("widget.load_state"), type=["json"], key=session.versioned("upload"))
+        if upload is not None:
+            _load_state_file(session, upload.getvalue(), decode)
         if extra is not None:
             extra()
+
+
+def _load_state_file(session: PageSession, data: bytes, decode: Callable[[dict[str, str]], Decoded]) -> None:
+    """Load a state file into the page (its parameters checked like a link's), or say what is wrong with it."""
+    try:
+        params = read_state_file(data, session.page)
+    except ValueError as exc:
+        st.error(error_text(exc), icon="🚫")
+        return
+    decoded = decode(params)
+    session.load(decoded.state)
+    session.warnings = decoded.warnings
+    st.rerun(scope="app")
 
 
 MAX_TEXT_TABLE_ROWS = 16  # a longer table becomes a scrollable dataframe
@@ -245,30 +250,38 @@ def preset_label() -> Callable[[str], str]:
     return lambda key: title(key) if key else none
 
 
-def batch_selector(page: str, batches: int, on_change: Callable[[str], None]) -> None:
+def batch_selector(session: PageSession, f: Field, batches: int, on_change: Callable[[], None]) -> None:
     """For a batched preset: which batch row to show."""
     if batches > 1:
         st.number_input(
-            tr("widget.batch_row", last=batches - 1),
+            tr(f.label, last=batches - 1),
             0,
             batches - 1,
-            key=widget_key(page, "batch"),
-            help=tr("widget.batch_help"),
+            key=session.bound(f.name),
+            help=tr(f.help),
             on_change=on_change,
-            args=(page,),
         )
 
 
-def selected_row(page: str, labels: list[str]) -> int:
-    """Which query row to explain; clamped to the current number of queries."""
-    key = widget_key(page, "row")
-    if st.session_state.get(key, 0) >= len(labels):
-        st.session_state[key] = 0
-    return st.selectbox(
-        tr("widget.query_row"), list(range(len(labels))), key=key, format_func=lambda i: f"{i + 1}: {labels[i]}"
-    )
+def selected_row(session: PageSession, labels: list[str], label: str) -> int:
+    """Which query row to explain, kept in the state's `row`; clamped to the current number of queries.
+
+    The widget's key names the labels it lists: a selectbox keeps its identity (and the browser its option texts)
+    across reruns with the same key, so new tokens need a new widget, which starts at the kept row."""
+    digest = hashlib.blake2b("\x1f".join(labels).encode(), digest_size=6).hexdigest()
+    key = session.part("row", digest)
+    if key not in st.session_state:
+        st.session_state[key] = min(int(session.value("row")), len(labels) - 1)
+    row = st.selectbox(label, list(range(len(labels))), key=key, format_func=lambda i: f"{i + 1}: {labels[i]}")
+    st.session_state[session.key("row")] = row
+    return row
 
 
-def errors_to_page(exc: Exception) -> None:
-    """Show a computation error to the user without a traceback."""
+def show_warning(warning: Exception) -> None:
+    """A link's problem, in the interface language, with the user's text shown literally."""
+    st.warning(error_text(warning), icon="⚠️")
+
+
+def show_error(exc: Exception) -> None:
+    """Show a computation error to the user without a traceback, in the interface language."""
     st.error(error_text(exc), icon="🚫")

@@ -1,0 +1,212 @@
+"""What the self- and cross-attention pages draw from a state: weights, heads, raw numbers, the comparison, the
+predict-then-reveal question, show-your-work and the exports."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from attnviz import figures
+from attnviz.explain import explain_row
+from attnviz.exports import python_snippet, weights_csv
+from attnviz.i18n import t
+from attnviz.multihead import MultiHeadTrace
+from attnviz.pipeline import AttentionInputs, parse_guess, run_attention, total_variation
+from attnviz.plotting import unique_labels
+from attnviz.state import AttentionState, encode_attention
+from attnviz.ui.common import chart, chart_tables, lazy_expander
+from attnviz.ui.session import PageSession
+from attnviz.ui.settings import current_language, error_text, palette, tr
+from attnviz.ui.widgets import selected_row, show_error, work_panel
+
+
+def _head_label() -> Callable[[int], str]:
+    """Head index 0, 1, ... as "head 1", "head 2", ... (in this run's language)."""
+    lang = current_language()
+    return lambda index: t("attention.head_n", lang, n=index + 1)
+
+
+def _predicted(
+    session: PageSession, state: AttentionState, trace: MultiHeadTrace, q_labels: list[str], k_labels: list[str]
+) -> int | None:
+    """Predict, then reveal: ask for a guess of one query row's weights (the heads' average when there are
+    several); once revealed, show it beside the truth.
+
+    Returns the guessed row once the page may show the weights (the guess for exactly this state is revealed)."""
+    st.subheader(tr("attention.predict_heading"))
+    row = selected_row(session, q_labels, tr("widget.query_row"))
+    revealed_key = session.part("revealed")
+    fingerprint = (tuple(sorted(encode_attention(replace(state, row=row)).items())), tuple(k_labels))
+    revealed = st.session_state.get(revealed_key)
+    if revealed is not None and revealed[0] == fingerprint:
+        guess = revealed[1]
+        truth = trace.mean_weights[row].numpy()
+        title = tr("attention.guess_title", query=q_labels[row])
+        chart(
+            figures.guess_figure(guess, truth, key_labels=k_labels, title=title, lang=current_language()),
+            f"{session.page}_guess",
+        )
+        st.caption(tr("attention.guess_distance", distance=f"{total_variation(guess, truth):.2f}"))
+        return row
+    st.caption(tr("attention.predict_caption", query=q_labels[row]))
+    labels = unique_labels(k_labels, len(k_labels))
+    text = st.text_input(
+        tr("attention.guess_input", count=len(k_labels)),
+        key=session.part("guess", hash(fingerprint)),  # a fresh, empty answer for every new question
+        help=tr("attention.guess_order", keys=", ".join(labels)),
+    )
+    guess, problem, typed = parse_guess(text, len(k_labels))
+    st.button(
+        tr("attention.reveal"),
+        disabled=guess is None,
+        type="primary",
+        key=session.part("reveal"),
+        on_click=st.session_state.__setitem__,  # before the rerun it causes, so that rerun shows the answer
+        args=(revealed_key, (fingerprint, guess)),
+    )
+    if problem == "count":
+        st.caption(tr("attention.guess_count", count=typed, keys=len(k_labels)))
+    elif problem:
+        st.caption(tr("attention.guess_needed"))
+    return None
+
+
+def _weights_charts(page: str, state: AttentionState, trace: MultiHeadTrace, inputs: AttentionInputs) -> list:
+    """The weights (one head), or every head and their mean; their tables go in the numbers section."""
+    q_labels, k_labels, lang = inputs.query_labels, inputs.key_labels, current_language()
+    mask = trace.heads[0].mask.numpy()
+    if trace.num_heads == 1:
+        head = trace.heads[0]
+        title = tr("attention.weights_title", score=tr(f"score.{state.score}.label"))
+        fig = figures.weights_heatmap(
+            head.weights.numpy(),
+            scores=head.scores.numpy(),
+            mask=mask,
+            query_labels=q_labels,
+            key_labels=k_labels,
+            title=title,
+            palette=palette(),
+            lang=lang,
+        )
+        return [chart(fig, f"{page}_attention_weights", table="elsewhere")]
+    titles = [tr("attention.head_n", n=h + 1) for h in range(trace.num_heads)]
+    grid = figures.heads_grid(
+        trace.weights.numpy(),
+        mask=mask,
+        query_labels=q_labels,
+        key_labels=k_labels,
+        head_titles=titles,
+        palette=palette(),
+        lang=lang,
+    )
+    mean = figures.weights_heatmap(
+        trace.mean_weights.numpy(),
+        mask=mask,
+        query_labels=q_labels,
+        key_labels=k_labels,
+        title=tr("attention.mean_title"),
+        palette=palette(),
+        lang=lang,
+    )
+    return [
+        chart(grid, f"{page}_attention_heads", table="elsewhere"),
+        chart(mean, f"{page}_attention_mean", table="elsewhere"),
+    ]
+
+
+def _numbers_section(
+    session: PageSession, state: AttentionState, trace: MultiHeadTrace, inputs: AttentionInputs, shown: list[go.Figure]
+) -> None:
+    """The folded section: the charts' tables, raw scores, outputs and the projection matrices."""
+    raw = lazy_expander(tr("attention.raw"), key=session.part("open", "raw"))
+    if raw is None:
+        return
+    page, lang, head = session.page, current_language(), trace.heads[0]
+    q_labels, k_labels = inputs.query_labels, inputs.key_labels
+    with raw:
+        for fig in shown:
+            chart_tables(fig)
+        out_cols = [f"o{j + 1}" for j in range(trace.output.shape[-1])]
+        tables = (  # (values, columns, title, x axis, name): the raw scores of head 1, then the output
+            (head.scores, k_labels, tr("attention.raw_title_head1" if trace.num_heads > 1 else "attention.raw_title"),
+             tr("fig.keys"), f"{page}_raw_scores"),
+            (trace.output, out_cols, tr("attention.output_residual" if trace.residual else "attention.output"),
+             tr("fig.features"), f"{page}_outputs"),
+        )  # fmt: skip
+        for values, columns, title, x_title, name in tables:
+            fig = figures.matrix_heatmap(values.numpy(), row_labels=q_labels, col_labels=columns, title=title,
+                                         x_title=x_title, y_title=tr("fig.queries"), lang=lang)  # fmt: skip
+            chart(fig, name, table="inline")
+        if state.projections == "random":
+            for col, name in zip(st.columns(4), ("W_q", "W_k", "W_v", "W_o"), strict=True):
+                with col:
+                    matrix = figures.matrix_heatmap(
+                        getattr(trace, name).numpy(), title=name, show_values=False, lang=lang
+                    )
+                    chart(matrix, f"{page}_{name}")
+
+
+def _comparison(page: str, state: AttentionState, trace: MultiHeadTrace, inputs: AttentionInputs) -> None:
+    """The weights of a second score beside the chosen one."""
+    try:
+        other = run_attention(state, inputs, score=state.compare)
+    except ValueError as exc:
+        score = tr(f"score.{state.compare}.label")
+        st.error(tr("attention.comparison_error", score=score, error=error_text(exc)), icon="🚫")
+        return
+    st.subheader(tr("attention.side_by_side"))
+    fig = figures.comparison_figure(
+        trace.mean_weights.numpy(),
+        other.mean_weights.numpy(),
+        label_a=tr(f"score.{state.score}.label"),
+        label_b=tr(f"score.{state.compare}.label"),
+        mask=trace.heads[0].mask.numpy(),
+        query_labels=inputs.query_labels,
+        key_labels=inputs.key_labels,
+        palette=palette(),
+        lang=current_language(),
+    )
+    chart(fig, f"{page}_compare_{state.score}_{state.compare}")
+
+
+def draw_results(session: PageSession, state: AttentionState, inputs: AttentionInputs) -> Callable[[], None] | None:
+    """Compute and draw every figure of the page; return what draws the exports (for the share box)."""
+    try:
+        trace = run_attention(state, inputs)
+    except ValueError as exc:
+        show_error(exc)
+        return None
+    q_labels, k_labels = inputs.query_labels, inputs.key_labels
+    guessed_row = None
+    if state.predict:
+        guessed_row = _predicted(session, state, trace, q_labels, k_labels)
+        if guessed_row is None:
+            return None  # the weights stay hidden until the student's guess is in
+    shown = _weights_charts(session.page, state, trace, inputs)  # their tables are in the numbers section
+    _numbers_section(session, state, trace, inputs, shown)
+    if state.compare:
+        _comparison(session.page, state, trace, inputs)
+    st.subheader(tr("attention.show_work"))
+    row = selected_row(session, q_labels, tr("widget.query_row")) if guessed_row is None else guessed_row
+    head_index = 0
+    if trace.num_heads > 1:
+        head_index = st.selectbox(
+            tr("attention.head"), list(range(trace.num_heads)), format_func=_head_label(), key=session.key("workhead")
+        )
+    work_panel(explain_row(trace.heads[head_index], row, q_labels[row], k_labels, current_language()))
+    head = trace.heads[0]
+
+    def export() -> None:
+        st.caption(tr("attention.export_caption"))
+        st.download_button(
+            tr("attention.download_csv"),
+            weights_csv(head, q_labels, k_labels),
+            file_name=f"attnviz_{session.page}_weights.csv",
+            mime="text/csv",
+        )
+        st.code(python_snippet(state), language="python")
+
+    return export

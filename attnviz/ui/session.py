@@ -1,0 +1,161 @@
+"""The owner of one page's session keys: its state, its link, its widgets' keys and its open sections.
+
+Every key a page keeps in `st.session_state` is made here, prefixed with the page's name, so that no page can read
+or overwrite another's. A page reads as: controls -> state (this object) -> attnviz -> figures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import fields
+from typing import Any
+
+import streamlit as st
+
+from attnviz.state import link_problem
+from attnviz.ui import settings
+
+Convert = dict[str, Callable[[Any], Any]]  # state value -> the value its widget holds (e.g. numbers -> text)
+
+
+class PageSession:
+    """One page's keys in the session: `state`, `link`, `warnings`, `version`, and the widgets bound to fields."""
+
+    def __init__(self, page: str, convert: Convert | None = None) -> None:
+        self.page = page
+        self.convert = convert or {}
+
+    # ----- keys ------------------------------------------------------------------------------------------------
+    def key(self, name: str) -> str:
+        """Session key of the widget bound to state field `name` (or of any other widget of this page)."""
+        return f"w:{self.page}:{name}"
+
+    def part(self, *parts: object) -> str:
+        """Session key of anything else this page keeps (an editor's cells, an open section, a revealed guess)."""
+        return ":".join([self.page, *(str(p) for p in parts)])
+
+    def versioned(self, *parts: object) -> str:
+        """A widget key that changes whenever a link, a preset or a reset loads a new state: such widgets
+        (editors) take their value only when created, so a new state needs a new widget."""
+        return self.part(*parts, f"v{self.version}")
+
+    # ----- stored values -----------------------------------------------------------------------------------------
+    @property
+    def state(self) -> Any:
+        """The page state of the last run (None before the first)."""
+        return st.session_state.get(self.part("state"))
+
+    @state.setter
+    def state(self, state: Any) -> None:
+        st.session_state[self.part("state")] = state
+
+    @property
+    def link(self) -> dict[str, str] | None:
+        """The page's own link parameters, as last read or written."""
+        return st.session_state.get(self.part("link"))
+
+    @link.setter
+    def link(self, params: dict[str, str]) -> None:
+        st.session_state[self.part("link")] = params
+        st.session_state["last_link"] = (self.page, params)  # which page wrote the address bar last
+
+    @property
+    def warnings(self) -> list[Any]:
+        """The link's problems, shown until the user changes something."""
+        return st.session_state.get(self.part("warnings"), [])
+
+    @warnings.setter
+    def warnings(self, warnings: list[Any]) -> None:
+        st.session_state[self.part("warnings")] = warnings
+
+    @property
+    def version(self) -> int:
+        """How many states were loaded into the widgets (links, presets, resets)."""
+        return st.session_state.get(self.part("version"), 0)
+
+    def get(self, *parts: object, default: Any = None) -> Any:
+        """A value kept under `part(*parts)`."""
+        return st.session_state.get(self.part(*parts), default)
+
+    def put(self, value: Any, *parts: object) -> None:
+        """Keep `value` under `part(*parts)`."""
+        st.session_state[self.part(*parts)] = value
+
+    # ----- state <-> widgets ---------------------------------------------------------------------------------------
+    def _widget_value(self, name: str, value: Any) -> Any:
+        return self.convert.get(name, lambda v: v)(value)
+
+    def load(self, state: Any) -> None:
+        """Write every field of `state` into its widget (before the widgets are drawn); editors get new keys."""
+        for f in fields(state):
+            st.session_state[self.key(f.name)] = self._widget_value(f.name, getattr(state, f.name))
+        self.state = state
+        st.session_state[self.part("version")] = self.version + 1
+
+    def value(self, name: str) -> Any:
+        """A field's current value: its widget's, or the stored state's while the widget is not drawn."""
+        key = self.key(name)
+        if key in st.session_state:
+            return st.session_state[key]
+        return getattr(self.state, name)
+
+    def bound(self, name: str) -> str:
+        """The widget key of field `name`, refilled from the stored state if Streamlit dropped it (a widget not
+        drawn for a run, e.g. inside a closed section, loses its key)."""
+        key = self.key(name)
+        if key not in st.session_state:
+            st.session_state[key] = self._widget_value(name, getattr(self.state, name))
+        return key
+
+    # ----- state <-> link ------------------------------------------------------------------------------------------
+    def sync_from_link(self, decode: Callable[[dict[str, str]], Any], default: Callable[[], Any]) -> Any:
+        """The page state for this run: from the link when it changed under us (a shared link, back/forward),
+        else the stored one."""
+        params = settings.link_params()
+        stored = self.state
+        if params and self._carried_over(params):
+            params = self.link or {}  # another page's parameters in this page's address: not this page's state
+            settings.replace_link(params)
+        if self.link != params or stored is None:
+            if not params and stored is not None:
+                state, warnings = stored, []  # came back to the page: keep what the user had
+            elif not params:
+                state, warnings = default(), []
+            else:
+                decoded = decode(params)
+                state, warnings = decoded.state, decoded.warnings
+            self.load(state)
+            self.warnings = warnings
+            self.link = params
+        else:
+            for f in fields(stored):  # widgets not drawn on the last run lose their keys: refill them
+                self.bound(f.name)
+        return self.state
+
+    def _carried_over(self, params: dict[str, str]) -> bool:
+        """True when the address holds exactly the parameters another page of this session wrote last, not this
+        page's: the browser's Back button can put one page's query string on another page's path."""
+        last = st.session_state.get("last_link")
+        return last is not None and last[0] != self.page and last[1] == params and self.link != params
+
+    def publish(self, state: Any, encode: Callable[[Any], dict[str, str]]) -> dict[str, str]:
+        """Store the state and write its link to the address bar if it changed; the link with the app settings."""
+        if self.state is not None and self.state != state:
+            self.warnings = []  # the user moved on from the link's problems
+        self.state = state
+        params = encode(state)
+        self.link = params
+        full = settings.with_settings(params)  # the link keeps the language, palette and presentation mode
+        # A query string the browser could not bring back is not written: the share box offers a state file.
+        shown = full if link_problem(full) is None else settings.with_settings({})
+        if st.query_params.to_dict() != shown:
+            st.query_params.from_dict(shown)
+        return full
+
+    def reset(self, default: Any) -> None:
+        """Callback of "Reset this page": the page's defaults in every control, a clean link."""
+        self.load(default)
+        self.warnings = []
+        for key in [k for k in st.session_state if isinstance(k, str) and k.startswith(self.part(""))]:
+            if key.startswith((self.part("open"), self.part("cells"), self.part("revealed"))):
+                del st.session_state[key]
