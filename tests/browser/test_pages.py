@@ -20,6 +20,7 @@ from .helpers import (
     screenshot,
     wait_for_figures,
     wait_for_plotly,
+    wait_ready,
     wait_rerun,
 )
 
@@ -435,5 +436,63 @@ def test_model_page_link_on_a_cold_server_then_a_typed_sentence(
     assert math.isclose(sum(row[0] for row in weights), 1.0, abs_tol=1e-4)
     assert wait_for_params(page, {"tk": "3"})
     screenshot(page, "Pretrained_model_typed")
+    assert exceptions(page) == []
+    assert_clean(console_errors)
+
+
+# ----- the state layer in a real browser: Back, new tokens ---------------------------------------------------
+
+
+def _wait_for_path(page: Page, path: str) -> None:
+    """Streamlit switches pages in the browser (history.pushState): no load event to wait for."""
+    page.wait_for_function("(path) => window.location.pathname.endsWith(path)", arg=path, timeout=30_000)
+
+
+def _number_value(page: Page, label: str) -> str:
+    return page.locator(f'input[aria-label="{label}"]').first.input_value()
+
+
+def test_back_button_keeps_each_pages_settings_apart(
+    page: Page, server: StreamlitServer, console_errors: ConsoleRecorder
+) -> None:
+    """Self with T=0.3 -> sidebar Cross -> sidebar Self -> Back: the Cross page keeps its own temperature and
+    link (the browser puts Self's query string on Cross's path)."""
+    open_app(page, server.url_for("Self_attention?T=0.3"), SELF_CHARTS)
+    sidebar_links = page.locator('[data-testid="stPageLink-NavLink"]')
+    sidebar_links.filter(has_text="Cross-attention").first.click()
+    _wait_for_path(page, "/Cross_attention")
+    wait_ready(page)
+    sidebar_links.filter(has_text="Self-attention").first.click()
+    wait_for_params(page, {"T": "0.3"})
+    wait_ready(page)
+    for _ in range(3):  # the Self page may have left one more history entry of its own (its link written)
+        page.go_back()
+        page.wait_for_timeout(1000)
+        if urlsplit(page.url).path.endswith("/Cross_attention"):
+            break
+    _wait_for_path(page, "/Cross_attention")
+    wait_ready(page)
+    page.wait_for_function("() => !new URLSearchParams(window.location.search).has('T')")
+    assert _number_value(page, "Temperature T") == "1"
+    assert exceptions(page) == []
+    assert_clean(console_errors)
+
+
+def test_the_row_picker_shows_the_new_tokens(
+    page: Page, server: StreamlitServer, console_errors: ConsoleRecorder
+) -> None:
+    """Typing a new sentence changes the 'Query row to explain' picker's text at once."""
+    open_app(page, server.url_for("Self_attention"), SELF_CHARTS)
+    box = page.locator('input[aria-label="Sentence"]').first
+    box.fill("a b c")
+    box.press("Enter")
+    # While the run is under way the old picker may still stand (faded) beside the new one: wait for the new one alone.
+    page.wait_for_function(
+        """() => {
+            const pickers = [...document.querySelectorAll('input[aria-label="Query row to explain"]')];
+            return pickers.length === 1 && pickers[0].value === "1: a";
+        }""",
+        timeout=30_000,
+    )
     assert exceptions(page) == []
     assert_clean(console_errors)

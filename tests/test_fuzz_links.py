@@ -1,0 +1,134 @@
+"""Hostile links: generated cases over every page find no uncaught exception and no rendered markup.
+
+Each page keeps one AppTest session and is sent one generated link after another (a new link is read like a shared
+link opened in a tab that had another). The cases mix wrong types, huge values, injection text, mismatched lengths,
+broken packed matrices and other pages' presets, from a fixed seed so that a failure can be replayed.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from attnviz.model_state import MODEL_FIELDS
+from attnviz.presets import PRESET_PAGES
+from attnviz.state import KERNEL_FIELDS, attention_fields, decode_attention, decode_kernel
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = {
+    "self": ("pages/1_Self_attention.py", attention_fields("self")),
+    "cross": ("pages/2_Cross_attention.py", attention_fields("cross")),
+    "kernel": ("pages/3_Kernel_attention.py", KERNEL_FIELDS),
+    "model": ("pages/4_Pretrained_model.py", MODEL_FIELDS),
+}
+CASES_PER_PAGE = 130  # 520 in all
+
+INJECTIONS = [
+    "[Log in again](http://attacker/p)",
+    "![x](http://attacker/x.png)",
+    "<img src=x onerror=alert(1)>",
+    "<script>alert(1)</script>",
+    "**bold** _it_ `code` $x^2$",
+    "# heading",
+    "&lt;b&gt;",
+    ":red[alert]",
+]
+# Markup that must never reach the page unescaped (an escaped one has a backslash before its first character).
+RAW_MARKUP = re.compile(r"(?<!\\)(\]\(http|<img|<script|(?<!\\)\*\*bold|(?<!\\)!\[x\])")
+
+
+def _values(rng: random.Random) -> list[str]:
+    big = "9" * rng.randint(300, 400)
+    return [
+        "",
+        "abc",
+        "-1",
+        "1e309",
+        "NaN",
+        "inf",
+        "0.0000001",
+        big,
+        "3.5",
+        "1,2,3",
+        "1;2,3",
+        "1,2;3,4;5,6",
+        ",".join(["1"] * rng.randint(1, 600)),
+        "x" * rng.choice([2001, 30_000]),
+        "~f4.3x3.AAAA",
+        "~f8.99999x99999.eJzLSM3JyQcABiwCFQ",
+        "~zz.1x1.",
+        "~f4.2x2." + "A" * 50,
+        rng.choice(list(PRESET_PAGES)),
+        "猫坐在垫子上" * rng.randint(1, 5),
+        "\u202e\u0000\ud7ff",
+        *INJECTIONS,
+    ]
+
+
+def generated_links(page: str, fields, seed: int, count: int) -> list[dict[str, str]]:
+    """`count` hostile links for a page: 1 to 5 of its own parameters (sometimes an unknown one or a setting)."""
+    rng = random.Random(seed)
+    keys = [f.key for f in fields] + ["lang", "pal", "pm", "zzz"]
+    links = []
+    for _ in range(count):
+        values = _values(rng)
+        links.append({rng.choice(keys): rng.choice(values) for _ in range(rng.randint(1, 5))})
+    return links
+
+
+def _shown(at: AppTest) -> list[str]:
+    kinds = ("warning", "error", "info", "caption", "markdown", "success")
+    return [str(element.value) for kind in kinds for element in at.get(kind)]
+
+
+def test_the_generated_links_are_hostile_enough():
+    """The generator covers what the issue lists: injection, huge values, other pages' presets, broken matrices."""
+    links = [link for page, (_, fields) in PAGES.items() for link in generated_links(page, fields, 0, CASES_PER_PAGE)]
+    values = [v for link in links for v in link.values()]
+    assert len(links) >= 500
+    assert sum(v in INJECTIONS for v in values) >= 100
+    assert any(len(v) > 20_000 for v in values) and any(v.startswith("~") for v in values)
+    assert any(v in PRESET_PAGES for v in values)
+
+
+@pytest.mark.parametrize("page", list(PAGES))
+def test_decoding_hostile_links_never_raises(page):
+    _, fields = PAGES[page]
+    decode = {
+        "self": lambda p: decode_attention(p, "self"),
+        "cross": lambda p: decode_attention(p, "cross"),
+        "kernel": decode_kernel,
+        "model": __import__("attnviz.model_state", fromlist=["decode_model"]).decode_model,
+    }[page]
+    for params in generated_links(page, fields, 1, 2000):
+        decoded = decode(params)
+        for warning in decoded.warnings:
+            str(warning)  # every warning renders
+
+
+@pytest.mark.parametrize("page", list(PAGES))
+def test_hostile_links_on_a_live_page(page):
+    path, fields = PAGES[page]
+    at = AppTest.from_file(str(ROOT / path), default_timeout=120)
+    at.run()
+    warned = 0
+    for number, params in enumerate(generated_links(page, fields, 0, CASES_PER_PAGE)):
+        at.query_params.clear()
+        for key, value in params.items():
+            at.query_params[key] = value
+        at.run()
+        assert not at.exception, (number, params, [e.value for e in at.exception])
+        for text in _shown(at):
+            assert not RAW_MARKUP.search(text), (number, params, text)
+        warned += bool(at.warning)
+    assert warned >= CASES_PER_PAGE // 2, warned  # most generated links are bad, and each bad one is reported
+
+
+def test_the_markup_detector_finds_unescaped_markup():
+    assert RAW_MARKUP.search("unknown score '[Log in again](http://attacker/p)'")
+    assert RAW_MARKUP.search("got '![x](http://attacker/x.png)'")
+    assert not RAW_MARKUP.search(r"got '\[Log in again\]\(http://attacker/p\)'")
