@@ -10,6 +10,7 @@ import torch
 from torch import Tensor
 
 from attnviz._validate import as_float_tensor, check_finite, check_nonempty, check_positive, common_dtype
+from attnviz.i18n import t
 from attnviz.masking import softmax_where
 from attnviz.scores import BANDWIDTH, ParamSpec, squared_distances
 from attnviz.trace import AttentionTrace
@@ -20,13 +21,21 @@ class KernelSpec:
     """A kernel K(u) of the scaled distance u = |q − k| / σ, with what the app shows about it."""
 
     name: str
-    label: str
     formula: str
-    explanation: str
     fn: Callable[[Tensor], Tensor]
     compact: bool  # zero outside |u| <= 1: a query can find no key in its window
     log_fn: Callable[[Tensor], Tensor] | None = None  # log K(u) for smooth kernels: weights without underflow
     params: tuple[ParamSpec, ...] = (BANDWIDTH,)
+
+    @property
+    def label(self) -> str:
+        """Its name in English (the catalogue holds every language: "kernel.<name>.label")."""
+        return t(f"kernel.{self.name}.label")
+
+    @property
+    def explanation(self) -> str:
+        """What it does, in English (the catalogue's "kernel.<name>.explanation")."""
+        return t(f"kernel.{self.name}.explanation")
 
 
 KERNELS: dict[str, KernelSpec] = {
@@ -34,35 +43,27 @@ KERNELS: dict[str, KernelSpec] = {
     for spec in (
         KernelSpec(
             "gaussian",
-            "Gaussian",
             r"K(u) = \exp\left(-\tfrac{u^2}{2}\right)",
-            "Smooth bell: every key gets some weight, nearer keys much more.",
             lambda u: torch.exp(-0.5 * u**2),
             False,
             lambda u: -0.5 * u**2,
         ),
         KernelSpec(
             "laplace",
-            "Laplace",
             r"K(u) = \exp(-|u|)",
-            "A sharper peak and heavier tails than the Gaussian.",
             lambda u: torch.exp(-u.abs()),
             False,
             lambda u: -u.abs(),
         ),
         KernelSpec(
             "boxcar",
-            "Boxcar",
             r"K(u) = \mathbb{1}[|u| \le 1]",
-            "Equal weight to every key within σ of the query, none beyond: a moving average.",
             lambda u: (u.abs() <= 1).to(u.dtype),
             True,
         ),
         KernelSpec(
             "epanechnikov",
-            "Epanechnikov",
             r"K(u) = \max(0,\ 1 - u^2)",
-            "A parabola that reaches zero at distance σ: keys farther than σ are ignored.",
             lambda u: (1 - u**2).clamp_min(0.0),
             True,
         ),

@@ -15,6 +15,7 @@ import torch
 from torch import Tensor
 
 from attnviz.attention import AdditiveAttention, DotProductAttention, attend
+from attnviz.i18n import t
 from attnviz.kernel import make_toy_data, nadaraya_watson
 from attnviz.multihead import MultiHeadTrace, cross_attention, multi_head_attend
 from attnviz.text import embed_tokens, tokenize
@@ -26,10 +27,7 @@ class Preset:
     """One example from the notes: inputs, settings, the notes' stated results, and how to run it."""
 
     key: str
-    title: str
     page: str  # "self", "cross" or "kernel"
-    source: str  # which note, and where in it
-    description: str
     queries: Tensor
     keys: Tensor
     values: Tensor
@@ -38,6 +36,21 @@ class Preset:
     key_labels: list[str] | None = None
     expected: dict[str, Any] = field(default_factory=dict)
     runner: Callable[[Preset], AttentionTrace | MultiHeadTrace] | None = None
+
+    @property
+    def title(self) -> str:
+        """Its title in English (the catalogue holds every language: "preset.<key>.title")."""
+        return t(f"preset.{self.key}.title")
+
+    @property
+    def source(self) -> str:
+        """Which note, and where in it (the catalogue's "preset.<key>.source")."""
+        return t(f"preset.{self.key}.source")
+
+    @property
+    def description(self) -> str:
+        """What the example shows, in English (the catalogue's "preset.<key>.description")."""
+        return t(f"preset.{self.key}.description")
 
     def run(self) -> AttentionTrace | MultiHeadTrace:
         """Recompute the example through attnviz's public API."""
@@ -166,12 +179,7 @@ def _toy() -> Any:
 _BUILDERS: dict[str, Callable[[], Preset]] = {
     "waist_weight": lambda: Preset(
         "waist_weight",
-        "Waist → weight (1-D kernel regression)",
         "kernel",
-        "Attention Score note, 一维样本",
-        "Keys are waists 51, 56, 58 and values weights 40, 43, 48. A query "
-        "of 57 sits halfway between 56 and 58, so the Gaussian kernel gives them weight ½ each, 51 almost "
-        "nothing, and the prediction is (43 + 48) / 2 = 45.5.",
         torch.tensor([57.0]),
         WAIST,
         WEIGHT,
@@ -180,13 +188,7 @@ _BUILDERS: dict[str, Callable[[], Preset]] = {
     ),
     "waist_chest_2d": lambda: Preset(
         "waist_chest_2d",
-        "(Waist, chest) → (weight, height) with dot-product scores",
         "cross",
-        "Attention Score note, 二维样本",
-        "Two-dimensional keys (waist, chest) and values (weight, height) "
-        "as printed in the note (the second and third keys are equal), queried with (57, 83) and (55, 76) "
-        "under the plain dot product. Raw dot products of such large numbers differ by hundreds, so the "
-        "softmax is one-hot in effect: try scaled_dot or a higher temperature to soften it.",
         WAIST_CHEST_QUERIES,
         WAIST_CHEST,
         WEIGHT_HEIGHT,
@@ -197,12 +199,7 @@ _BUILDERS: dict[str, Callable[[], Preset]] = {
     ),
     "d2l_additive": lambda: Preset(
         "d2l_additive",
-        "d2l: additive attention with valid lengths [2, 6]",
         "cross",
-        "Attention Score Code note (d2l 10.3)",
-        "20-dimensional queries, ten identical 2-D keys and values "
-        "0…39; the first batch row may see 2 keys, the second 6. Equal keys score equally, so the weights are "
-        "uniform over the valid keys and the outputs are [2, 3, 4, 5] and [10, 11, 12, 13].",
         _seeded_normal(0, 2, 1, 20),
         D2L_KEYS,
         D2L_VALUES,
@@ -212,11 +209,7 @@ _BUILDERS: dict[str, Callable[[], Preset]] = {
     ),
     "d2l_dot_product": lambda: Preset(
         "d2l_dot_product",
-        "d2l: scaled dot-product attention with valid lengths [2, 6]",
         "cross",
-        "Attention Score Code note (d2l 10.3)",
-        "The same keys, values and valid lengths with 2-D queries and "
-        "the scaled dot product: again uniform weights over the valid keys.",
         _seeded_normal(0, 2, 1, 2),
         D2L_KEYS,
         D2L_VALUES,
@@ -226,12 +219,7 @@ _BUILDERS: dict[str, Callable[[], Preset]] = {
     ),
     "unit_sentences": lambda: Preset(
         "unit_sentences",
-        "Self-attention on unit-normalised sentences",
         "self",
-        "Attention核心思想 note",
-        "The note's two 'sentences' of four unit vectors (10-D). With identity "
-        "projections the dot product of a token with itself is 1 and the highest score in each row, so every "
-        "token attends most to itself.",
         UNIT_SENTS,
         UNIT_SENTS,
         UNIT_SENTS,
@@ -242,12 +230,7 @@ _BUILDERS: dict[str, Callable[[], Preset]] = {
     ),
     "decoder_state": lambda: Preset(
         "decoder_state",
-        "Seq2seq: a decoder state attends over encoder states (dot)",
         "cross",
-        "Attention note (主要组成: Q, K, V)",
-        "Batch 10, hidden size 256, 12 encoder states: one decoder "
-        "query per batch row through seeded W_q, W_k, W_v, dot-product scores. Outputs (10, 1, 256), "
-        "weights (10, 1, 12).",
         _shared()["decoder_query"],
         _shared()["encoder_states"],
         _shared()["encoder_states"],
@@ -257,11 +240,7 @@ _BUILDERS: dict[str, Callable[[], Preset]] = {
     ),
     "decoder_state_cosine": lambda: Preset(
         "decoder_state_cosine",
-        "Seq2seq: the same with cosine similarity",
         "cross",
-        "Attention note (主要组成: Q, K, V)",
-        "The note's second attention type: cosine similarity of the "
-        "projected query and keys, so the scores lie in [−1, 1] and the weights stay soft.",
         _shared()["decoder_query"],
         _shared()["encoder_states"],
         _shared()["encoder_states"],
@@ -271,11 +250,7 @@ _BUILDERS: dict[str, Callable[[], Preset]] = {
     ),
     "concat_linear": lambda: Preset(
         "concat_linear",
-        "Softmax(Linear([Q, K])) with query and key size 32",
         "cross",
-        "Attention note (Input)",
-        "The note's Attn layer: query_size = key_size = 32 and value_size1 = 32 "
-        "positions of 64-dimensional values; each key is scored by one linear layer on [q; k].",
         _seeded_normal(3, 1, 1, 32),
         _seeded_normal(4, 1, 32, 32),
         _seeded_normal(5, 1, 32, 64),
@@ -286,11 +261,7 @@ _BUILDERS: dict[str, Callable[[], Preset]] = {
     ),
     "cross_residual": lambda: Preset(
         "cross_residual",
-        "Cross-attention with the residual E + ΔE",
         "cross",
-        "Cross Attention note",
-        "A target sentence (queries) attends over a source sentence in another "
-        "language (keys and values); the attended output ΔE is added back to the target embeddings E.",
         _shared()["target"][1],
         _shared()["source"][1],
         _shared()["source"][1],
@@ -301,11 +272,7 @@ _BUILDERS: dict[str, Callable[[], Preset]] = {
     ),
     "d2l_toy_regression": lambda: Preset(
         "d2l_toy_regression",
-        "d2l's toy data: 2 sin(x) + x^0.8 with noise",
         "kernel",
-        "Attention Score note (d2l 10.2)",
-        "50 noisy training points of f(x) = 2 sin(x) + x^0.8 on [0, 5) "
-        "and 50 query points; Gaussian kernel. Learn the bandwidth to see the fit improve.",
         _toy().x_test,
         _toy().x_train,
         _toy().y_train,

@@ -18,6 +18,7 @@ from torch import Tensor, nn
 
 from attnviz.errors import AttnvizError
 from attnviz.fields import Field
+from attnviz.i18n import t
 
 # The scores' and kernels' parameters are fields: one declaration gives the link key, the range the app allows,
 # the widget's label and help, and the check `attend` applies (attnviz/fields.py).
@@ -161,15 +162,23 @@ class ScoreSpec:
     """A scoring function with everything the app shows about it."""
 
     name: str
-    label: str
     formula: str
-    explanation: str
     params: tuple[ParamSpec, ...] = ()
     learned: bool = False
     same_dim: bool = True
     scaled: bool = False
     fn: Callable[..., Tensor] | None = None
     module: type[LearnedScore] | None = None
+
+    @property
+    def label(self) -> str:
+        """Its name in English (the catalogue holds every language: "score.<name>.label")."""
+        return t(f"score.{self.name}.label")
+
+    @property
+    def explanation(self) -> str:
+        """What it does, in English (the catalogue's "score.<name>.explanation")."""
+        return t(f"score.{self.name}.explanation")
 
     def scale(self, dim: int) -> float:
         """Factor applied to raw scores before the softmax: 1/√d for scaled dot product, else 1."""
@@ -181,38 +190,24 @@ SCORES: dict[str, ScoreSpec] = {
     for spec in (
         ScoreSpec(
             "dot",
-            "Dot product",
             r"a(\mathbf q, \mathbf k) = \mathbf q^\top \mathbf k",
-            "Multiply matching coordinates and add them up. Large when the query and the key point the same "
-            "way and are long; no parameters. Queries and keys must have the same size d.",
             fn=dot_scores,
         ),
         ScoreSpec(
             "scaled_dot",
-            "Scaled dot product",
             r"a(\mathbf q, \mathbf k) = \frac{\mathbf q^\top \mathbf k}{\sqrt{d}}",
-            "The Transformer's score: the dot product divided by √d. With d independent unit-variance "
-            "coordinates a dot product has variance d, so dividing by √d keeps the softmax from saturating "
-            "(one weight near 1, the rest near 0) as d grows.",
             scaled=True,
             fn=dot_scores,
         ),
         ScoreSpec(
             "cosine",
-            "Cosine similarity",
             r"a(\mathbf q, \mathbf k) = "
             r"\frac{\mathbf q^\top \mathbf k}{\lVert \mathbf q \rVert \, \lVert \mathbf k \rVert}",
-            "The dot product of the unit vectors: only the angle counts, not the length, so scores lie in "
-            "[−1, 1]. A zero vector has no direction and scores 0 with every key.",
             fn=cosine_scores,
         ),
         ScoreSpec(
             "general",
-            "General (Luong)",
             r"a(\mathbf q, \mathbf k) = \mathbf q^\top \mathbf W \mathbf k",
-            "A learned bilinear form: W (d_q × d_k) decides which coordinates of the query should match "
-            "which coordinates of the key, so queries and keys may have different sizes. W is drawn from "
-            "the seed here; in a trained model it is learned.",
             params=(SEED,),
             learned=True,
             same_dim=False,
@@ -220,11 +215,7 @@ SCORES: dict[str, ScoreSpec] = {
         ),
         ScoreSpec(
             "additive",
-            "Additive (Bahdanau)",
             r"a(\mathbf q, \mathbf k) = \mathbf w_v^\top \tanh(\mathbf W_q \mathbf q + \mathbf W_k \mathbf k)",
-            "A one-hidden-layer network scores each pair: project the query and the key into h hidden units, "
-            "add, squash with tanh, and read out one number with w_v. Works for queries and keys of "
-            "different sizes (d2l's AdditiveAttention).",
             params=(SEED, HIDDENS),
             learned=True,
             same_dim=False,
@@ -232,11 +223,7 @@ SCORES: dict[str, ScoreSpec] = {
         ),
         ScoreSpec(
             "concat",
-            "Linear on [q; k]",
             r"a(\mathbf q, \mathbf k) = \mathbf w^\top [\mathbf q; \mathbf k] + b",
-            "One linear layer applied to the query and key stacked into a single vector, as in the study "
-            "notes' Softmax(Linear([Q, K])). Being linear, it adds a query part and a key part; the query "
-            "part is the same for every key and cancels in the softmax, so only the key part ranks keys.",
             params=(SEED,),
             learned=True,
             same_dim=False,
@@ -244,12 +231,8 @@ SCORES: dict[str, ScoreSpec] = {
         ),
         ScoreSpec(
             "concat_tanh",
-            "Sum of tanh(Linear([q; k]))",
             r"a(\mathbf q, \mathbf k) = "
             r"\sum_{j=1}^{h} \tanh\left(\mathbf W [\mathbf q; \mathbf k] + \mathbf b\right)_j",
-            "The notes' Softmax(sum(tanh(Linear([Q, K])))): a linear layer with h outputs on [q; k], a tanh "
-            "on each, and their sum. The tanh mixes query and key, so unlike the plain linear score the "
-            "ranking of keys can depend on the query.",
             params=(SEED, HIDDENS),
             learned=True,
             same_dim=False,
@@ -257,11 +240,7 @@ SCORES: dict[str, ScoreSpec] = {
         ),
         ScoreSpec(
             "gaussian",
-            "Gaussian kernel",
             r"a(\mathbf q, \mathbf k) = -\frac{\lVert \mathbf q - \mathbf k \rVert^2}{2\sigma^2}",
-            "Closer keys score higher: minus the squared distance, divided by 2σ². After the softmax the "
-            "weights are exactly Nadaraya–Watson's Gaussian-kernel weights; σ (bandwidth) sets how far a "
-            "query looks.",
             params=(BANDWIDTH,),
             fn=gaussian_scores,
         ),

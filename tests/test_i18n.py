@@ -14,22 +14,23 @@ from attnviz.i18n import LANGUAGES, message_ids, placeholders, t
 from tests.test_app import run_page
 
 
-def test_every_preset_and_score_and_kernel_has_its_messages():
+def test_every_preset_score_and_kernel_has_its_prose_in_the_catalogue_only():
+    """Their English prose (for notebooks) is read from the catalogue: it is written once, in the .po files."""
     from attnviz.kernel import KERNELS
-    from attnviz.presets import PRESETS
-    from attnviz.scores import SCORES
+    from attnviz.presets import PRESETS, Preset
+    from attnviz.scores import SCORES, ScoreSpec
 
     ids = set(message_ids())
     for key, preset in PRESETS.items():
-        assert t(f"preset.{key}.title") == preset.title
-        assert t(f"preset.{key}.description") == preset.description
-        assert f"preset.{key}.source" in ids
-    for name, spec in SCORES.items():
-        assert t(f"score.{name}.label") == spec.label
-        assert t(f"score.{name}.explanation") == spec.explanation
-    for name, spec in KERNELS.items():
-        assert t(f"kernel.{name}.label") == spec.label
-        assert t(f"kernel.{name}.explanation") == spec.explanation
+        assert {f"preset.{key}.{part}" for part in ("title", "source", "description")} <= ids
+        assert preset.title and preset.description and preset.source
+    for prefix, specs in (("score", SCORES), ("kernel", KERNELS)):
+        for name, spec in specs.items():
+            assert {f"{prefix}.{name}.label", f"{prefix}.{name}.explanation"} <= ids
+            assert spec.label and spec.explanation
+    prose = {"title", "source", "description", "label", "explanation"}
+    for spec_type in (Preset, ScoreSpec, KERNELS["gaussian"].__class__):
+        assert not prose & set(spec_type.__dataclass_fields__), spec_type  # no second copy in the code
 
 
 def test_placeholders_are_filled_in():
