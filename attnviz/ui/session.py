@@ -2,6 +2,11 @@
 
 Every key a page keeps in `st.session_state` is made here, prefixed with the page's name, so that no page can read
 or overwrite another's. A page reads as: controls -> state (this object) -> attnviz -> figures.
+
+Streamlit 1.67 can bind a widget to a query parameter itself (`bind="query-params"`). The pages keep their own codec
+(attnviz/state.py) because a bound parameter that is invalid is dropped without a word (a link's bad parameter must
+be named in a warning), the parameter is removed only when it equals the widget's default (a link here is relative to
+the chosen preset), and matrices and presets have no widget value to bind.
 """
 
 from __future__ import annotations
