@@ -114,16 +114,16 @@ def test_hostile_link_parameters_warn_and_fall_back():
 
 def test_without_the_model_the_page_says_how_to_install_it(monkeypatch):
     from attnviz import bert
-    from attnviz.ui import model_page
+    from attnviz.ui import models
 
     monkeypatch.setattr(bert.importlib.util, "find_spec", lambda name: None)
-    model_page._cached_model.clear()
+    models._cached_model.clear()
     try:
         at = run_page(MODEL)
         assert any("requirements-model.txt" in e.value for e in at.error)
         assert not figures(at)
     finally:
-        model_page._cached_model.clear()
+        models._cached_model.clear()
 
 
 def test_self_attention_can_use_the_models_input_embeddings(model):

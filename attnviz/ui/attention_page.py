@@ -25,7 +25,7 @@ from attnviz.state import (
 from attnviz.ui import fieldwidgets
 from attnviz.ui.attention_results import draw_results
 from attnviz.ui.common import controls_and_results, lazy_expander
-from attnviz.ui.model_page import get_model
+from attnviz.ui.models import get_model
 from attnviz.ui.session import PageSession
 from attnviz.ui.settings import begin_run, labeller, md_escape, tr
 from attnviz.ui.widgets import (

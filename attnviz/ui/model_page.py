@@ -8,7 +8,7 @@ from dataclasses import replace
 import streamlit as st
 
 from attnviz import figures, model_figures
-from attnviz.bert import MAX_MODEL_TOKENS, MODEL_NAME, BertEncoder, BertTrace, ModelUnavailableError, load_minilm
+from attnviz.bert import MAX_MODEL_TOKENS, BertTrace, ModelUnavailableError
 from attnviz.bert_views import (
     attentions_npz,
     find_heads,
@@ -27,31 +27,13 @@ from attnviz.model_state import NUM_HEADS, NUM_LAYERS, PARTS, ModelState, decode
 from attnviz.plotting import POSITION_MARK
 from attnviz.state import MAX_TEXT
 from attnviz.ui.common import chart, controls_and_results
+from attnviz.ui.models import get_model
 from attnviz.ui.session import PageSession
 from attnviz.ui.settings import begin_run, current_language, error_text, labeller, md_escape, palette, tr
 from attnviz.ui.widgets import share_box, show_warning, work_panel
 
 PAGE = "model"
 SESSION = PageSession("model", convert={"heads": list})  # the multiselect holds a list; the state a tuple
-
-
-@st.cache_resource(show_spinner=False)
-def _cached_model() -> BertEncoder:
-    return load_minilm()
-
-
-_loaded: list[BertEncoder] = []  # this process has loaded the model: no spinner (and no spinner timer) any more
-
-
-def get_model() -> BertEncoder:
-    """The model, loaded once per server and shared by every session (about 0.1 s), with a spinner the first time
-    (in the page's language, which a cached function's own spinner text cannot follow)."""
-    if _loaded:
-        return _cached_model()
-    with st.spinner(tr("model.loading", model=MODEL_NAME)):
-        model = _cached_model()
-    _loaded.append(model)
-    return model
 
 
 @st.cache_resource(max_entries=8, ttl=600, show_spinner=False)
