@@ -27,7 +27,7 @@ from attnviz.fields import (
 )
 from attnviz.kernel import KERNELS
 from attnviz.presets import PRESET_PAGES, presets_for
-from attnviz.scores import BANDWIDTH, HIDDENS, SCORES, SEED
+from attnviz.scores import BANDWIDTH, SCORES, SEED
 from attnviz.text import MAX_TOKENS
 
 __all__ = ["MAX_COLS", "MAX_ROWS", "Matrix", "format_number"]
@@ -84,8 +84,7 @@ class AttentionState:
     def score_params(self, score: str | None = None) -> dict[str, Any]:
         """Keyword parameters of the chosen (or given) score, taken from this state."""
         spec = SCORES[score or self.score]
-        available = {"seed": self.score_seed, "num_hiddens": self.num_hiddens, "bandwidth": self.bandwidth}
-        return {p.name: available[p.name] for p in spec.params}
+        return {p.name: getattr(self, SCORE_PARAM_ATTRS.get(p.name, p.name)) for p in spec.params}
 
 
 @dataclass(frozen=True)
@@ -119,6 +118,22 @@ TEMPERATURE = Field(
 )
 
 
+# The scores' parameters are declared once, in attnviz.scores; the page state keeps each under its own name, except
+# a score's seed, kept as `score_seed` beside the embedding and projection seeds.
+SCORE_PARAM_ATTRS = {"seed": "score_seed"}
+
+
+def score_param_fields() -> tuple[Field, ...]:
+    """Every parameter of every score, once (by link key), named as the page state names it."""
+    unique: dict[str, Field] = {}
+    for spec in SCORES.values():
+        for param in spec.params:
+            unique.setdefault(param.key, param)
+    return tuple(
+        replace(p, name=SCORE_PARAM_ATTRS[p.name]) if p.name in SCORE_PARAM_ATTRS else p for p in unique.values()
+    )
+
+
 def _preset_field(page: str) -> Field:
     choices = ("", *presets_for(page))
     return Field(
@@ -143,9 +158,7 @@ def attention_fields(page: str) -> tuple[Field, ...]:
         Field("keys", "k", "matrix", max_len=MAX_ROWS),
         Field("values", "v", "matrix", max_len=MAX_ROWS),
         Field("score", "sc", "choice", choices=tuple(SCORES), label="widget.scoring_function"),
-        replace(SEED, name="score_seed"),
-        HIDDENS,
-        BANDWIDTH,
+        *score_param_fields(),
         TEMPERATURE,
         Field("causal", "c", "bool", label="attention.causal"),
         Field(

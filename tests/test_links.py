@@ -278,6 +278,19 @@ def test_fields_have_unique_keys_and_names_and_cover_the_state():
         assert {f.name for f in fields} == set(state_type.__dataclass_fields__) - {"page"}
 
 
+def test_every_scores_parameter_is_a_field_of_both_attention_pages():
+    from attnviz.scores import SCORES
+
+    for page in ("self", "cross"):
+        by_key = {f.key: f for f in attention_fields(page)}
+        for spec in SCORES.values():
+            for param in spec.params:
+                assert by_key[param.key].low == param.low and by_key[param.key].high == param.high
+        state = default_attention_state(page)
+        for name, spec in SCORES.items():
+            assert set(state.score_params(name)) == {p.name for p in spec.params}
+
+
 def test_a_range_is_written_once_and_read_by_codec_and_core():
     assert TEMPERATURE.parse("0.001") == 0.001
     with pytest.raises(AttnvizError) as info:

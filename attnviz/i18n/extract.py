@@ -34,6 +34,12 @@ def extract_message_ids(
 # a name inside a message, a field's name, label and help.
 CODED = {"AttnvizError": "error.", "ModelUnavailableError": "error.", "Name": "field."}
 FIELD_IDS = ("label", "help")
+# Declarations whose prose lives in the catalogue: the ids that the first argument (a name or key) implies.
+DECLARED = {
+    "ScoreSpec": ("score.{}.label", "score.{}.explanation"),
+    "KernelSpec": ("kernel.{}.label", "kernel.{}.explanation"),
+    "Preset": ("preset.{}.title", "preset.{}.source", "preset.{}.description"),
+}
 
 
 def _declared_ids(fileobj: IO[bytes]) -> Iterator[tuple[int, str, str, list[str]]]:
@@ -45,6 +51,9 @@ def _declared_ids(fileobj: IO[bytes]) -> Iterator[tuple[int, str, str, list[str]
         if prefix and node.args:
             for code in _literal_ids(node.args[0]):
                 yield node.lineno, "N_", prefix + code, []
+        for part in DECLARED.get(node.func.id, ()) if node.args else ():  # ScoreSpec("dot", ...): its prose ids
+            for name in _literal_ids(node.args[0]):
+                yield node.lineno, "N_", part.format(name), []
         if node.func.id == "Field" and node.args:  # a field's name is also how messages name it
             for name in _literal_ids(node.args[0]):
                 yield node.lineno, "N_", "field." + name, []

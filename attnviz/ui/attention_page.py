@@ -21,6 +21,7 @@ from attnviz.state import (
     default_attention_state,
     encode_attention,
     preset_batches,
+    score_param_fields,
 )
 from attnviz.ui import fieldwidgets
 from attnviz.ui.attention_results import draw_results
@@ -57,7 +58,8 @@ def _load_batch(session: PageSession) -> None:
 
 
 def _scoring_values(session: PageSession) -> dict[str, object]:
-    names = ("score", "score_seed", "num_hiddens", "bandwidth", "temperature", "causal", "projections", "proj_seed")
+    params = tuple(f.name for f in score_param_fields())
+    names = ("score", *params, "temperature", "causal", "projections", "proj_seed")
     return {name: session.value(name) for name in names}
 
 
@@ -192,7 +194,7 @@ def _controls(session: PageSession, state: AttentionState, inputs: AttentionInpu
     lens_mode, lens = lens_editor(session, num_q, num_k)
     sizes = (inputs.queries.shape[-1], inputs.keys.shape[-1], inputs.values.shape[-1]) if inputs else (1,)
     more = _more(session, sizes)
-    unchanged = {name: session.value(name) for name in ("score_seed", "num_hiddens", "bandwidth")}
+    unchanged = {f.name: session.value(f.name) for f in score_param_fields()}  # the other scores' parameters
     return replace(
         state,
         **{**unchanged, **params},
