@@ -38,6 +38,7 @@ from attnviz.plotting import (
     make_figure,
     matrix_axis,
     unique_labels,
+    weights_colorscale,
     word,
 )
 
@@ -138,9 +139,9 @@ def _height(rows: int) -> int:
 
 
 def _weights_axis(palette: str, lang: str = DEFAULT_LANGUAGE) -> dict[str, Any]:
-    """A shared colour axis for attention weights, fixed to [0, 1]."""
+    """A shared colour axis for attention weights, fixed to [0, 1] (coloured by √weight, see weights_colorscale)."""
     colorbar = {"title": {"text": word("weight", lang)}}
-    return {"colorscale": colorscale(palette), "cmin": 0.0, "cmax": 1.0, "colorbar": colorbar}
+    return {"colorscale": weights_colorscale(palette), "cmin": 0.0, "cmax": 1.0, "colorbar": colorbar}
 
 
 # ---------------------------------------------------------------- attention weights
@@ -174,7 +175,7 @@ def weights_heatmap(
         extra["texttemplate"] = "%{z:.2f}"
     hover = _hover(with_scores="customdata" in extra, lang=lang)
     colorbar = {"title": {"text": word("weight", lang)}}
-    colours = {"colorscale": colorscale(palette), "zmin": 0.0, "zmax": 1.0, "colorbar": colorbar}
+    colours = {"colorscale": weights_colorscale(palette), "zmin": 0.0, "zmax": 1.0, "colorbar": colorbar}
     trace = _heatmap(values, allowed, x, y, name="weights", hovertemplate=hover, **colours, **extra)
     layout = _matrix_layout(title, _height(values.shape[0]), word("keys", lang), word("queries", lang))
     masks = _mask_traces([(allowed, 1)], x, y, layout, lang) if allowed is not None else []
@@ -435,8 +436,9 @@ def kernel_regression_figure(
         data.append(_scatter(marked_x, marked_y, w["queries"], w["query_x"], prediction, marker=diamond))
     layout: dict[str, Any] = {
         "title": {"text": title},
-        "legend": {"orientation": "h", "x": 0.0, "y": 1.0, "yanchor": "bottom"},
-        "margin": {"t": 90},
+        # below the x axis: on a phone the entries wrap onto several lines, which above the plot ran into the title
+        "legend": {"orientation": "h", "x": 0.0, "xanchor": "left", "y": -0.2, "yanchor": "top"},
+        "margin": {"t": 60},
         "showlegend": True,
         "xaxis": {"title": {"text": word("x_axis", lang)}},
         "yaxis": {"title": {"text": word("y_axis", lang)}},

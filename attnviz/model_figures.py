@@ -90,7 +90,14 @@ def model_view(
     }
     axis = {"type": "category", "showgrid": False, "zeroline": False, "ticks": ""}
     layout = {
-        "title": {"text": word("model_view", lang)},
+        # the title at the very top and the rotated head labels below it: on a phone they overlapped
+        "title": {
+            "text": word("model_view", lang),
+            "subtitle": {"text": word("model_view_axes", lang)},
+            "yref": "container",
+            "y": 0.99,
+            "yanchor": "top",
+        },
         # about square tiles at a typical plot width of ~800 px, plus room for the title and head labels
         "height": int(min(1000, max(360, 110 + 640 * layers * rows / (heads * cols)))),
         "xaxis": {
@@ -107,7 +114,7 @@ def model_view(
         },
         "shapes": [{**line, "line": white} for line in lines] + outlines,
         "plot_bgcolor": "white",
-        "margin": {"t": 90},
+        "margin": {"t": 140},
     }
     return make_figure([trace], layout)
 
@@ -182,10 +189,13 @@ def neuron_view(
     }
     titles = {1: "", 2: word("keys_kj", lang), 3: word("products", lang), 4: "", 5: ""}
     layout: dict[str, Any] = {
-        "title": {"text": t("fig.neuron_view", lang, token=label)},  # label is escaped already
+        "title": {
+            "text": t("fig.neuron_view", lang, token=label),  # label is escaped already
+            "subtitle": {"text": word("products_note", lang)},
+        },
         "height": int(min(1400, max(420, 16 * count + 200))),
         "plot_bgcolor": "white",
-        "margin": {"t": 80},
+        "margin": {"t": 130},
     }
     for panel, (x_domain, y_domain) in domains.items():
         x_name, y_name = axis_keys(panel)
@@ -193,8 +203,14 @@ def neuron_view(
         # token labels on the left only; the 32 feature names would be noise, the two columns' names are not
         # the two wide panels are titled below (the query's row sits above them); the two columns name themselves
         side = "top" if panel in (4, 5) else "bottom"
+        # the two narrow columns' names stand upright: side by side on a phone they ran into each other
         layout[x_name] = matrix_axis(
-            titles[panel], domain=x_domain, anchor=refs["yaxis"], side=side, showticklabels=panel in (4, 5)
+            titles[panel],
+            domain=x_domain,
+            anchor=refs["yaxis"],
+            side=side,
+            showticklabels=panel in (4, 5),
+            tickangle=-90 if panel in (4, 5) else 0,
         )
         layout[y_name] = matrix_axis(
             "", domain=y_domain, anchor=refs["xaxis"], autorange="reversed", showticklabels=panel in (1, 2)

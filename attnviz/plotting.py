@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
+from plotly.colors import sample_colorscale
 
 from attnviz.i18n import t
 
@@ -116,6 +117,24 @@ def colorscale(palette: str | Sequence[Any]) -> list[list[Any]]:
     """A palette name or an explicit scale, as the list of [position, colour] stops that Plotly.js reads."""
     stops = named_scale(palette) if isinstance(palette, str) else palette
     return [[float(position), str(colour)] for position, colour in stops]
+
+
+WEIGHT_GAMMA = 0.5  # weights are coloured by weight ** 0.5 on a fixed [0, 1] range (matplotlib's PowerNorm(0.5))
+WEIGHT_STOPS = 21
+
+
+@functools.lru_cache(maxsize=16)
+def _weight_stops(palette: str) -> tuple[tuple[float, str], ...]:
+    positions = [i / (WEIGHT_STOPS - 1) for i in range(WEIGHT_STOPS)]
+    colours = sample_colorscale(colorscale(palette), [p**WEIGHT_GAMMA for p in positions])
+    return tuple(zip(positions, colours, strict=True))
+
+
+def weights_colorscale(palette: str) -> list[list[Any]]:
+    """The colour scale of attention weights: the palette, read at √weight. The range stays [0, 1] on every chart, so
+    a colour means the same weight everywhere; the square root spreads the small weights of a soft row (0.1 against
+    0.2) over a third of the palette instead of a tenth, so they are not one flat block."""
+    return [[position, colour] for position, colour in _weight_stops(palette)]
 
 
 def word(word: str, lang: str, /, **params: object) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import plotly.colors
 import plotly.graph_objects as go
 import pytest
 
@@ -49,20 +50,26 @@ def test_other_charts_fold_their_table_below_them():
     np.testing.assert_allclose(at.dataframe[-1].value.iloc[:, 1:].to_numpy(dtype=float), weights, rtol=1e-6)
 
 
+def _palette_at_sqrt(plotly_name: str) -> list[list]:
+    """The weights' colour scale: the named palette read at √weight, 21 stops (computed here, independently)."""
+    stops = [list(stop) for stop in go.Heatmap(colorscale=plotly_name).colorscale]
+    positions = [i / 20 for i in range(21)]
+    colours = plotly.colors.sample_colorscale(stops, [p**0.5 for p in positions])
+    return [[p, c] for p, c in zip(positions, colours, strict=True)]
+
+
 @pytest.mark.parametrize(("code", "plotly_name"), [("greys", "Greys"), ("magma", "Magma"), ("viridis", "Viridis")])
 def test_a_palette_from_the_link_colours_the_weights_and_stays_in_the_link(code, plotly_name):
     at = run_page(SELF, pal=code)
     scale = page_figures(at)[0]["data"][0]["colorscale"]
-    assert scale == [list(stop) for stop in go.Heatmap(colorscale=plotly_name).colorscale]
+    assert scale == _palette_at_sqrt(plotly_name)
     at.number_input(key="w:self:temperature").set_value(2.0).run()
     assert at.query_params["pal"] == code and at.query_params["T"] == "2"
 
 
 def test_the_default_palette_is_cividis_and_a_bad_one_warns():
     at = run_page(SELF)
-    assert page_figures(at)[0]["data"][0]["colorscale"] == [
-        list(s) for s in go.Heatmap(colorscale="Cividis").colorscale
-    ]
+    assert page_figures(at)[0]["data"][0]["colorscale"] == _palette_at_sqrt("Cividis")
     at = run_page(SELF, pal="rainbow")
     assert any("'pal'" in w.value for w in at.warning)
 

@@ -3,6 +3,7 @@
 import json
 
 import numpy as np
+import plotly.colors
 import plotly.graph_objects as go
 import pytest
 
@@ -76,7 +77,21 @@ def test_colour_range_is_fixed_to_0_1_with_a_colour_blind_safe_default(causal_3x
     _, _, weights = causal_3x4
     trace = figures.weights_heatmap(weights * 0.1).data[0]  # small weights must not be stretched to full colour
     assert (trace.zmin, trace.zmax) == (0.0, 1.0)
-    assert trace.colorscale == go.Heatmap(colorscale="Cividis").colorscale
+    cividis = [list(stop) for stop in go.Heatmap(colorscale="Cividis").colorscale]
+    assert trace.colorscale[0][1] == plotly.colors.sample_colorscale(cividis, [0.0])[0]  # the palette's own ends
+    assert trace.colorscale[-1][1] == plotly.colors.sample_colorscale(cividis, [1.0])[0]
+
+
+def test_soft_rows_are_not_one_flat_block():
+    """A weight w is drawn with the palette's colour at √w: a soft row's 0.1 and 0.2 sit at 32 % and 45 % of the
+    palette (mid-tones), not in its darkest fifth, while the range stays [0, 1] on every chart."""
+    cividis = [list(stop) for stop in go.Heatmap(colorscale="Cividis").colorscale]
+    stops = plotting.weights_colorscale("Cividis")
+    assert [position for position, _ in stops] == pytest.approx([i / 20 for i in range(21)])
+    for position, colour in stops:
+        assert colour == plotly.colors.sample_colorscale(cividis, [position**0.5])[0]
+    scale = plotly.colors.make_colorscale([colour for _, colour in stops])
+    assert plotly.colors.sample_colorscale(scale, [0.1])[0] != plotly.colors.sample_colorscale(cividis, [0.1])[0]
 
 
 def test_hover_shows_labels_weight_and_raw_scores(causal_3x4):

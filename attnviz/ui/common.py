@@ -35,8 +35,7 @@ def page_frame(page: str, icon: str) -> None:
         layout="wide",
         initial_sidebar_state="collapsed" if settings.presenting() else "auto",
     )
-    if settings.presenting():
-        st.html(settings.PRESENTATION_CSS)  # the app's own fixed style sheet
+    st.html(settings.PAGE_CSS + (settings.PRESENTATION_CSS if settings.presenting() else ""))  # the app's own
     st.title(tr(page + ".title"))
     st.caption(tr(page + ".intro"))
     with st.sidebar:

@@ -192,6 +192,16 @@ def sidebar_controls() -> None:
     )
 
 
+# Every page: a wide table (show-your-work with many value columns) scrolls inside its own box instead of pushing
+# the page sideways (at 1400 px and on a phone), and its headers stay on one line. A fixed style sheet of the app's
+# own, never user text.
+PAGE_CSS = """
+<style>
+  [data-testid="stMarkdownContainer"] table { display: block; max-width: 100%; overflow-x: auto; }
+  [data-testid="stMarkdownContainer"] th, [data-testid="stMarkdownContainer"] td { white-space: nowrap; }
+</style>
+"""
+
 # Larger type for a projector: the app's text, widgets and tables (figures get PRESENTATION_FONT in `chart`).
 # A fixed style sheet of the app's own, never user text.
 PRESENTATION_CSS = """
