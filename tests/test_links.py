@@ -14,11 +14,11 @@ from streamlit.testing.v1 import AppTest
 
 from attnviz.errors import AttnvizError, render
 from attnviz.fields import MAX_CELL, Field, format_matrix, parse_matrix
+from attnviz.links import LINK_MAX_CHARS, link_problem, read_state_file, state_file
 from attnviz.presets import PRESET_PAGES, presets_for
 from attnviz.scores import BANDWIDTH
 from attnviz.state import (
     KERNEL_FIELDS,
-    LINK_MAX_CHARS,
     TEMPERATURE,
     AttentionState,
     KernelState,
@@ -29,9 +29,6 @@ from attnviz.state import (
     default_attention_state,
     encode_attention,
     encode_kernel,
-    link_problem,
-    read_state_file,
-    state_file,
 )
 from attnviz.ui.settings import md_escape
 from tests.test_app import CROSS, KERNEL, ROOT, SELF, first_weights, run_page

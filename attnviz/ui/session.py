@@ -17,7 +17,7 @@ from typing import Any
 
 import streamlit as st
 
-from attnviz.state import link_problem
+from attnviz.links import link_problem
 from attnviz.ui import settings
 
 Convert = dict[str, Callable[[Any], Any]]  # state value -> the value its widget holds (e.g. numbers -> text)

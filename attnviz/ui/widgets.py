@@ -14,9 +14,10 @@ import streamlit as st
 
 from attnviz.explain import Step
 from attnviz.fields import MAX_COLS, MAX_ROWS, Field, Matrix
+from attnviz.links import link_problem, read_state_file, state_file
 from attnviz.pipeline import matrix_from_cells
 from attnviz.scores import SCORES
-from attnviz.state import Decoded, link_problem, read_state_file, state_file
+from attnviz.state import Decoded
 from attnviz.ui.common import arrow_table, lazy_expander
 from attnviz.ui.fieldwidgets import choice, number
 from attnviz.ui.session import PageSession
