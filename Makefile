@@ -5,7 +5,7 @@ VENV ?= $(HOME)/.venvs/attnviz
 BIN := $(VENV)/bin
 PORT ?= 8501
 
-.PHONY: run test bench lint format i18n clean-venv
+.PHONY: run dev class-flags test bench lint format i18n clean-venv
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,8 +39,21 @@ $(VENV)/.build-deps: requirements-build.txt | $(BIN)/python
 $(LOCALES)/%/LC_MESSAGES/attnviz.mo: $(LOCALES)/%/LC_MESSAGES/attnviz.po $(VENV)/.build-deps
 	$(BIN)/pybabel --quiet compile --domain attnviz --locale $* --input-file $< --output-file $@
 
+# What a teacher runs for a class: the image's production settings. No tracebacks or server paths on the page
+# (details go to the terminal), no Deploy button, no file watcher; headless, so nothing waits for a browser or a
+# prompt. Developers run `make dev` (full error details, reload on save).
+CLASS_FLAGS := --server.headless true --server.fileWatcherType none --server.runOnSave false \
+	--client.showErrorDetails none --client.toolbarMode viewer
+
 run: $(VENV)/.run-deps $(MO_FILES)
-	$(BIN)/python -m attnviz.server app.py --server.port $(PORT)
+	$(BIN)/python -m attnviz.server app.py --server.port $(PORT) $(CLASS_FLAGS)
+
+dev: $(VENV)/.dev-deps $(MO_FILES)
+	$(BIN)/python -m attnviz.server app.py --server.port $(PORT) --client.showErrorDetails full --server.runOnSave true
+
+# The class settings, for the test that starts a server with exactly these flags.
+class-flags:
+	@echo $(CLASS_FLAGS)
 
 test: $(VENV)/.dev-deps $(MO_FILES)
 	bash scripts/system-deps.sh
