@@ -70,9 +70,13 @@ def _user_directive() -> str:
 class NginxProxy:
     """nginx on HOST:`port` proxying to `upstreams` ("host:port" each); start()/stop() or a context manager."""
 
-    def __init__(self, upstreams: Sequence[str], port: int, workdir: str | os.PathLike[str]) -> None:
-        """Configure (but do not start) a proxy whose files live under `workdir`."""
+    def __init__(
+        self, upstreams: Sequence[str], port: int, workdir: str | os.PathLike[str], site: Path = SITE_CONF
+    ) -> None:
+        """Configure (but do not start) a proxy whose files live under `workdir`; `site` is the site file (the
+        repository's, or an edited copy of it)."""
         self.upstreams = list(upstreams)
+        self.site = site
         self.port = port
         self.prefix = Path(workdir).resolve()
         self.conf_path = self.prefix / "conf" / "nginx.conf"
@@ -96,7 +100,7 @@ class NginxProxy:
         (site_dir / "listen.conf").write_text(f"listen {HOST}:{self.port};\n")
         servers = "".join(f"server {upstream} max_fails=1 fail_timeout=10s;\n" for upstream in self.upstreams)
         (site_dir / "upstream.conf").write_text(servers)
-        self.conf_path.write_text(_MAIN_CONF.format(user=_user_directive(), prefix=self.prefix, site=SITE_CONF))
+        self.conf_path.write_text(_MAIN_CONF.format(user=_user_directive(), prefix=self.prefix, site=self.site))
         return self.conf_path
 
     def _argv(self, *extra: str) -> list[str]:
