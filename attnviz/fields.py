@@ -4,14 +4,16 @@ The link codec (`parse`, `format`), the checks (`check`), the widgets (attnviz/u
 messages all read the same declaration, so a range is written once. Pure Python: no Streamlit, no torch.
 
 Matrices travel in links either as plain text ("1,0;0,2": rows by ';', numbers by ',') or, when that is longer,
-packed: "~f4.<rows>x<cols>.<base64url of deflated little-endian float32>" (f8 for numbers float32 cannot hold
-exactly). Both read back to exactly the same numbers.
+packed: "~f4.<rows>x<cols>.<base64url of deflated little-endian float32>", for numbers that are each the shortest
+decimal of a float32 (what a student types, and the presets' numbers: see `shortest32`), else "~f8" with float64.
+Both read back to exactly the same numbers.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import math
 import struct
 import zlib
@@ -153,6 +155,19 @@ def field(fields: tuple[Field, ...], name: str) -> Field:
 # --- numbers and matrices as link text ------------------------------------------------------------------------
 
 
+def shortest32(value: float) -> float:
+    """The shortest decimal that reads back as the same float32 as `value` (0.16959999501705170 -> 0.1696): how
+    a float32 tensor's numbers are shown and kept, so that editors and links show what the notes printed."""
+    if not math.isfinite(value) or abs(value) > 3e38:
+        return value
+    single = struct.unpack("<f", struct.pack("<f", value))[0]
+    for digits in range(1, 10):
+        shown = float(f"{single:.{digits}g}")
+        if struct.unpack("<f", struct.pack("<f", shown))[0] == single:
+            return shown
+    return single
+
+
 def format_number(value: float) -> str:
     """The shortest text that reads back as exactly `value` ("0.1", "3", "1e-05")."""
     value = float(value)
@@ -166,7 +181,8 @@ def _plain(matrix: Matrix) -> str:
 
 
 def _fits_float32(matrix: Matrix) -> bool:
-    return all(struct.unpack("<f", struct.pack("<f", x))[0] == x for row in matrix for x in row)
+    """Every number is the shortest decimal of a float32, so four bytes each bring it back exactly."""
+    return all(shortest32(x) == x for row in matrix for x in row)
 
 
 def _packed(matrix: Matrix) -> str:
@@ -177,6 +193,7 @@ def _packed(matrix: Matrix) -> str:
     return f"~{code}.{rows}x{cols}.{body}"
 
 
+@functools.lru_cache(maxsize=64)  # a page writes its link on every rerun; a preset's matrix has thousands of numbers
 def format_matrix(matrix: Matrix) -> str:
     """Link text of a matrix: plain when short, packed when that is shorter."""
     plain = _plain(matrix)
@@ -209,6 +226,8 @@ def _unpack(text: str, name: str, max_rows: int, max_cols: int) -> Matrix:
     if len(data) != expected:
         raise AttnvizError("packed_bad", name=Name(name))
     numbers = struct.unpack(f"<{rows * cols}{'f' if code == 'f4' else 'd'}", data)
+    if code == "f4":
+        numbers = tuple(shortest32(x) for x in numbers)
     matrix = tuple(tuple(float(x) for x in numbers[r * cols : (r + 1) * cols]) for r in range(rows))
     for r, row in enumerate(matrix, start=1):
         for c, x in enumerate(row, start=1):

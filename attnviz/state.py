@@ -22,6 +22,7 @@ from attnviz.fields import (
     encode_fields,
     format_number,
     last,
+    shortest32,
 )
 from attnviz.kernel import KERNELS
 from attnviz.presets import PRESET_PAGES, presets_for
@@ -306,9 +307,10 @@ def preset_batches(key: str) -> int:
 
 
 def _rows(tensor: Any, batch: int) -> Matrix:
+    """One batch row of a preset's float32 tensor, each number as the shortest decimal of its float32."""
     if tensor.dim() == 3:
         tensor = tensor[min(batch, tensor.shape[0] - 1)]
-    return _matrix(tensor.tolist())
+    return tuple(tuple(shortest32(x) for x in row) for row in tensor.tolist())
 
 
 def preset_lens(key: str, batch: int) -> tuple[str, tuple[int, ...]]:

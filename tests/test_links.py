@@ -394,3 +394,47 @@ def test_any_kernel_state_round_trips_through_its_link(keys, data, kernel, bandw
     params = encode_kernel(state)
     assert link_problem(params) is None
     assert decode_kernel(params) == type(decode_kernel(params))(state, [])
+
+
+# --- numbers typed as text (issue: the number column dropped the "e") ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("typed", "value"), [("1e-3", 0.001), ("1e7", None), ("1e309", None), ("-2.5E2", -250.0), (" 3 ", 3.0)]
+)
+def test_editor_text_is_read_as_the_number_typed_or_refused(typed, value):
+    from attnviz.pipeline import matrix_from_cells
+
+    if value is None:
+        with pytest.raises(AttnvizError) as info:
+            matrix_from_cells([[typed]], "keys", ["d1"])
+        assert info.value.code == "cell_large"
+    else:
+        assert matrix_from_cells([[typed]], "keys", ["d1"]).matrix == ((value,),)
+
+
+def test_preset_numbers_are_the_shortest_decimals_of_their_float32():
+    from attnviz.fields import shortest32
+
+    assert shortest32(0.16959999501705170) == 0.1696  # what the note printed, not float32's binary expansion
+    assert shortest32(1 / 3) == 0.33333334 and shortest32(-13.0) == -13.0
+    state = apply_preset(default_attention_state("self"), "unit_sentences")
+    assert state.queries[0][:3] == (0.1696, 0.0125, 0.1379)
+    import torch
+
+    from attnviz.presets import PRESETS
+
+    exact = torch.tensor(state.queries, dtype=torch.float32)
+    assert torch.equal(exact, PRESETS["unit_sentences"].queries[0])  # the same float32 numbers the notes computed
+
+
+def test_float32_numbers_pack_in_four_bytes_and_read_back_exactly():
+    from attnviz.fields import shortest32
+
+    rng = np.random.default_rng(3)
+    matrix = tuple(tuple(shortest32(float(x)) for x in row) for row in rng.normal(size=(12, 256)).astype(np.float32))
+    text = format_matrix(matrix)
+    assert text.startswith("~f4.12x256.") and len(text) < 16_000
+    assert parse_matrix(text, "keys") == matrix
+    typed = ((0.1, 1 / 3),)  # 1/3 is no float32's shortest decimal: eight bytes keep it exact
+    assert parse_matrix(format_matrix(typed * 20), "keys") == typed * 20

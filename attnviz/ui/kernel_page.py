@@ -9,7 +9,7 @@ import streamlit as st
 
 from attnviz import figures
 from attnviz.explain import explain_kernel_row
-from attnviz.fields import MAX_POINTS, field
+from attnviz.fields import MAX_POINTS, field, format_number
 from attnviz.i18n import t
 from attnviz.kernel import KERNELS, BandwidthFit, fit_bandwidth, toy_function
 from attnviz.pipeline import matrix_from_cells, prediction_curve, run_kernel
@@ -26,7 +26,15 @@ from attnviz.ui import fieldwidgets
 from attnviz.ui.common import chart, controls_and_results
 from attnviz.ui.session import PageSession
 from attnviz.ui.settings import begin_run, current_language, error_text, palette, tr
-from attnviz.ui.widgets import preset_label, selected_row, share_box, show_warning, work_panel
+from attnviz.ui.widgets import (
+    editor_cells,
+    preset_label,
+    selected_row,
+    share_box,
+    show_warning,
+    text_columns,
+    work_panel,
+)
 
 TOY = "d2l_toy_regression"
 SESSION = PageSession("kernel", convert={"queries": lambda v: ", ".join(f"{x:.6g}" for x in v)})
@@ -61,16 +69,24 @@ def _fit(keys: tuple[float, ...], values: tuple[float, ...], kernel: str, progre
 
 def _points_editor(state: KernelState) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
     """The training points as two columns; a row still being typed is left out, with a note."""
+    columns = [tr("kernel.key_column"), tr("kernel.value_column")]
     frame = pd.DataFrame(
-        {tr("kernel.key_column"): list(state.keys), tr("kernel.value_column"): list(state.values)}, dtype="float64"
+        [[format_number(k), format_number(v)] for k, v in zip(state.keys, state.values, strict=True)],
+        columns=columns,
+        dtype="object",
     )
     edited = st.data_editor(
-        frame, num_rows="dynamic", key=SESSION.versioned("points", current_language()), width="stretch", height=240
+        frame,
+        num_rows="dynamic",
+        key=SESSION.versioned("points", current_language()),
+        width="stretch",
+        height=240,
+        column_config=text_columns(frame),  # text, then parsed: a number column turns 1e-3 into -13
     )
     if len(edited) > MAX_POINTS:
         st.error(tr("kernel.too_many_points", count=len(edited)))
         return None
-    cells = edited.astype(object).where(edited.notna(), None).values.tolist()
+    cells = editor_cells(edited)
     try:
         read = matrix_from_cells(cells, "points")
     except ValueError as exc:

@@ -13,7 +13,7 @@ import segno
 import streamlit as st
 
 from attnviz.explain import Step
-from attnviz.fields import MAX_COLS, MAX_ROWS, Field, Matrix
+from attnviz.fields import MAX_COLS, MAX_ROWS, Field, Matrix, format_number
 from attnviz.links import link_problem, read_state_file, state_file
 from attnviz.pipeline import matrix_from_cells
 from attnviz.scores import SCORES
@@ -24,10 +24,22 @@ from attnviz.ui.session import PageSession
 from attnviz.ui.settings import current_language, error_text, labeller, md_escape, tr
 
 
-def _frame(matrix: Matrix) -> pd.DataFrame:
-    width = len(matrix[0]) if matrix else 0
+def _frame(rows: list[list[object]], width: int) -> pd.DataFrame:
+    """Cells as text: Streamlit's number column drops the "e" of 1e-3 (it stored -13), so the cells are text
+    columns, read by `matrix_from_cells`, which takes 1e-3 and refuses, with a message, what is not a number."""
     columns = [f"d{j + 1}" for j in range(width)]
-    return pd.DataFrame([list(r) for r in matrix], columns=columns, dtype="float64")
+    cells = [[cell if isinstance(cell, str) else format_number(cell) for cell in row] for row in rows]
+    return pd.DataFrame(cells, columns=columns, dtype="object")
+
+
+def text_columns(frame: pd.DataFrame) -> dict[str, Any]:
+    """An editor's column settings: every column a text column (numbers are typed as text, then parsed)."""
+    return {c: st.column_config.TextColumn(c) for c in frame.columns}
+
+
+def editor_cells(edited: pd.DataFrame) -> list[list[Any]]:
+    """What an editor holds, row by row (None for an empty cell)."""
+    return edited.astype(object).where(edited.notna(), None).values.tolist()
 
 
 def matrix_editor(session: PageSession, name: str, label: str, help: str) -> Matrix | None:
@@ -42,23 +54,19 @@ def matrix_editor(session: PageSession, name: str, label: str, help: str) -> Mat
     width = st.number_input(
         tr("widget.features_of", name=label.lower()), 1, MAX_COLS, current_width, key=session.versioned("width", name)
     )
-    base = _frame(loaded)
+    base = _frame([list(r) for r in loaded], current_width)
     if width != current_width:
         # Resizing keeps what was typed: start from the last edited cells, pad with zeros or cut.
         cells = session.get("cells", name) or [list(r) for r in loaded]
-        base = pd.DataFrame(
-            [(list(r) + [0.0] * width)[:width] for r in cells],
-            columns=[f"d{j + 1}" for j in range(width)],
-            dtype="float64",
-        )
+        base = _frame([(list(r) + ["0"] * width)[:width] for r in cells], width)
     edited = st.data_editor(
         base,
         key=session.versioned("editor", name, width),
         num_rows="dynamic",
         width="stretch",
-        column_config={c: st.column_config.NumberColumn(c, format="%.4g") for c in base.columns},
+        column_config=text_columns(base),
     )
-    cells = edited.astype(object).where(edited.notna(), None).values.tolist()
+    cells = editor_cells(edited)
     session.put(cells, "cells", name)
     if len(cells) > MAX_ROWS:
         st.error(tr("widget.too_many_rows", name=md_escape(label), count=len(cells), limit=MAX_ROWS))

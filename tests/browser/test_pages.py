@@ -496,3 +496,48 @@ def test_the_row_picker_shows_the_new_tokens(
     )
     assert exceptions(page) == []
     assert_clean(console_errors)
+
+
+# ----- numbers typed into the editors: read correctly or refused with a message -----------------------------------
+
+
+def _type_into_first_cell(page: Page, text: str, column_share: float) -> None:
+    """Select the first data row's cell at `column_share` of the editor's width, type `text`, press Enter."""
+    grid = page.locator('[data-testid="stDataFrame"]').first
+    box = grid.bounding_box()
+    assert box is not None
+    page.mouse.click(box["x"] + box["width"] * column_share, box["y"] + 35 + 17)  # header 35 px, rows 35 px
+    page.keyboard.type(text, delay=50)
+    page.keyboard.press("Enter")
+
+
+@pytest.mark.parametrize(
+    ("typed", "link", "message"),
+    [("1e-3", "0.001,56,58", None), ("1e7", None, "too large"), ("1e309", None, "too large"), ("abc", None, "'abc'")],
+)
+def test_kernel_editor_reads_scientific_notation_or_says_why_not(
+    page: Page, server: StreamlitServer, console_errors: ConsoleRecorder, typed: str, link: str | None, message: str
+) -> None:
+    """Streamlit's number column turned 1e-3 into -13 and 1e7 into 17 without a word."""
+    open_app(page, server.url_for("Kernel_attention"), KERNEL_CHARTS)
+    _type_into_first_cell(page, typed, 0.3)
+    if link is not None:
+        assert wait_for_params(page, {"k": link})["k"] == [link]
+    else:
+        error = page.locator('[data-testid="stAlert"]').filter(has_text=message)
+        expect(error.first).to_be_visible(timeout=30_000)
+        assert "k" not in query_of(page)  # the last good points are kept
+    assert exceptions(page) == []
+    assert_clean(console_errors)
+
+
+def test_matrix_editor_reads_scientific_notation(
+    page: Page, server: StreamlitServer, console_errors: ConsoleRecorder
+) -> None:
+    """The self-attention page's numbers: 1e-3 typed into the first cell is 0.001 in the state and the link."""
+    open_app(page, server.url_for("Self_attention?m=numbers"), SELF_CHARTS)
+    _type_into_first_cell(page, "1e-3", 0.2)
+    params = wait_for_params(page, {"q": "0.001,0,1,0;0,2,0,2;1,1,1,1"})
+    assert params["q"] == ["0.001,0,1,0;0,2,0,2;1,1,1,1"]
+    assert exceptions(page) == []
+    assert_clean(console_errors)
