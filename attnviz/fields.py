@@ -139,11 +139,6 @@ class Field:
         return list(self.choices)
 
 
-def fields_by_key(fields: tuple[Field, ...]) -> dict[str, Field]:
-    """A page's fields by link key (a test checks that keys and names are unique)."""
-    return {f.key: f for f in fields}
-
-
 def field(fields: tuple[Field, ...], name: str) -> Field:
     """The field of a page state attribute."""
     for candidate in fields:

@@ -10,7 +10,7 @@ import torch
 from torch import Tensor
 
 from attnviz._validate import as_float_tensor, check_finite, check_nonempty, check_positive, common_dtype
-from attnviz.i18n import t
+from attnviz.i18n import prose
 from attnviz.masking import softmax_where
 from attnviz.scores import BANDWIDTH, ParamSpec, squared_distances
 from attnviz.trace import AttentionTrace
@@ -27,15 +27,8 @@ class KernelSpec:
     log_fn: Callable[[Tensor], Tensor] | None = None  # log K(u) for smooth kernels: weights without underflow
     params: tuple[ParamSpec, ...] = (BANDWIDTH,)
 
-    @property
-    def label(self) -> str:
-        """Its name in English (the catalogue holds every language: "kernel.<name>.label")."""
-        return t(f"kernel.{self.name}.label")
-
-    @property
-    def explanation(self) -> str:
-        """What it does, in English (the catalogue's "kernel.<name>.explanation")."""
-        return t(f"kernel.{self.name}.explanation")
+    label = prose("kernel", "name", "label")
+    explanation = prose("kernel", "name", "explanation")
 
 
 KERNELS: dict[str, KernelSpec] = {

@@ -57,11 +57,3 @@ def decode_model(params: Mapping[str, Any]) -> Decoded:
 def encode_model(state: ModelState) -> dict[str, str]:
     """Compact link parameters: only what differs from the default."""
     return encode_fields(state, ModelState(), MODEL_FIELDS, set())
-
-
-def parse_heads(text: str) -> tuple[int, ...]:
-    """Comma-separated head numbers from 1 to 12, at least one, no repeats (sorted)."""
-    heads = tuple(sorted(set(MODEL_FIELDS[3].parse(text))))
-    if not heads:
-        raise AttnvizError("no_head")
-    return heads

@@ -15,7 +15,7 @@ import torch
 from torch import Tensor
 
 from attnviz.attention import AdditiveAttention, DotProductAttention, attend
-from attnviz.i18n import t
+from attnviz.i18n import prose
 from attnviz.kernel import make_toy_data, nadaraya_watson
 from attnviz.multihead import MultiHeadTrace, cross_attention, multi_head_attend
 from attnviz.text import embed_tokens, tokenize
@@ -27,7 +27,6 @@ class Preset:
     """One example from the notes: inputs, settings, the notes' stated results, and how to run it."""
 
     key: str
-    page: str  # "self", "cross" or "kernel"
     queries: Tensor
     keys: Tensor
     values: Tensor
@@ -37,20 +36,14 @@ class Preset:
     expected: dict[str, Any] = field(default_factory=dict)
     runner: Callable[[Preset], AttentionTrace | MultiHeadTrace] | None = None
 
-    @property
-    def title(self) -> str:
-        """Its title in English (the catalogue holds every language: "preset.<key>.title")."""
-        return t(f"preset.{self.key}.title")
+    title = prose("preset", "key", "title")
+    source = prose("preset", "key", "source")  # which note, and where in it
+    description = prose("preset", "key", "description")
 
     @property
-    def source(self) -> str:
-        """Which note, and where in it (the catalogue's "preset.<key>.source")."""
-        return t(f"preset.{self.key}.source")
-
-    @property
-    def description(self) -> str:
-        """What the example shows, in English (the catalogue's "preset.<key>.description")."""
-        return t(f"preset.{self.key}.description")
+    def page(self) -> str:
+        """The page that shows it ("self", "cross" or "kernel"), from PRESET_PAGES."""
+        return PRESET_PAGES[self.key]
 
     def run(self) -> AttentionTrace | MultiHeadTrace:
         """Recompute the example through attnviz's public API."""
@@ -179,7 +172,6 @@ def _toy() -> Any:
 _BUILDERS: dict[str, Callable[[], Preset]] = {
     "waist_weight": lambda: Preset(
         "waist_weight",
-        "kernel",
         torch.tensor([57.0]),
         WAIST,
         WEIGHT,
@@ -188,7 +180,6 @@ _BUILDERS: dict[str, Callable[[], Preset]] = {
     ),
     "waist_chest_2d": lambda: Preset(
         "waist_chest_2d",
-        "cross",
         WAIST_CHEST_QUERIES,
         WAIST_CHEST,
         WEIGHT_HEIGHT,
@@ -199,7 +190,6 @@ _BUILDERS: dict[str, Callable[[], Preset]] = {
     ),
     "d2l_additive": lambda: Preset(
         "d2l_additive",
-        "cross",
         _seeded_normal(0, 2, 1, 20),
         D2L_KEYS,
         D2L_VALUES,
@@ -209,7 +199,6 @@ _BUILDERS: dict[str, Callable[[], Preset]] = {
     ),
     "d2l_dot_product": lambda: Preset(
         "d2l_dot_product",
-        "cross",
         _seeded_normal(0, 2, 1, 2),
         D2L_KEYS,
         D2L_VALUES,
@@ -219,7 +208,6 @@ _BUILDERS: dict[str, Callable[[], Preset]] = {
     ),
     "unit_sentences": lambda: Preset(
         "unit_sentences",
-        "self",
         UNIT_SENTS,
         UNIT_SENTS,
         UNIT_SENTS,
@@ -230,7 +218,6 @@ _BUILDERS: dict[str, Callable[[], Preset]] = {
     ),
     "decoder_state": lambda: Preset(
         "decoder_state",
-        "cross",
         _shared()["decoder_query"],
         _shared()["encoder_states"],
         _shared()["encoder_states"],
@@ -240,7 +227,6 @@ _BUILDERS: dict[str, Callable[[], Preset]] = {
     ),
     "decoder_state_cosine": lambda: Preset(
         "decoder_state_cosine",
-        "cross",
         _shared()["decoder_query"],
         _shared()["encoder_states"],
         _shared()["encoder_states"],
@@ -250,7 +236,6 @@ _BUILDERS: dict[str, Callable[[], Preset]] = {
     ),
     "concat_linear": lambda: Preset(
         "concat_linear",
-        "cross",
         _seeded_normal(3, 1, 1, 32),
         _seeded_normal(4, 1, 32, 32),
         _seeded_normal(5, 1, 32, 64),
@@ -261,7 +246,6 @@ _BUILDERS: dict[str, Callable[[], Preset]] = {
     ),
     "cross_residual": lambda: Preset(
         "cross_residual",
-        "cross",
         _shared()["target"][1],
         _shared()["source"][1],
         _shared()["source"][1],
@@ -272,7 +256,6 @@ _BUILDERS: dict[str, Callable[[], Preset]] = {
     ),
     "d2l_toy_regression": lambda: Preset(
         "d2l_toy_regression",
-        "kernel",
         _toy().x_test,
         _toy().x_train,
         _toy().y_train,

@@ -18,7 +18,7 @@ from torch import Tensor, nn
 
 from attnviz.errors import AttnvizError
 from attnviz.fields import Field
-from attnviz.i18n import t
+from attnviz.i18n import prose
 
 # The scores' and kernels' parameters are fields: one declaration gives the link key, the range the app allows,
 # the widget's label and help, and the check `attend` applies (attnviz/fields.py).
@@ -170,15 +170,8 @@ class ScoreSpec:
     fn: Callable[..., Tensor] | None = None
     module: type[LearnedScore] | None = None
 
-    @property
-    def label(self) -> str:
-        """Its name in English (the catalogue holds every language: "score.<name>.label")."""
-        return t(f"score.{self.name}.label")
-
-    @property
-    def explanation(self) -> str:
-        """What it does, in English (the catalogue's "score.<name>.explanation")."""
-        return t(f"score.{self.name}.explanation")
+    label = prose("score", "name", "label")
+    explanation = prose("score", "name", "explanation")
 
     def scale(self, dim: int) -> float:
         """Factor applied to raw scores before the softmax: 1/√d for scaled dot product, else 1."""

@@ -108,3 +108,12 @@ def t(key: str, lang: str = DEFAULT_LANGUAGE, /, **params: object) -> str:
     """The message `key` in `lang`, with `params` filled in. KeyError for an unknown key (a bug, caught by tests)."""
     template = _template(key, lang if lang in LANGUAGES else DEFAULT_LANGUAGE)  # English for an unknown language
     return template.format(**params) if params else template
+
+
+def prose(prefix: str, name_attribute: str, part: str) -> property:
+    """A declaration's English text read from the catalogue, e.g. `label = prose("score", "name", "label")` reads
+    "score.<its name>.label": the prose is written once, in the .po files, for every language."""
+    return property(
+        lambda self: t(f"{prefix}.{getattr(self, name_attribute)}.{part}"),
+        doc=f"Its {part} in English (the catalogue's '{prefix}.<{name_attribute}>.{part}').",
+    )

@@ -23,7 +23,7 @@ from attnviz.i18n import DEFAULT_LANGUAGE, LANGUAGES, t
 # designed for the common colour-vision deficiencies. Diverging data (signed scores) always use RdBu.
 PALETTES: dict[str, str] = {"cividis": "Cividis", "viridis": "Viridis", "magma": "Magma", "greys": "Greys"}
 PRESENTATION_FONT = 20  # px, figures' text in presentation mode (Plotly's default is 12)
-LABELLED_WIDGET_PREFIXES = ("w:", "workhead:")  # keys of the app's widgets whose options are shown as labels
+LABELLED_WIDGET_PREFIXES = ("w:",)  # keys of the app's widgets whose options are shown as labels (PageSession.key)
 
 
 @dataclass(frozen=True)
