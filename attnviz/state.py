@@ -7,6 +7,7 @@ tensors unless the link names that preset.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -119,6 +120,7 @@ TEMPERATURE = Field(
 SCORE_PARAM_ATTRS = {"seed": "score_seed"}
 
 
+@functools.cache
 def score_param_fields() -> tuple[Field, ...]:
     """Every parameter of every score, once (by link key), named as the page state names it."""
     unique: dict[str, Field] = {}
@@ -137,6 +139,7 @@ def _preset_field(page: str) -> Field:
     )
 
 
+@functools.cache  # immutable; every rerun asks for it several times
 def attention_fields(page: str) -> tuple[Field, ...]:
     """The self- or cross-attention page's controls."""
     return (
@@ -253,6 +256,7 @@ def encode_attention(state: AttentionState) -> dict[str, str]:
     return params
 
 
+@functools.lru_cache(maxsize=64)  # every rerun encodes its link against it: a preset is thousands of numbers
 def _attention_base(page: str, preset: str, batch: int) -> AttentionState:
     """What a link's fields are relative to: the page default, or the preset as the notes define it."""
     default = default_attention_state(page)
@@ -262,6 +266,7 @@ def _attention_base(page: str, preset: str, batch: int) -> AttentionState:
 # --- the kernel page's codec -------------------------------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=64)  # the toy data are regenerated otherwise, on every rerun
 def _kernel_base(preset: str, toy_seed: int = 0, toy_n: int = 50) -> KernelState:
     default = replace(KernelState(), toy_seed=toy_seed, toy_n=toy_n)
     return apply_kernel_preset(default, preset) if preset else replace(default, preset="")
