@@ -504,6 +504,8 @@ def test_the_row_picker_shows_the_new_tokens(
 def _type_into_first_cell(page: Page, text: str, column_share: float) -> None:
     """Select the first data row's cell at `column_share` of the editor's width, type `text`, press Enter."""
     grid = page.locator('[data-testid="stDataFrame"]').first
+    expect(grid.locator("canvas").first).to_be_visible(timeout=30_000)  # the grid draws itself after the run
+    page.wait_for_timeout(500)
     box = grid.bounding_box()
     assert box is not None
     page.mouse.click(box["x"] + box["width"] * column_share, box["y"] + 35 + 17)  # header 35 px, rows 35 px
@@ -522,7 +524,7 @@ def test_kernel_editor_reads_scientific_notation_or_says_why_not(
     open_app(page, server.url_for("Kernel_attention"), KERNEL_CHARTS)
     _type_into_first_cell(page, typed, 0.3)
     if link is not None:
-        assert wait_for_params(page, {"k": link})["k"] == [link]
+        assert wait_for_params(page, {"k": link}, timeout=30_000)["k"] == [link]
     else:
         error = page.locator('[data-testid="stAlert"]').filter(has_text=message)
         expect(error.first).to_be_visible(timeout=30_000)
@@ -537,7 +539,7 @@ def test_matrix_editor_reads_scientific_notation(
     """The self-attention page's numbers: 1e-3 typed into the first cell is 0.001 in the state and the link."""
     open_app(page, server.url_for("Self_attention?m=numbers"), SELF_CHARTS)
     _type_into_first_cell(page, "1e-3", 0.2)
-    params = wait_for_params(page, {"q": "0.001,0,1,0;0,2,0,2;1,1,1,1"})
+    params = wait_for_params(page, {"q": "0.001,0,1,0;0,2,0,2;1,1,1,1"}, timeout=30_000)
     assert params["q"] == ["0.001,0,1,0;0,2,0,2;1,1,1,1"]
     assert exceptions(page) == []
     assert_clean(console_errors)
