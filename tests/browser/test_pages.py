@@ -502,15 +502,31 @@ def test_the_row_picker_shows_the_new_tokens(
 
 
 def _type_into_first_cell(page: Page, text: str, column_share: float) -> None:
-    """Select the first data row's cell at `column_share` of the editor's width, type `text`, press Enter."""
+    """Open the first data row's cell at `column_share` of the editor's width, type `text`, press Enter.
+
+    The grid draws itself on a canvas after the run and may still move while the page settles, so a click can
+    land before the cell takes keys. Open the cell's editor (Enter on the selected cell), check that its text box
+    is there, and click again if it is not.
+    """
     grid = page.locator('[data-testid="stDataFrame"]').first
-    expect(grid.locator("canvas").first).to_be_visible(timeout=30_000)  # the grid draws itself after the run
-    page.wait_for_timeout(500)
-    box = grid.bounding_box()
-    assert box is not None
-    page.mouse.click(box["x"] + box["width"] * column_share, box["y"] + 35 + 17)  # header 35 px, rows 35 px
-    page.keyboard.type(text, delay=50)
+    expect(grid.locator("canvas").first).to_be_visible(timeout=30_000)
+    editor = page.locator("textarea.gdg-input")
+    for _ in range(10):
+        box = grid.bounding_box()
+        assert box is not None
+        page.mouse.click(box["x"] + box["width"] * column_share, box["y"] + 35 + 17)  # header 35 px, rows 35 px
+        page.keyboard.press("Enter")
+        try:
+            expect(editor).to_be_visible(timeout=2_000)
+            break
+        except AssertionError:
+            page.keyboard.press("Escape")
+    else:
+        raise AssertionError("the editor's first cell never opened for typing")
+    editor.press("ControlOrMeta+a")
+    editor.press_sequentially(text, delay=50)
     page.keyboard.press("Enter")
+    expect(editor).to_be_hidden(timeout=5_000)
 
 
 @pytest.mark.parametrize(
