@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +81,18 @@ class BertTrace:
     embeddings: Tensor  # (T, d) the input embeddings after LayerNorm: what layer 1 reads
     layers: list[AttentionTrace]  # one per layer; queries/keys (h, T, d/h), weights (h, T, T)
     hidden_states: list[Tensor]  # num_layers + 1 tensors of (T, d): the embeddings, then each layer's output
+
+    @functools.cached_property
+    def nbytes(self) -> int:
+        """Bytes of every tensor this trace holds, each storage counted once (views share their base's)."""
+        storages: dict[int, int] = {}
+        tensors = [self.type_ids, self.embeddings, *self.hidden_states, self.attentions]
+        for layer in self.layers:
+            tensors += [t for t in vars(layer).values() if isinstance(t, Tensor)]
+        for tensor in tensors:
+            storage = tensor.untyped_storage()
+            storages[storage.data_ptr()] = storage.nbytes()
+        return sum(storages.values())
 
     @functools.cached_property
     def attentions(self) -> Tensor:
@@ -165,7 +177,13 @@ class BertEncoder:
                 hidden.append(x)
                 layers.append(trace)
         labels = tokens if tokens is not None else [str(i) for i in ids.tolist()]
-        return BertTrace(tokens=labels, type_ids=type_ids, embeddings=hidden[0], layers=layers, hidden_states=hidden)
+        # Every layer's weights are views of one (layers, heads, T, T) tensor, which is also `attentions`: the
+        # app reads both, and a second copy was a fifth of a cached trace (17 MB at 242 tokens).
+        attentions = torch.stack([layer.weights for layer in layers])
+        layers = [replace(layer, weights=attentions[index]) for index, layer in enumerate(layers)]
+        trace = BertTrace(tokens=labels, type_ids=type_ids, embeddings=hidden[0], layers=layers, hidden_states=hidden)
+        trace.__dict__["attentions"] = attentions  # what the cached property would compute, without the copy
+        return trace
 
     def _layer(self, x: Tensor, prefix: str) -> tuple[Tensor, AttentionTrace]:
         """One encoder layer: multi-head self-attention (through `attend`), add & norm, feed-forward, add & norm."""

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
+from typing import Any
 
+import cachetools
 import streamlit as st
 
 from attnviz import figures, model_figures
@@ -36,11 +40,19 @@ PAGE = "model"
 SESSION = PageSession("model", convert={"heads": list})  # the multiselect holds a list; the state a tuple
 
 
-@st.cache_resource(max_entries=8, ttl=600, show_spinner=False)
-def run_model(sentence: str, pair: str) -> BertTrace:
-    """Every layer and head for one input: a pure result, shared by sessions that type the same sentence.
+# The traces of the sentences typed last, shared by every session: at most MODEL_CACHE_MB of tensors (a trace is
+# ~0.1 MB at the default 13 tokens and ~66 MB at 254), each kept 10 minutes. A byte budget, not a count: eight
+# long sentences held 530 MB, which with the model and a class's sessions went past a pod's memory limit.
+MODEL_CACHE_MB = 320
+_TRACES: cachetools.TTLCache[Any, BertTrace] = cachetools.TTLCache(
+    maxsize=MODEL_CACHE_MB * 2**20, ttl=600, getsizeof=lambda trace: trace.nbytes
+)
+_TRACES_LOCK = threading.Condition()  # one computation per sentence: sessions asking for it meanwhile wait
 
-    A trace holds every intermediate: ~15 MB at 128 tokens, ~60 MB at 256; eight of them at most, for 10 minutes."""
+
+@cachetools.cached(_TRACES, lock=_TRACES_LOCK, condition=_TRACES_LOCK)
+def run_model(sentence: str, pair: str) -> BertTrace:
+    """Every layer and head for one input: a pure result, shared by sessions that type the same sentence."""
     return get_model().run(sentence, pair or None)
 
 
@@ -68,12 +80,23 @@ def model_page() -> None:
         help=tr("model.pair_help"),
     )
     state = replace(state, sentence=sentence, pair=pair)
-    trace = None
     try:
-        trace = run_model(sentence, pair)
+        run_model(sentence, pair)
     except ValueError as exc:
         st.error(tr("model.sentence_error", error=error_text(exc)), icon="🚫")
-    _controls_and_results(state, trace)
+    _controls_and_results(state)
+
+
+def _trace(state: ModelState) -> BertTrace | None:
+    """The shared trace of the state's sentences (None when the model refused them: the page said why).
+
+    Nothing of a session holds a trace between runs: not a fragment's arguments (Streamlit keeps them for the
+    fragment's reruns), not a download's data. Each run asks the shared cache, so a class's memory is the cache's
+    eight traces, not one per student (a 254-token trace is ~60 MB)."""
+    try:
+        return run_model(state.sentence, state.pair)
+    except ValueError:
+        return None
 
 
 def _head_label() -> Callable[[int], str]:
@@ -174,23 +197,36 @@ def _draw(state: ModelState, trace: BertTrace) -> Callable[[], None]:
     _neuron_view(state, trace, tokens)
 
     def export() -> None:
-        block = head_view(head_weights(trace, state.layer, state.heads), rows, cols, state.renormalise)
+        # The files are made when a button is pressed, from the shared trace: a download's data would otherwise
+        # stay in this session's memory (the .npz of all heads is 19 MB at 256 tokens).
         st.caption(tr("model.export_caption", count=NUM_LAYERS * NUM_HEADS))
         st.download_button(
             tr("model.download_csv"),
-            view_csv(block, trace.tokens, rows, cols),
+            partial(_head_view_csv, state, rows, cols),
             file_name=f"attnviz_minilm_layer{state.layer}_heads{'-'.join(map(str, state.heads))}.csv",
             mime="text/csv",
         )
         st.download_button(
             tr("model.download_npz"),
-            attentions_npz(trace),
+            partial(_all_heads_npz, state),
             file_name="attnviz_minilm_attentions.npz",
             mime="application/octet-stream",
         )
         st.code(model_snippet(state), language="python")
 
     return export
+
+
+def _head_view_csv(state: ModelState, rows: list[int], cols: list[int]) -> str:
+    """The head view's weights as CSV, made when its download button is pressed."""
+    trace = run_model(state.sentence, state.pair)
+    block = head_view(head_weights(trace, state.layer, state.heads), rows, cols, state.renormalise)
+    return view_csv(block, trace.tokens, rows, cols)
+
+
+def _all_heads_npz(state: ModelState) -> bytes:
+    """Every head's weights as .npz, made when its download button is pressed."""
+    return attentions_npz(run_model(state.sentence, state.pair))
 
 
 def _head_view(state: ModelState, trace: BertTrace, tokens: list[str], rows: list[int], cols: list[int]) -> None:
@@ -247,9 +283,10 @@ def _neuron_view(state: ModelState, trace: BertTrace, tokens: list[str]) -> None
 
 
 @st.fragment
-def _controls_and_results(state: ModelState, trace: BertTrace | None) -> None:
+def _controls_and_results(state: ModelState) -> None:
     """Controls and every view. A fragment: moving a control reruns only this part, not the sentence inputs."""
     begin_run()  # a fragment rerun does not pass through page_frame
+    trace = _trace(state)
     left, right = controls_and_results([1, 3])
     with left:
         state = _controls(state, trace)
