@@ -1,10 +1,19 @@
-"""Start the app: `python -m attnviz.server app.py [streamlit options]` is `streamlit run app.py` plus one fix.
+"""Start the app: `python -m attnviz.server app.py [streamlit options]` is `streamlit run app.py` plus two fixes.
 
+1. TCP_NODELAY.
 Streamlit's server binds its listening socket as `socket.socket(family)`, protocol 0. asyncio switches Nagle's
 algorithm off (TCP_NODELAY) only for sockets whose protocol is IPPROTO_TCP, so every websocket connection the
 server accepts keeps Nagle on, and the last messages of each rerun wait for the browser's delayed ACK: about 40 ms
 added to every interaction (measured in bench/: one user, a trivial page, 48 ms -> 15 ms per rerun with the fix).
-This module makes asyncio set TCP_NODELAY on any TCP stream socket, then hands over to Streamlit's own command line.
+This module makes asyncio set TCP_NODELAY on any TCP stream socket.
+
+2. No input lost after a reconnect. A control inside an `st.fragment` asks for a rerun of that fragment alone. A
+session that does not hold the fragment (yet) drops the request, and the student's change with it: that is every
+page that has just reconnected to a new session (its replica died, or the server restarted) while the new
+session's first run has not reached the fragment. The page then shows the new value and the old results, and its
+link keeps the old value. Such a request becomes a rerun of the whole page, with the same widget values.
+
+Then it hands over to Streamlit's own command line.
 """
 
 from __future__ import annotations
@@ -13,6 +22,7 @@ import asyncio.base_events
 import socket
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 _TCP_FAMILIES = {socket.AF_INET, socket.AF_INET6}
 
@@ -28,11 +38,33 @@ def enable_nodelay() -> None:
     asyncio.base_events._set_nodelay = _set_nodelay  # selector_events looks it up on this module at each call
 
 
+def keep_input_of_unknown_fragments() -> None:
+    """Make a session run the whole page, instead of nothing, for a fragment rerun it cannot serve."""
+    from streamlit.proto.BackMsg_pb2 import BackMsg
+    from streamlit.runtime.app_session import AppSession
+
+    request_rerun = AppSession.request_rerun
+    if getattr(request_rerun, "keeps_unknown_fragment_input", False):
+        return
+
+    def request_rerun_keeping_input(self: AppSession, client_state: Any) -> None:
+        if client_state is not None and client_state.fragment_id and not self.has_fragment(client_state.fragment_id):
+            whole_page = BackMsg().rerun_script  # a ClientState: the same widget values, no fragment id
+            whole_page.CopyFrom(client_state)
+            whole_page.fragment_id = ""
+            client_state = whole_page
+        request_rerun(self, client_state)
+
+    request_rerun_keeping_input.keeps_unknown_fragment_input = True  # type: ignore[attr-defined]
+    AppSession.request_rerun = request_rerun_keeping_input  # type: ignore[method-assign]
+
+
 def main(argv: Sequence[str] | None = None) -> None:
-    """`streamlit run <argv...>` with TCP_NODELAY on the server's connections."""
+    """`streamlit run <argv...>` with TCP_NODELAY on the server's connections and no dropped fragment input."""
     from streamlit.web.cli import main as streamlit_main
 
     enable_nodelay()
+    keep_input_of_unknown_fragments()
     sys.argv = ["streamlit", "run", *(sys.argv[1:] if argv is None else argv)]
     streamlit_main()
 

@@ -16,11 +16,28 @@ from dataclasses import fields
 from typing import Any
 
 import streamlit as st
+from streamlit.runtime.state.session_state_proxy import get_session_state
 
 from attnviz.links import link_problem
 from attnviz.ui import settings
 
 Convert = dict[str, Callable[[Any], Any]]  # state value -> the value its widget holds (e.g. numbers -> text)
+WIDGET_ID_PREFIX = "$$ID-"  # Streamlit's ids of keyed widgets: "$$ID-<hash>-<key>"
+
+
+def sent_by_browser() -> frozenset[str]:
+    """Keys of the widgets whose values the browser sent with this run and that this session has not drawn yet.
+
+    A page whose server went away (a replica died and the proxy moved it, or the server restarted) reconnects to a
+    new session and sends the values on its screen with that session's first run, the student's latest change
+    included. Streamlit keeps them by widget id until the widget is drawn; Session State has no public way to list
+    them, so this reads its widget states (tests/test_session.py fails if a Streamlit release moves them).
+    """
+    try:
+        ids = list(get_session_state()._state._new_widget_state.states)
+    except (AttributeError, RuntimeError):  # outside a script run, or Streamlit's internals changed
+        return frozenset()
+    return frozenset(wid.split("-", 2)[2] for wid in ids if wid.startswith(WIDGET_ID_PREFIX) and wid.count("-") >= 2)
 
 
 class PageSession:
@@ -90,10 +107,12 @@ class PageSession:
     def _widget_value(self, name: str, value: Any) -> Any:
         return self.convert.get(name, lambda v: v)(value)
 
-    def load(self, state: Any) -> None:
-        """Write every field of `state` into its widget (before the widgets are drawn); editors get new keys."""
+    def load(self, state: Any, keep: frozenset[str] = frozenset()) -> None:
+        """Write every field of `state` into its widget (before the widgets are drawn), except the widgets whose keys
+        are in `keep`; editors get new keys."""
         for f in fields(state):
-            st.session_state[self.key(f.name)] = self._widget_value(f.name, getattr(state, f.name))
+            if self.key(f.name) not in keep:
+                st.session_state[self.key(f.name)] = self._widget_value(f.name, getattr(state, f.name))
         self.state = state
         st.session_state[self.part("version")] = self.version + 1
 
@@ -108,14 +127,18 @@ class PageSession:
         """The widget key of field `name`, refilled from the stored state if Streamlit dropped it (a widget not
         drawn for a run, e.g. inside a closed section, loses its key)."""
         key = self.key(name)
-        if key not in st.session_state:
+        if key not in st.session_state and key not in sent_by_browser():
             st.session_state[key] = self._widget_value(name, getattr(self.state, name))
         return key
 
     # ----- state <-> link ------------------------------------------------------------------------------------------
     def sync_from_link(self, decode: Callable[[dict[str, str]], Any], default: Callable[[], Any]) -> Any:
         """The page state for this run: from the link when it changed under us (a shared link, back/forward),
-        else the stored one."""
+        else the stored one.
+
+        A new session starts from its link, but a widget value that the browser sent with this run wins: that is a
+        page reconnecting after its server was lost, and the value on its screen may be newer than its address (the
+        student changed it while, or right after, the page reconnected)."""
         params = settings.link_params()
         stored = self.state
         if params and self._carried_over(params):
@@ -129,7 +152,7 @@ class PageSession:
             else:
                 decoded = decode(params)
                 state, warnings = decoded.state, decoded.warnings
-            self.load(state)
+            self.load(state, keep=sent_by_browser() if stored is None else frozenset())
             self.warnings = warnings
             self.link = params
         else:

@@ -163,9 +163,18 @@ class StreamlitServer:
         assert last_error is not None
         raise last_error
 
-    def _launch(self) -> None:
-        """Start one process on a fresh port and wait for health; raise StreamlitServerError on failure."""
-        self.port = free_port()
+    def restart(self) -> StreamlitServer:
+        """Start a stopped (or killed) server again on the same port, as a replica's supervisor would."""
+        if self.running:
+            return self
+        if self._log_file is not None:
+            self._log_file.close()
+        self._launch(port=self.port)
+        return self
+
+    def _launch(self, port: int | None = None) -> None:
+        """Start one process on `port` (default: a fresh one) and wait for health; raise StreamlitServerError."""
+        self.port = port or free_port()
         LOG_DIR.mkdir(parents=True, exist_ok=True)
         stem = _slug(self.log_name or self.script.stem)
         self.log_path = LOG_DIR / f"streamlit-{stem}-{self.port}.log"
@@ -231,6 +240,17 @@ class StreamlitServer:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(timeout=grace)
+        if self._log_file is not None:
+            self._log_file.close()
+            self._log_file = None
+        _LIVE_SERVERS.discard(self)
+
+    def kill(self) -> None:
+        """SIGKILL the process (a replica that dies without a word), leaving the port free for restart()."""
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
         if self._log_file is not None:
             self._log_file.close()
             self._log_file = None

@@ -1,0 +1,107 @@
+"""A page that reconnects to a new session (its replica died, its server restarted) loses none of its input.
+
+The browser sends the values on its screen with the new session's first run. Two things used to drop the latest
+one: the new session restored its state from the link over the widget values the browser sent (the input snapped
+back), and a rerun of a fragment the new session did not hold yet was dropped by Streamlit. A browser test
+(tests/browser/test_reconnect.py) kills a real replica behind nginx; these check each cause alone.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from streamlit.proto.BackMsg_pb2 import BackMsg
+from streamlit.runtime.app_session import AppSession
+from streamlit.testing.v1 import AppTest
+
+from attnviz import server
+from tests.test_app import KERNEL, ROOT, SELF
+
+TEMPERATURE = "w:self:temperature"
+
+
+def browser_values(path: str, link: dict[str, str], key: str, value: Any) -> Any:
+    """The widget values a browser holds after opening `link` on `path` and setting widget `key` to `value`."""
+    at = AppTest.from_file(str(ROOT / path), default_timeout=90)
+    for name, text in link.items():
+        at.query_params[name] = text
+    at.run()
+    next(w for w in at._tree.get_widget_states().widgets if w.id.endswith(f"-{key}"))  # the widget is on the page
+    widget = next(node for node in at._tree if getattr(node, "key", None) == key)
+    widget.set_value(value)
+    return at._tree.get_widget_states()
+
+
+def new_session(path: str, link: dict[str, str], states: Any) -> AppTest:
+    """A new session's first run of `path` at `link`, with the widget values a reconnecting browser sends."""
+    at = AppTest.from_file(str(ROOT / path), default_timeout=90)
+    for name, text in link.items():
+        at.query_params[name] = text
+    return at._run(widget_state=states)
+
+
+def test_a_new_session_keeps_the_value_the_browser_sent_over_its_link():
+    states = browser_values(SELF, {"T": "0.5"}, TEMPERATURE, 1.5)
+    at = new_session(SELF, {"T": "0.5"}, states)
+    assert not at.exception
+    assert next(n for n in at.number_input if n.key == TEMPERATURE).value == 1.5
+    assert at.query_params["T"] == "1.5"  # the link follows the screen, not the other way round
+
+
+def test_a_new_session_without_browser_values_starts_from_its_link():
+    at = new_session(SELF, {"T": "0.5", "c": "1"}, BackMsg().rerun_script.widget_states)
+    assert next(n for n in at.number_input if n.key == TEMPERATURE).value == 0.5
+    assert at.toggle(key="w:self:causal").value is True
+
+
+def test_the_kernel_page_keeps_the_value_the_browser_sent_too():
+    states = browser_values(KERNEL, {"bw": "0.3"}, "w:kernel:bandwidth", 0.7)
+    at = new_session(KERNEL, {"bw": "0.3"}, states)
+    assert not at.exception
+    assert next(n for n in at.number_input if n.key == "w:kernel:bandwidth").value == 0.7
+    assert at.query_params["bw"] == "0.7"
+
+
+class FakeSession:
+    """What request_rerun needs of an AppSession: which fragments it holds, and what it was asked to run."""
+
+    def __init__(self, fragments: set[str]) -> None:
+        self.fragments = fragments
+        self.runs: list[Any] = []
+
+    def has_fragment(self, fragment_id: str) -> bool:
+        return fragment_id in self.fragments
+
+
+@pytest.fixture
+def recording_rerun(monkeypatch: pytest.MonkeyPatch) -> None:
+    """AppSession.request_rerun replaced by a recorder, so that the launcher's patch wraps the recorder."""
+
+    def record(self: FakeSession, client_state: Any) -> None:
+        self.runs.append(client_state)
+
+    monkeypatch.setattr(AppSession, "request_rerun", record)
+
+
+def fragment_rerun(fragment_id: str) -> Any:
+    """The ClientState a browser sends when a control inside fragment `fragment_id` changes."""
+    state = BackMsg().rerun_script
+    state.query_string = "T=1.5"
+    state.fragment_id = fragment_id
+    widget = state.widget_states.widgets.add()
+    widget.id = f"$$ID-abc-{TEMPERATURE}"
+    widget.double_value = 1.5
+    return state
+
+
+def test_an_unknown_fragment_rerun_becomes_a_whole_page_rerun_with_the_same_values(recording_rerun):
+    server.keep_input_of_unknown_fragments()
+    session = FakeSession({"known"})
+    AppSession.request_rerun(session, fragment_rerun("gone"))  # type: ignore[arg-type]
+    AppSession.request_rerun(session, fragment_rerun("known"))  # type: ignore[arg-type]
+    AppSession.request_rerun(session, None)  # type: ignore[arg-type]
+    whole, fragment, previous = session.runs
+    assert whole.fragment_id == "" and fragment.fragment_id == "known" and previous is None
+    assert whole.query_string == "T=1.5"
+    assert [(w.id, w.double_value) for w in whole.widget_states.widgets] == [(f"$$ID-abc-{TEMPERATURE}", 1.5)]
