@@ -61,7 +61,7 @@ test: $(VENV)/.dev-deps $(MO_FILES)
 	$(BIN)/ruff format --check .
 	$(BIN)/hadolint Dockerfile
 	$(BIN)/kubernetes-validate --strict --quiet deploy/k8s/*.yaml
-	$(BIN)/shellcheck deploy/smoke.sh deploy/docker/entrypoint.sh scripts/system-deps.sh
+	$(BIN)/shellcheck deploy/smoke.sh deploy/docker/entrypoint.sh deploy/nginx/compose/start.sh scripts/system-deps.sh
 	$(BIN)/python -m pytest
 
 $(VENV)/.bench-deps: requirements.txt requirements-dev.txt requirements-model.txt bench/requirements.txt | $(BIN)/python

@@ -4,8 +4,11 @@
 set -euo pipefail
 missing=()
 [ -x /usr/bin/chromium ] || missing+=(chromium)
-# Debian's nginx: the proxy tests run it as the current user on 127.0.0.1 (tests/deploy/nginx_proxy.py).
+# Debian's nginx: the proxy tests run it as the current user on 127.0.0.1 (tests/deploy/nginx_proxy.py), with its
+# JavaScript module (njs), which issues and checks the affinity cookie, and openssl for a test certificate.
 [ -x /usr/sbin/nginx ] || missing+=(nginx)
+[ -e /usr/lib/nginx/modules/ngx_http_js_module.so ] || missing+=(libnginx-mod-http-js)
+command -v openssl >/dev/null || missing+=(openssl)
 # Fonts for CJK tokens and emoji, so screenshots show what a student's browser shows.
 for pkg in fonts-noto-cjk fonts-noto-color-emoji; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")

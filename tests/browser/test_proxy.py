@@ -39,7 +39,8 @@ from .helpers import (
 # A preset's second batch row on the self-attention page: a link that carries state, not just a page name.
 SHARE_LINK = "Self_attention?p=unit_sentences&b=1"
 # A running container of the image (deploy/smoke.sh starts one), e.g. http://127.0.0.1:32768.
-AFFINITY = re.compile(r"[0-9a-f]{32}")
+# The affinity cookie nginx issues: "<random id>.<tag>", the tag a keyed hash of the id that only the proxy can make.
+AFFINITY = re.compile(r"[0-9a-f]{32}\.[0-9a-f]{32}")
 # Streamlit's frontend, opened on a sub-page, first probes <page>/_stcore/{health,host-config} to find the base
 # path, and gets a 404 (streamlit/streamlit#7074); through the proxy the same probe is logged with the proxy's URL.
 BASE_PATH_PROBE = (
@@ -207,22 +208,24 @@ def test_session_stays_on_one_replica(
 
 
 def test_affinity_cookie_spreads_and_sticks(start_cluster: Callable[..., Cluster]) -> None:
-    """New browsers spread over both replicas; one cookie always lands on one; only valid cookies are kept."""
+    """New browsers spread over both replicas; one cookie always lands on one; only cookies the proxy issued are
+    kept (a value the browser chose, however well-formed, is replaced)."""
     cluster = start_cluster()
     health = cluster.url_for("_stcore/health")
     status, body, set_cookies = fetch(health)
     assert (status, body) == (200, "ok")
     assert len(set_cookies) == 1 and re.fullmatch(
-        r"attnviz_affinity=[0-9a-f]{32}; Path=/; HttpOnly; SameSite=Lax", set_cookies[0]
+        rf"attnviz_affinity={AFFINITY.pattern}; Path=/; HttpOnly; SameSite=Lax", set_cookies[0]
     ), set_cookies
-    cookies = [secrets.token_hex(16) for _ in range(16)]
+    cookies = [fetch(health)[2][0].split(";", 1)[0].split("=", 1)[1] for _ in range(16)]
     for cookie in cookies:
         for _ in range(3):
             assert fetch(health, cookie)[2] == [], "a valid affinity cookie was replaced"
     answered = {cookie: set(cluster.answered_by(cookie)) for cookie in cookies}
     assert all(len(upstreams) == 1 for upstreams in answered.values()), answered
     assert set().union(*answered.values()) == {cluster.upstream(r) for r in cluster.replicas}, answered
-    for forged in ("0" * 31, "G" * 32, "x; Path=/evil"):
+    made_up = (secrets.token_hex(16), f"{secrets.token_hex(16)}.{secrets.token_hex(16)}", cookies[0][:-1] + "x")
+    for forged in ("0" * 31, "G" * 32, "x; Path=/evil", *made_up):
         assert fetch(health, forged)[2][0].startswith("attnviz_affinity="), f"{forged!r} was kept"
 
 

@@ -1,23 +1,28 @@
 """A real nginx (Debian's package) on 127.0.0.1 in front of app replicas, with deploy/nginx/attnviz.conf as it is.
 
 nginx runs as the current user from a private prefix in a temporary directory: a small nginx.conf of its own
-(pid file, logs, temp paths, an access log that records which replica answered each request) includes the
-repository's site file, next to the two files that site file expects: attnviz/listen.conf and
-attnviz/upstream.conf. Nothing is installed or started system-wide.
+(pid file, logs, temp paths, an access log that records which replica answered each request, the JavaScript module
+and the affinity secret's environment variable, as Compose's deploy/nginx/compose/nginx.conf has them) includes the
+repository's site file, next to the files that site file expects: attnviz/listen.conf and attnviz/upstream.conf
+(written here) and attnviz/affinity.js (the repository's). Nothing is installed or started system-wide.
 """
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import contextlib
 import grp
 import json
 import os
 import pwd
+import re
+import secrets
 import shutil
 import signal
 import socket
 import subprocess
+import threading
 import time
 import weakref
 from collections.abc import Sequence
@@ -26,18 +31,26 @@ from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SITE_CONF = REPO_ROOT / "deploy" / "nginx" / "attnviz.conf"
+AFFINITY_JS = REPO_ROOT / "deploy" / "nginx" / "compose" / "affinity.js"
+# Debian's libnginx-mod-http-js (scripts/system-deps.sh installs it).
+JS_MODULE = Path("/usr/lib/nginx/modules/ngx_http_js_module.so")
+SECRET_VARIABLE = "ATTNVIZ_AFFINITY_SECRET"
 HOST = "127.0.0.1"
 _RUNNING: weakref.WeakSet[NginxProxy] = weakref.WeakSet()
 
-# One JSON object per request: the affinity the site file computed and the replica that answered.
+# One JSON object per request: the affinity the site file computed, the replica that answered, the client
+# connection's serial number.
 _MAIN_CONF = """\
+load_module "{js_module}";
+env {secret_variable};
 {user}worker_processes 1;
+worker_rlimit_nofile 8192;
 pid "{prefix}/nginx.pid";
 error_log "{prefix}/logs/error.log" info;
 daemon off;
 
 events {{
-    worker_connections 256;
+    worker_connections 4096;
 }}
 
 http {{
@@ -48,7 +61,7 @@ http {{
     scgi_temp_path "{prefix}/tmp/scgi";
     log_format attnviz escape=json
         '{{"affinity":"$attnviz_affinity","upstream":"$upstream_addr","status":"$status",'
-        '"uri":"$request_uri","upgrade":"$http_upgrade"}}';
+        '"uri":"$request_uri","upgrade":"$http_upgrade","connection":"$connection"}}';
     access_log "{prefix}/logs/access.log" attnviz;
     include "{site}";
 }}
@@ -60,7 +73,7 @@ def nginx_binary() -> str:
     return shutil.which("nginx") or "/usr/sbin/nginx"
 
 
-def _user_directive() -> str:
+def user_directive() -> str:
     """`user` line for a root master process, so workers stay the current user (ignored otherwise, so omitted)."""
     if os.geteuid() != 0:
         return ""
@@ -71,12 +84,21 @@ class NginxProxy:
     """nginx on HOST:`port` proxying to `upstreams` ("host:port" each); start()/stop() or a context manager."""
 
     def __init__(
-        self, upstreams: Sequence[str], port: int, workdir: str | os.PathLike[str], site: Path = SITE_CONF
+        self,
+        upstreams: Sequence[str],
+        port: int,
+        workdir: str | os.PathLike[str],
+        site: Path = SITE_CONF,
+        affinity_secret: str | None = None,
+        tls: tuple[Path, Path] | None = None,
     ) -> None:
         """Configure (but do not start) a proxy whose files live under `workdir`; `site` is the site file (the
-        repository's, or an edited copy of it)."""
+        repository's, or an edited copy of it); `affinity_secret` signs the affinity cookies (default: a random
+        one; "" starts nginx without any); `tls` (certificate, key) makes nginx terminate HTTPS itself."""
         self.upstreams = list(upstreams)
         self.site = site
+        self.affinity_secret = secrets.token_hex(32) if affinity_secret is None else affinity_secret
+        self.tls = tls
         self.port = port
         self.prefix = Path(workdir).resolve()
         self.conf_path = self.prefix / "conf" / "nginx.conf"
@@ -86,22 +108,41 @@ class NginxProxy:
     @property
     def url(self) -> str:
         """Base URL of the proxy, without a trailing slash."""
-        return f"http://{HOST}:{self.port}"
+        return f"{'https' if self.tls else 'http'}://{HOST}:{self.port}"
 
     def url_for(self, path: str = "") -> str:
         """URL of `path` (e.g. "attnviz/Self_attention?p=x") through the proxy."""
         return f"{self.url}/{path.lstrip('/')}"
 
     def write_config(self) -> Path:
-        """Write nginx.conf (including the repository's site file) and attnviz/{listen,upstream}.conf."""
+        """Write nginx.conf (including the site file) and attnviz/{listen,upstream}.conf; copy attnviz/affinity.js."""
+        if not JS_MODULE.exists():
+            raise RuntimeError(f"{JS_MODULE} is missing: run `bash scripts/system-deps.sh` (libnginx-mod-http-js)")
         site_dir = self.conf_path.parent / "attnviz"
         for folder in (site_dir, self.log_dir, self.prefix / "tmp"):
             folder.mkdir(parents=True, exist_ok=True)
-        (site_dir / "listen.conf").write_text(f"listen {HOST}:{self.port};\n")
+        listen = f"listen {HOST}:{self.port};\n"
+        if self.tls:
+            certificate, key = self.tls
+            listen = f'listen {HOST}:{self.port} ssl;\nssl_certificate "{certificate}";\nssl_certificate_key "{key}";\n'
+        (site_dir / "listen.conf").write_text(listen)
         servers = "".join(f"server {upstream} max_fails=1 fail_timeout=10s;\n" for upstream in self.upstreams)
         (site_dir / "upstream.conf").write_text(servers)
-        self.conf_path.write_text(_MAIN_CONF.format(user=_user_directive(), prefix=self.prefix, site=self.site))
+        shutil.copyfile(AFFINITY_JS, site_dir / AFFINITY_JS.name)
+        main = _MAIN_CONF.format(
+            js_module=JS_MODULE,
+            secret_variable=SECRET_VARIABLE,
+            user=user_directive(),
+            prefix=self.prefix,
+            site=self.site,
+        )
+        self.conf_path.write_text(main)
         return self.conf_path
+
+    def _env(self) -> dict[str, str]:
+        """nginx's environment: this process's, with the affinity secret (or without any, if it is "")."""
+        env = {k: v for k, v in os.environ.items() if k != SECRET_VARIABLE}
+        return {**env, SECRET_VARIABLE: self.affinity_secret} if self.affinity_secret else env
 
     def _argv(self, *extra: str) -> list[str]:
         """nginx's command line for this prefix (-e: errors before the config is read go there too)."""
@@ -112,7 +153,13 @@ class NginxProxy:
         """`nginx -t` on the written configuration (stdout and stderr together in .stdout)."""
         self.write_config()
         return subprocess.run(
-            self._argv("-t"), stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False, timeout=30
+            self._argv("-t"),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=30,
+            env=self._env(),
         )
 
     @property
@@ -124,7 +171,11 @@ class NginxProxy:
         """Write the configuration, start nginx in the foreground and wait until it accepts connections."""
         self.write_config()
         self._proc = subprocess.Popen(
-            self._argv(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            self._argv(),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=self._env(),
         )
         _RUNNING.add(self)
         deadline = time.monotonic() + timeout
@@ -167,7 +218,8 @@ class NginxProxy:
         self.stop()
 
     def access_log(self) -> list[dict[str, Any]]:
-        """Every request logged so far: {affinity, upstream, status, uri, upgrade} (a WebSocket is logged on close)."""
+        """Every request logged so far: {affinity, upstream, status, uri, upgrade, connection} (a WebSocket is logged
+        when it closes)."""
         path = self.log_dir / "access.log"
         if not path.exists():
             return []
@@ -179,6 +231,89 @@ class NginxProxy:
         if not path.exists():
             return ""
         return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
+
+
+class StandInReplica:
+    """An app replica's stand-in on HOST, fast enough for a classroom's worth of requests (asyncio, in a thread).
+
+    Every request gets 200, an `X-Replica: <port>` header and "<port> <path>" as its body, on a keep-alive
+    connection; a path ending in /slow answers after `slow` seconds (a request held in flight); a WebSocket upgrade
+    gets 101 (with X-Replica) and is held open until the proxy closes it. start()/stop() or a context manager.
+    """
+
+    def __init__(self, slow: float = 3.0) -> None:
+        """Configure (but do not start) a stand-in; `slow` is how long /slow requests wait."""
+        self.slow = slow
+        self.port = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def address(self) -> str:
+        """host:port, as upstream.conf and nginx's log name it."""
+        return f"{HOST}:{self.port}"
+
+    def start(self) -> StandInReplica:
+        """Listen on a free port and serve in a background thread."""
+        ready = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(ready,), daemon=True)
+        self._thread.start()
+        if not ready.wait(10):
+            raise RuntimeError("the stand-in replica did not start")
+        return self
+
+    def _run(self, ready: threading.Event) -> None:
+        loop = self._loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        server = loop.run_until_complete(asyncio.start_server(self._serve, HOST, 0, backlog=4096))
+        self.port = server.sockets[0].getsockname()[1]
+        ready.set()
+        loop.run_forever()
+        server.close()
+        tasks = asyncio.all_tasks(loop)
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            loop.run_until_complete(asyncio.wait(tasks))
+        loop.close()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        replica = f"X-Replica: {self.port}\r\n".encode()
+        try:
+            while True:
+                head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1")
+                path = head.split(" ", 2)[1]
+                if re.search(r"^upgrade:\s*websocket\s*$", head, re.IGNORECASE | re.MULTILINE):
+                    writer.write(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n")
+                    writer.write(replica + b"\r\n")
+                    await writer.drain()
+                    while await reader.read(65536):
+                        pass
+                    return
+                if path.endswith("/slow"):
+                    await asyncio.sleep(self.slow)
+                body = f"{self.port} {path}".encode()
+                writer.write(b"HTTP/1.1 200 OK\r\n" + replica + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    def stop(self) -> None:
+        """Stop serving (open connections are dropped)."""
+        loop, thread, self._loop, self._thread = self._loop, self._thread, None, None
+        if loop is not None and thread is not None:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(10)
+
+    def __enter__(self) -> StandInReplica:
+        """Start serving."""
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        """Stop serving."""
+        self.stop()
 
 
 @atexit.register

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import threading
@@ -20,7 +21,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.deploy.nginx_proxy import REPO_ROOT, NginxProxy
+from tests.deploy.nginx_proxy import JS_MODULE, REPO_ROOT, NginxProxy, nginx_binary, user_directive
 
 DEPLOY = REPO_ROOT / "deploy"
 ENTRYPOINT = DEPLOY / "docker" / "entrypoint.sh"
@@ -61,12 +62,19 @@ def test_compose_serves_the_same_nginx_config() -> None:
     """compose.yaml mounts the tested site file and the include folder it expects; replicas share the secret."""
     compose = load_yaml(REPO_ROOT / "compose.yaml")[0]
     app, proxy = compose["services"]["app"], compose["services"]["proxy"]
+    site = (DEPLOY / "nginx" / "attnviz.conf").read_text(encoding="utf-8")
     mounts = dict(volume.rsplit(":", 1)[0].split(":", 1) for volume in proxy["volumes"])
     assert mounts == {
+        "./deploy/nginx/compose/nginx.conf": "/etc/nginx/nginx.conf",
         "./deploy/nginx/attnviz.conf": "/etc/nginx/conf.d/default.conf",
         "./deploy/nginx/compose": "/etc/nginx/attnviz",
     }
-    site = (DEPLOY / "nginx" / "attnviz.conf").read_text(encoding="utf-8")
+    # start.sh (in the mounted folder) makes the affinity secret, then runs the image's own entry point and command.
+    assert proxy["entrypoint"] == ["/bin/sh", "/etc/nginx/attnviz/start.sh", "/docker-entrypoint.sh"]
+    assert proxy["command"] == ["nginx", "-g", "daemon off;"]
+    assert proxy["environment"] == {"ATTNVIZ_AFFINITY_SECRET": "${ATTNVIZ_AFFINITY_SECRET:-}"}
+    assert re.search(r"^\s*js_import \w+ from attnviz/affinity\.js;", site, re.MULTILINE)
+    assert (DEPLOY / "nginx" / "compose" / "affinity.js").is_file()
     for include in re.findall(r"^\s*include (attnviz/\S+);", site, re.MULTILINE):
         assert (DEPLOY / "nginx" / "compose" / include.removeprefix("attnviz/")).is_file(), include
     upstream = (DEPLOY / "nginx" / "compose" / "upstream.conf").read_text(encoding="utf-8")
@@ -78,6 +86,67 @@ def test_compose_serves_the_same_nginx_config() -> None:
     volume, mount = app["volumes"][0].split(":")
     assert volume in compose["volumes"] and PurePosixPath(secret_file).parent == PurePosixPath(mount)
     assert app["environment"]["STREAMLIT_SERVER_BASE_URL_PATH"] == "${ATTNVIZ_BASE_PATH:-}"
+
+
+def test_compose_main_nginx_conf_loads_the_site(tmp_path: Path) -> None:
+    """`nginx -t` on Compose's main nginx.conf as the proxy container reads it: the JavaScript module, the secret's
+    `env`, and conf.d/*.conf with the site file and the mounted folder (the image's paths moved to a temporary
+    prefix, the replicas' name to a loopback address, since nginx -t resolves it)."""
+    compose_dir = DEPLOY / "nginx" / "compose"
+    main = (compose_dir / "nginx.conf").read_text(encoding="utf-8")
+    assert re.search(r"^load_module modules/ngx_http_js_module\.so;$", main, re.MULTILINE)
+    assert re.search(r"^env ATTNVIZ_AFFINITY_SECRET;$", main, re.MULTILINE)
+    etc = tmp_path / "etc"
+    shutil.copytree(compose_dir, etc / "attnviz")
+    (etc / "conf.d").mkdir()
+    shutil.copyfile(DEPLOY / "nginx" / "attnviz.conf", etc / "conf.d" / "default.conf")
+    shutil.copyfile("/etc/nginx/mime.types", etc / "mime.types")
+    upstream = etc / "attnviz" / "upstream.conf"
+    upstream.write_text(upstream.read_text(encoding="utf-8").replace("server app:", "server 127.0.0.1:"))
+    (tmp_path / "logs").mkdir()
+    moved = {
+        "modules/ngx_http_js_module.so": str(JS_MODULE),
+        "/etc/nginx/": f"{etc}/",
+        "/var/log/nginx/": f"{tmp_path}/logs/",
+        "/var/run/nginx.pid": f"{tmp_path}/nginx.pid",
+        "user  nginx;": user_directive().strip(),
+    }
+    for image_path, here in moved.items():
+        assert image_path in main, image_path
+        main = main.replace(image_path, here)
+    (etc / "nginx.conf").write_text(main, encoding="utf-8")
+    result = subprocess.run(
+        [nginx_binary(), "-t", "-p", f"{tmp_path}/", "-c", str(etc / "nginx.conf"), "-e", f"{tmp_path}/logs/e.log"],
+        env={**os.environ, "ATTNVIZ_AFFINITY_SECRET": "x" * 64},
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert result.returncode == 0 and "test is successful" in result.stderr, result.stderr
+
+
+def run_start_script(**env: str) -> str:
+    """Compose's proxy entry point with `env` as its environment, running `printenv` in place of nginx: the
+    affinity secret nginx would see."""
+    script = DEPLOY / "nginx" / "compose" / "start.sh"
+    result = subprocess.run(
+        ["/bin/sh", str(script), "printenv", "ATTNVIZ_AFFINITY_SECRET"],
+        env={"PATH": os.environ["PATH"], **env},
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=30,
+    )
+    return result.stdout.strip()
+
+
+def test_compose_proxy_start_script_makes_or_keeps_the_affinity_secret() -> None:
+    """Unset (or empty, as compose.yaml passes an unset one): a fresh random 64-hex secret each start; set: kept."""
+    first, second = run_start_script(), run_start_script(ATTNVIZ_AFFINITY_SECRET="")
+    assert re.fullmatch(r"[0-9a-f]{64}", first) and re.fullmatch(r"[0-9a-f]{64}", second) and first != second
+    chosen = "s" * 40
+    assert run_start_script(ATTNVIZ_AFFINITY_SECRET=chosen) == chosen
 
 
 # ----- Dockerfile and .dockerignore ----------------------------------------------------------------------------
@@ -271,3 +340,105 @@ def test_k8s_manifests_agree() -> None:
     assert (target["kind"], target["name"]) == ("Deployment", deployment["metadata"]["name"])
     secret = next(e for e in container["env"] if e["name"] == "ATTNVIZ_COOKIE_SECRET")
     assert secret["valueFrom"]["secretKeyRef"]["name"] == "attnviz-cookie-secret"
+
+
+# ----- Kubernetes: the Ingress's hardening ---------------------------------------------------------------------
+
+TLS_EXAMPLE = DEPLOY / "k8s" / "examples" / "ingress-tls.yaml"
+# ingress-nginx's checks on a custom-headers ConfigMap (internal/ingress/annotations/customheaders): a name or value
+# outside these is refused, and with it every path of the Ingress.
+HEADER_NAME = re.compile(r"[a-zA-Z\d\-_]+")
+HEADER_VALUE = re.compile(r"[a-zA-Z\d_ :;.,\\/\"'?!(){}\[\]@<>=\-+*#$&`|~^%]+")
+
+
+def nginx_security_headers() -> dict[str, str]:
+    """The four security headers deploy/nginx/attnviz.conf sends by default (the maps' defaults for the two a
+    school edits for its LMS)."""
+    site = (DEPLOY / "nginx" / "attnviz.conf").read_text(encoding="utf-8")
+    headers = dict(re.findall(r"^\s*add_header ([\w-]+) (.+?) always;", site, re.MULTILINE))
+    headers.pop("Set-Cookie")
+    for name, value in headers.items():
+        if value.startswith("$"):
+            default = re.search(rf"^map \S+ {re.escape(value)} \{{\s*default \"(.*?)\";", site, re.MULTILINE)
+            assert default, f"no default for {value}"
+            headers[name] = default.group(1)
+    return headers
+
+
+def test_ingress_sends_the_same_security_headers_as_nginx() -> None:
+    """The Ingress names (custom-headers, no snippet) a ConfigMap of this namespace holding exactly nginx's four
+    headers, in a form ingress-nginx accepts."""
+    k8s = manifests()
+    annotations = k8s["Ingress"]["metadata"]["annotations"]
+    namespace, name = annotations["nginx.ingress.kubernetes.io/custom-headers"].split("/")
+    assert namespace == "default" and name == k8s["ConfigMap"]["metadata"]["name"]
+    assert not [key for key in annotations if key.endswith("-snippet")], "snippets are disabled by default"
+    headers = k8s["ConfigMap"]["data"]
+    expected = {
+        "Content-Security-Policy": "frame-ancestors 'self'",
+        "X-Frame-Options": "SAMEORIGIN",
+        "X-Content-Type-Options": "nosniff",
+        "Referrer-Policy": "strict-origin-when-cross-origin",
+    }
+    assert headers == nginx_security_headers() == expected
+    assert all(HEADER_NAME.fullmatch(key) and HEADER_VALUE.fullmatch(value) for key, value in headers.items())
+    # The controller's allow-list that the manifests and README.md tell the operator to set.
+    allowed = ",".join(expected)
+    for doc in (
+        DEPLOY / "k8s" / "ingress.yaml",
+        DEPLOY / "k8s" / "security-headers.yaml",
+        DEPLOY / "k8s" / "README.md",
+    ):
+        assert allowed in doc.read_text(encoding="utf-8"), doc
+
+
+def ingress_paths(ingress: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """path -> {pathType, backend} of the Ingress's one rule."""
+    (rule,) = ingress["spec"]["rules"]
+    return {p["path"]: {"pathType": p["pathType"], "backend": p["backend"]} for p in rule["http"]["paths"]}
+
+
+def test_ingress_keeps_streamlits_metrics_from_the_internet() -> None:
+    """/_stcore/metrics (Exact, so it wins over the app's Prefix /) goes to a Service that does not exist: the
+    controller answers 503 and no pod is asked."""
+    k8s = manifests()
+    paths = ingress_paths(k8s["Ingress"])
+    metrics = paths["/_stcore/metrics"]
+    assert metrics["pathType"] == "Exact" and paths["/"]["pathType"] == "Prefix"
+    services = {
+        doc["metadata"]["name"]
+        for path in (DEPLOY / "k8s").rglob("*.yaml")
+        for doc in load_yaml(path)
+        if doc["kind"] == "Service"
+    }
+    assert paths["/"]["backend"]["service"]["name"] in services
+    assert metrics["backend"]["service"]["name"] not in services
+
+
+def test_tls_example_is_the_ingress_with_tls_and_a_secure_cookie() -> None:
+    """examples/ingress-tls.yaml: the same Ingress (name, annotations, paths) plus a host, a TLS Secret for it, an
+    HTTPS redirect and session-cookie-secure; a valid manifest outside the folder `kubectl apply -f deploy/k8s/`
+    reads."""
+    plain = manifests()["Ingress"]
+    (tls,) = load_yaml(TLS_EXAMPLE)
+    assert tls["kind"] == "Ingress" and tls["metadata"]["name"] == plain["metadata"]["name"]
+    annotations = dict(tls["metadata"]["annotations"])
+    assert annotations.pop("nginx.ingress.kubernetes.io/session-cookie-secure") == "true"
+    assert annotations.pop("nginx.ingress.kubernetes.io/force-ssl-redirect") == "true"
+    assert annotations.pop("cert-manager.io/cluster-issuer")
+    assert annotations == plain["metadata"]["annotations"]
+    assert "nginx.ingress.kubernetes.io/session-cookie-secure" not in plain["metadata"]["annotations"], (
+        "a Secure cookie over plain HTTP is refused by the browser: no affinity at all"
+    )
+    (entry,) = tls["spec"]["tls"]
+    (rule,) = tls["spec"]["rules"]
+    assert entry["secretName"] and entry["hosts"] == [rule["host"]]
+    assert ingress_paths(tls) == ingress_paths(plain)
+    assert TLS_EXAMPLE.parent != DEPLOY / "k8s"
+    validate = Path(sys.executable).parent / "kubernetes-validate"
+    if not validate.exists():
+        pytest.skip("kubernetes-validate is not installed")
+    result = subprocess.run(
+        [str(validate), "--strict", "--quiet", str(TLS_EXAMPLE)], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -1,19 +1,31 @@
-"""The project's nginx site file, run by a real nginx in front of a stand-in replica: security headers on every
-response, Streamlit's metrics closed, the app's own paths open."""
+"""The project's nginx site file, run by a real nginx in front of stand-in replicas: security headers on every
+response, Streamlit's metrics closed, the app's own paths open; the affinity cookie issued by the proxy and only
+accepted from it, Secure over HTTPS; per-client limits that let a whole class behind one address in and turn a flood
+away with 429."""
 
 from __future__ import annotations
 
+import asyncio
+import base64
+import os
+import re
+import secrets
 import socket
+import ssl
+import subprocess
 import threading
+import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
-from tests.deploy.nginx_proxy import HOST, SITE_CONF, NginxProxy
+from tests.deploy.nginx_proxy import HOST, SITE_CONF, NginxProxy, StandInReplica
 
 
 class _Replica(BaseHTTPRequestHandler):
@@ -96,3 +108,441 @@ def test_an_lms_can_be_allowed_to_frame_the_app_by_editing_two_lines(tmp_path: P
         replica.shutdown()
     assert headers["Content-Security-Policy"] == allowed
     assert "X-Frame-Options" not in headers
+
+
+# ----- a raw HTTP/1.1 client, fast enough for a classroom of browsers ------------------------------------------
+
+COOKIE = "attnviz_affinity"
+ISSUED = re.compile(r"[0-9a-f]{32}\.[0-9a-f]{32}")
+
+
+@dataclass
+class Response:
+    """One response as the proxy sent it."""
+
+    status: int
+    headers: list[tuple[str, str]]
+    body: bytes
+
+    def header(self, name: str) -> str | None:
+        """The first header called `name` (any case), or None."""
+        return next((value for key, value in self.headers if key.lower() == name.lower()), None)
+
+    @property
+    def set_cookie(self) -> str | None:
+        """The affinity cookie's Set-Cookie header, or None."""
+        cookies = [value for key, value in self.headers if key.lower() == "set-cookie"]
+        return next((c for c in cookies if c.startswith(f"{COOKIE}=")), None)
+
+    @property
+    def issued(self) -> str | None:
+        """The affinity cookie's value this response issued, or None."""
+        return self.set_cookie.split(";", 1)[0].split("=", 1)[1] if self.set_cookie else None
+
+    @property
+    def replica(self) -> str | None:
+        """The stand-in replica that answered (its port), or None when nginx answered by itself."""
+        return self.header("X-Replica")
+
+
+class Client:
+    """One keep-alive connection to the proxy, as a browser holds it; `stream()` turns it into a WebSocket."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, host: str) -> None:
+        self.reader, self.writer, self.host = reader, writer, host
+
+    @classmethod
+    async def open(cls, proxy: NginxProxy, context: ssl.SSLContext | None = None) -> Client:
+        """Connect to `proxy` (over TLS with `context`)."""
+        reader, writer = await asyncio.open_connection(HOST, proxy.port, ssl=context, limit=1 << 20)
+        return cls(reader, writer, f"{HOST}:{proxy.port}")
+
+    async def get(self, path: str = "/", cookie: str | None = None, headers: dict[str, str] | None = None) -> Response:
+        """GET `path` with the affinity cookie `cookie` (if any) and extra `headers`."""
+        lines = [f"GET {path} HTTP/1.1", f"Host: {self.host}"]
+        lines += [f"Cookie: {COOKIE}={cookie}"] if cookie is not None else []
+        lines += [f"{key}: {value}" for key, value in (headers or {}).items()]
+        self.writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
+        head = (await self.reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
+        status = int(head[0].split(" ", 2)[1])
+        fields = [tuple(part.strip() for part in line.split(":", 1)) for line in head[1:] if ":" in line]
+        response = Response(status, [(key, value) for key, value in fields], b"")
+        if status != 101:
+            length = response.header("Content-Length")
+            assert length is not None, head
+            response.body = await self.reader.readexactly(int(length))
+        return response
+
+    async def stream(self, path: str = "/_stcore/stream", cookie: str | None = None) -> Response:
+        """Open a WebSocket at `path`, as a browser tab opens its session's; a 101 keeps it open until close()."""
+        key = base64.b64encode(os.urandom(16)).decode()
+        headers = {
+            "Origin": f"http://{self.host}",
+            "Upgrade": "websocket",
+            "Connection": "Upgrade",
+            "Sec-WebSocket-Key": key,
+            "Sec-WebSocket-Version": "13",
+        }
+        return await self.get(path, cookie, headers)
+
+    def close(self) -> None:
+        """Close the connection (an open WebSocket ends with it)."""
+        self.writer.close()
+
+
+async def fetch(proxy: NginxProxy, path: str = "/", cookie: str | None = None, **headers: str) -> Response:
+    """One GET on a connection of its own."""
+    client = await Client.open(proxy)
+    try:
+        return await client.get(path, cookie, {key.replace("_", "-"): value for key, value in headers.items()})
+    finally:
+        client.close()
+
+
+def get(proxy: NginxProxy, path: str = "/", cookie: str | None = None, **headers: str) -> Response:
+    """fetch(), from synchronous code."""
+    return asyncio.run(fetch(proxy, path, cookie, **headers))
+
+
+def site_limit(pattern: str) -> int:
+    """A number of the site file's limits, e.g. site_limit(r"limit_conn attnviz_in_flight (\\d+);")."""
+    match = re.search(pattern, SITE_CONF.read_text(encoding="utf-8"))
+    assert match, f"no {pattern!r} in {SITE_CONF}"
+    return int(match.group(1))
+
+
+@pytest.fixture(scope="module")
+def replicas() -> Iterator[list[StandInReplica]]:
+    """Two stand-in replicas (/slow answers after 3 s)."""
+    started = [StandInReplica(slow=3.0).start() for _ in range(2)]
+    yield started
+    for replica in started:
+        replica.stop()
+
+
+@pytest.fixture
+def start_proxy(replicas: list[StandInReplica], tmp_path: Path) -> Iterator[Callable[..., NginxProxy]]:
+    """Factory: a fresh nginx (its limits' counters at zero) in front of both replicas; NginxProxy's keywords."""
+    started: list[NginxProxy] = []
+
+    def start(**kwargs: object) -> NginxProxy:
+        workdir = tmp_path / f"nginx{len(started)}"
+        proxy = NginxProxy([r.address for r in replicas], _free_port(), workdir, **kwargs)  # type: ignore[arg-type]
+        started.append(proxy)
+        return proxy.start()
+
+    yield start
+    for proxy in started:
+        proxy.stop()
+
+
+# ----- the affinity cookie: issued by the proxy, refused when forged -------------------------------------------
+
+
+def test_the_proxy_issues_the_cookie_and_a_browser_keeps_its_replica(
+    start_proxy: Callable[..., NginxProxy], replicas: list[StandInReplica]
+) -> None:
+    """A new browser gets "<id>.<tag>"; sent back, it is kept (no new Set-Cookie) and always reaches one replica;
+    sixteen browsers spread over both replicas."""
+    proxy = start_proxy()
+    first = get(proxy, "/_stcore/health")
+    assert first.status == 200 and first.set_cookie is not None
+    assert re.fullmatch(rf"{COOKIE}={ISSUED.pattern}; Path=/; HttpOnly; SameSite=Lax", first.set_cookie)
+    cookies = [get(proxy).issued for _ in range(16)]
+    assert len(set(cookies)) == 16 and all(cookies)
+    answered: dict[str, set[str | None]] = {}
+    for cookie in cookies:
+        responses = [get(proxy, "/Self_attention", cookie) for _ in range(4)]
+        assert [r.set_cookie for r in responses] == [None] * 4, "an issued cookie was replaced"
+        answered[cookie] = {r.replica for r in responses}  # type: ignore[index]
+    assert all(len(ports) == 1 for ports in answered.values()), answered
+    assert set().union(*answered.values()) == {str(r.port) for r in replicas}, answered
+
+
+def _tampered(cookie: str) -> str:
+    """The cookie with its tag's last digit changed."""
+    return cookie[:-1] + ("0" if cookie[-1] != "0" else "1")
+
+
+@pytest.mark.parametrize(
+    "forge",
+    [
+        pytest.param(lambda issued: secrets.token_hex(16), id="chosen-32-hex"),
+        pytest.param(lambda issued: "0" * 32, id="zeros"),
+        pytest.param(lambda issued: f"{secrets.token_hex(16)}.{secrets.token_hex(16)}", id="well-formed-made-up"),
+        pytest.param(_tampered, id="tampered-tag"),
+        pytest.param(lambda issued: secrets.token_hex(16) + issued[32:], id="other-id-same-tag"),
+        pytest.param(lambda issued: issued.upper(), id="upper-case"),
+        pytest.param(lambda issued: issued + "0", id="longer"),
+        pytest.param(lambda issued: "x; Path=/evil", id="header-injection"),
+    ],
+)
+def test_a_cookie_the_proxy_did_not_issue_is_replaced(
+    start_proxy: Callable[..., NginxProxy], forge: Callable[[str], str]
+) -> None:
+    """Whatever the browser made up is replaced by a freshly issued cookie and never echoed back."""
+    proxy = start_proxy()
+    issued = get(proxy).issued
+    assert issued
+    forged = forge(issued)
+    response = get(proxy, "/", forged)
+    assert response.issued and ISSUED.fullmatch(response.issued), response.headers
+    assert response.issued not in (forged, issued)
+    assert not any(forged in value for _, value in response.headers), "the forged value was echoed back"
+    assert get(proxy, "/", response.issued).set_cookie is None, "the freshly issued cookie is not accepted"
+
+
+def test_only_proxies_that_share_the_secret_accept_each_others_cookies(
+    start_proxy: Callable[..., NginxProxy],
+) -> None:
+    """A cookie signed with another secret is refused; several proxies in front of the same replicas work together
+    when they share one."""
+    secret = secrets.token_hex(32)
+    first, twin, stranger = start_proxy(affinity_secret=secret), start_proxy(affinity_secret=secret), start_proxy()
+    cookie = get(first).issued
+    assert get(twin, "/", cookie).set_cookie is None
+    assert get(stranger, "/", cookie).issued not in (None, cookie)
+
+
+@pytest.mark.parametrize(
+    "forged", [secrets.token_hex(16), f"{secrets.token_hex(16)}.{secrets.token_hex(16)}"], ids=["32-hex", "id.tag"]
+)
+def test_sessions_sending_one_chosen_cookie_spread_over_the_replicas(
+    start_proxy: Callable[..., NginxProxy], replicas: list[StandInReplica], forged: str
+) -> None:
+    """20 new sessions (WebSockets) all sending one made-up value cannot be aimed at one replica: each is given a
+    cookie of its own and lands where that one hashes, so they spread over both."""
+    proxy = start_proxy()
+
+    async def sessions() -> list[Response]:
+        clients = [await Client.open(proxy) for _ in range(20)]
+        try:
+            return [await client.stream(cookie=forged) for client in clients]
+        finally:
+            for client in clients:
+                client.close()
+
+    opened = asyncio.run(sessions())
+    assert [r.status for r in opened] == [101] * 20
+    assert len({r.issued for r in opened}) == 20 and forged not in {r.issued for r in opened}
+    assert {r.replica for r in opened} == {str(r.port) for r in replicas}, Counter(r.replica for r in opened)
+
+
+def test_open_streams_per_cookie_are_capped(start_proxy: Callable[..., NginxProxy]) -> None:
+    """One issued cookie holds at most the cap's WebSockets at once (more get 429); another cookie is not affected,
+    and a closed stream frees its place."""
+    cap = site_limit(r"limit_conn attnviz_streams_per_cookie (\d+);")
+    assert 3 <= cap <= 16, "a handful of tabs per browser"
+    proxy = start_proxy()
+
+    async def scenario() -> None:
+        cookie, other = (await fetch(proxy)).issued, (await fetch(proxy)).issued
+        tabs = [await Client.open(proxy) for _ in range(cap)]
+        opened = [await tab.stream(cookie=cookie) for tab in tabs]
+        assert [r.status for r in opened] == [101] * cap and len({r.replica for r in opened}) == 1
+        extra = await Client.open(proxy)
+        refused = await extra.stream(cookie=cookie)
+        assert refused.status == 429 and refused.replica is None
+        elsewhere = await Client.open(proxy)
+        assert (await elsewhere.stream(cookie=other)).status == 101
+        tabs.pop().close()
+        deadline = time.monotonic() + 10
+        while True:  # nginx frees the place once it has seen the stream close
+            again = await Client.open(proxy)
+            status = (await again.stream(cookie=cookie)).status
+            tabs.append(again)
+            if status == 101 or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.1)
+        assert status == 101
+        for client in [*tabs, extra, elsewhere]:
+            client.close()
+
+    asyncio.run(scenario())
+
+
+# ----- Secure over HTTPS ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("forwarded_proto", "secure"), [(None, False), ("https", True), ("HTTPS", True), ("http", False)]
+)
+def test_the_cookie_is_secure_when_a_tls_front_says_https(
+    start_proxy: Callable[..., NginxProxy], forwarded_proto: str | None, secure: bool
+) -> None:
+    """Plain HTTP: no Secure, unless a TLS-terminating front in front of nginx says the browser used HTTPS."""
+    proxy = start_proxy()
+    headers = {"X_Forwarded_Proto": forwarded_proto} if forwarded_proto else {}
+    set_cookie = get(proxy, "/", **headers).set_cookie
+    assert set_cookie is not None and set_cookie.endswith("; Secure") == secure, set_cookie
+
+
+def test_the_cookie_is_secure_when_nginx_terminates_tls(start_proxy: Callable[..., NginxProxy], tmp_path: Path) -> None:
+    """nginx serving HTTPS itself ($scheme) marks the cookie Secure, and accepts it back."""
+    certificate, key = tmp_path / "proxy.crt", tmp_path / "proxy.key"
+    subprocess.run(
+        [
+            *("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"),
+            *("-keyout", str(key), "-out", str(certificate), "-days", "1", "-subj", f"/CN={HOST}"),
+            *("-addext", f"subjectAltName=IP:{HOST}"),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    proxy = start_proxy(tls=(certificate, key))
+    context = ssl.create_default_context(cafile=str(certificate))
+
+    async def over_tls() -> tuple[Response, Response]:
+        client = await Client.open(proxy, context)
+        try:
+            first = await client.get("/")
+            return first, await client.get("/", first.issued)
+        finally:
+            client.close()
+
+    first, again = asyncio.run(over_tls())
+    assert first.status == 200 and first.set_cookie is not None, first.headers
+    assert first.set_cookie.endswith("; HttpOnly; SameSite=Lax; Secure"), first.set_cookie
+    assert again.status == 200 and again.set_cookie is None
+
+
+def test_without_a_secret_the_proxy_refuses_to_serve(start_proxy: Callable[..., NginxProxy]) -> None:
+    """No secret (or a short one): 500 and no cookie at all, rather than cookies anyone could forge; the error log
+    says why."""
+    for secret in ("", "too-short"):
+        proxy = start_proxy(affinity_secret=secret)
+        response = get(proxy, "/")
+        assert response.status == 500 and response.set_cookie is None and response.replica is None
+        assert "ATTNVIZ_AFFINITY_SECRET" in proxy.error_log()
+
+
+# ----- per-client limits ---------------------------------------------------------------------------------------
+
+# Measured with Chromium through this proxy in front of two app replicas, empty cache (deploy/README.md): opening
+# every page of the app in one browser costs 164 HTTP requests (107 for the first page), over at most 6
+# connections; each tab holds one WebSocket.
+STUDENTS = 60
+REQUESTS_PER_STUDENT = 164
+CONNECTIONS_PER_BROWSER = 6
+TABS_PER_STUDENT = 5
+
+
+async def _student(proxy: NginxProxy, start: asyncio.Event) -> tuple[Counter[int], list[Client]]:
+    """One student's browser, behind the class's one address: the first request gets the cookie, then every page's
+    requests over six connections and a WebSocket per tab, all at once. Returns the statuses and open streams."""
+    await start.wait()
+    connections = [await Client.open(proxy) for _ in range(CONNECTIONS_PER_BROWSER)]
+    first = await connections[0].get("/")
+    statuses: Counter[int] = Counter([first.status])
+    cookie = first.issued
+
+    async def load(client: Client, count: int) -> None:
+        for _ in range(count):
+            statuses[(await client.get("/static/js/chunk.js", cookie)).status] += 1
+
+    async def tab() -> Client:
+        client = await Client.open(proxy)
+        statuses[(await client.stream(cookie=cookie)).status] += 1
+        return client
+
+    per_connection, extra = divmod(REQUESTS_PER_STUDENT - 1, CONNECTIONS_PER_BROWSER)
+    counts = [per_connection + (i < extra) for i in range(CONNECTIONS_PER_BROWSER)]
+    streams = [asyncio.ensure_future(tab()) for _ in range(TABS_PER_STUDENT)]
+    await asyncio.gather(*(load(client, count) for client, count in zip(connections, counts, strict=True)))
+    for client in connections:
+        client.close()
+    return statuses, list(await asyncio.gather(*streams))
+
+
+def test_a_class_behind_one_address_loading_at_once_is_never_refused(start_proxy: Callable[..., NginxProxy]) -> None:
+    """60 students on one address (127.0.0.1) open every page at the same moment, with five tabs each: every request
+    gets 200, every WebSocket 101, while the streams stay open."""
+    proxy = start_proxy()
+
+    async def lesson() -> Counter[int]:
+        start = asyncio.Event()
+        students = [asyncio.ensure_future(_student(proxy, start)) for _ in range(STUDENTS)]
+        await asyncio.sleep(0)
+        start.set()
+        results = await asyncio.gather(*students)
+        for _, streams in results:
+            for client in streams:
+                client.close()
+        return sum((statuses for statuses, _ in results), Counter())
+
+    statuses = asyncio.run(lesson())
+    assert statuses == {200: STUDENTS * REQUESTS_PER_STUDENT, 101: STUDENTS * TABS_PER_STUDENT}, statuses
+
+
+def test_a_flood_of_requests_from_one_address_gets_429(start_proxy: Callable[..., NginxProxy]) -> None:
+    """One client sending far more than a class: past the burst and the rate, nginx answers 429 by itself."""
+    burst = site_limit(r"limit_req zone=attnviz_requests burst=(\d+) nodelay;")
+    rate = site_limit(r"zone=attnviz_requests:\d+m rate=(\d+)r/s;")
+    assert burst >= STUDENTS * REQUESTS_PER_STUDENT, "the burst must let a whole class in"
+    proxy = start_proxy()
+    flood = burst + 5000
+
+    async def attack() -> tuple[Counter[int], Counter[str | None], float]:
+        statuses: Counter[int] = Counter()
+        answered_by: Counter[str | None] = Counter()
+        started = time.monotonic()
+
+        async def send(count: int) -> None:
+            client = await Client.open(proxy)
+            for _ in range(count):
+                response = await client.get("/")
+                statuses[response.status] += 1
+                answered_by[response.replica] += 1
+            client.close()
+
+        await asyncio.gather(*(send(flood // 25) for _ in range(25)))
+        return statuses, answered_by, time.monotonic() - started
+
+    statuses, answered_by, seconds = asyncio.run(attack())
+    allowed = burst + 1 + rate * seconds
+    assert set(statuses) == {200, 429}, statuses
+    assert statuses[200] <= allowed and statuses[429] >= flood - allowed, (statuses, seconds)
+    assert answered_by[None] == statuses[429], "a refused request reached a replica"
+
+
+def test_more_requests_in_flight_than_a_class_makes_get_429(start_proxy: Callable[..., NginxProxy]) -> None:
+    """Past the in-flight limit per address (a class needs 60 x (6 requests + 5 WebSockets)), 429."""
+    limit = site_limit(r"limit_conn attnviz_in_flight (\d+);")
+    assert limit >= STUDENTS * (CONNECTIONS_PER_BROWSER + TABS_PER_STUDENT)
+    proxy = start_proxy()
+    excess = 50
+
+    async def hold() -> Counter[int]:
+        clients = [await Client.open(proxy) for _ in range(limit + excess)]
+        try:
+            responses = await asyncio.gather(*(client.get("/slow") for client in clients))
+        finally:
+            for client in clients:
+                client.close()
+        return Counter(r.status for r in responses)
+
+    assert asyncio.run(hold()) == {200: limit, 429: excess}
+
+
+def test_a_flood_of_new_streams_gets_429(start_proxy: Callable[..., NginxProxy]) -> None:
+    """Each WebSocket starts a session that runs the script: past a class's worth at once, new ones get 429."""
+    burst = site_limit(r"limit_req zone=attnviz_streams burst=(\d+) nodelay;")
+    rate = site_limit(r"zone=attnviz_streams:\d+m rate=(\d+)r/s;")
+    assert burst >= STUDENTS * TABS_PER_STUDENT
+    proxy = start_proxy()
+    flood = burst + 200
+
+    async def attack() -> tuple[Counter[int], float]:
+        started = time.monotonic()
+        clients = [await Client.open(proxy) for _ in range(flood)]
+        try:
+            responses = await asyncio.gather(*(client.stream() for client in clients))
+        finally:
+            for client in clients:
+                client.close()
+        return Counter(r.status for r in responses), time.monotonic() - started
+
+    statuses, seconds = asyncio.run(attack())
+    allowed = burst + 1 + rate * seconds
+    assert set(statuses) == {101, 429} and statuses[429] >= flood - allowed, (statuses, seconds)
