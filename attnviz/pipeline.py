@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
 import torch
 from torch import Tensor
 
+from attnviz.budget import Request
 from attnviz.errors import AttnvizError, Name
 from attnviz.fields import MAX_CELL
 from attnviz.kernel import nadaraya_watson
@@ -125,6 +126,45 @@ def run_attention(state: AttentionState, inputs: AttentionInputs, score: str | N
         residual=state.residual and state.page == "cross",
         **state.score_params(name),
     )
+
+
+def attention_request(state: AttentionState, inputs: AttentionInputs) -> Request:
+    """The sizes that price a rerun of `state` on `inputs` (attnviz/budget.py)."""
+    heads = max(1, state.heads)
+    width = max(inputs.queries.shape[-1], inputs.keys.shape[-1])
+    return Request(
+        score=state.score,
+        num_queries=inputs.queries.shape[0],
+        num_keys=inputs.keys.shape[0],
+        heads=heads,
+        head_dim=max(1, width // heads),
+        num_hiddens=int(state.score_params(state.score).get("num_hiddens", 0)),
+        compare=state.compare,
+        compare_hiddens=int(state.score_params(state.compare).get("num_hiddens", 0)) if state.compare else 0,
+    )
+
+
+def first_rows(state: AttentionState, inputs: AttentionInputs, rows: int) -> tuple[AttentionState, AttentionInputs]:
+    """The state and inputs of the first `rows` queries alone, with the same weights as the full request's rows.
+
+    Only the rows' masks need care: the causal mask of row i (keys up to i) is carried as a valid length of i + 1,
+    combined with the row's own valid length, since a causal mask over fewer queries would start again at row 1."""
+    if rows >= inputs.queries.shape[0]:
+        return state, inputs
+    lens = inputs.valid_lens
+    per_row = [lens] * rows if isinstance(lens, int) else (list(lens[:rows]) if lens is not None else None)
+    if state.causal:
+        keys = inputs.keys.shape[0]
+        per_row = [min(i + 1, keys if per_row is None else per_row[i]) for i in range(rows)]
+    part = AttentionInputs(
+        queries=inputs.queries[:rows],
+        keys=inputs.keys,
+        values=inputs.values,
+        query_labels=inputs.query_labels[:rows],
+        key_labels=inputs.key_labels,
+        valid_lens=per_row,
+    )
+    return replace(state, causal=False), part
 
 
 def run_kernel(state: KernelState) -> AttentionTrace:

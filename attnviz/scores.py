@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from attnviz.budget import CHUNK_FLOATS
 from attnviz.errors import AttnvizError
 from attnviz.fields import Field
 from attnviz.i18n import prose
@@ -72,10 +73,27 @@ class GeneralScore(LearnedScore):
         return queries @ self.W(keys).transpose(-1, -2)  # (B, Q, d_q) @ (B, d_q, K) -> (B, Q, K)
 
 
+def by_query_chunks(pairwise: Callable[[Tensor, Tensor], Tensor], queries: Tensor, keys: Tensor, width: int) -> Tensor:
+    """`pairwise(queries, keys)` -> (..., Q, K), computed a block of queries at a time so that its per-pair
+    intermediate of `width` floats never holds more than CHUNK_FLOATS (attnviz/budget.py) at once."""
+    per_query = max(1, math.prod(keys.shape[:-1]) * width)
+    rows = max(1, CHUNK_FLOATS // per_query)
+    num_queries = queries.shape[-2]
+    if rows >= num_queries:
+        return pairwise(queries, keys)
+    blocks = [pairwise(queries[..., i : i + rows, :], keys) for i in range(0, num_queries, rows)]
+    return torch.cat(blocks, dim=-2)
+
+
 def additive_scores(queries: Tensor, keys: Tensor, W_q: nn.Linear, W_k: nn.Linear, w_v: nn.Linear) -> Tensor:
     """Bahdanau's w_vᵀ tanh(W_q q + W_k k) for every query-key pair."""
-    features = W_q(queries).unsqueeze(2) + W_k(keys).unsqueeze(1)  # (B, Q, 1, h) + (B, 1, K, h) -> (B, Q, K, h)
-    return w_v(torch.tanh(features)).squeeze(-1)  # (B, Q, K)
+    projected_q, projected_k = W_q(queries), W_k(keys)
+
+    def pairwise(q: Tensor, k: Tensor) -> Tensor:
+        features = q.unsqueeze(-2) + k.unsqueeze(-3)  # (B, Q, 1, h) + (B, 1, K, h) -> (B, Q, K, h)
+        return w_v(torch.tanh(features)).squeeze(-1)  # (B, Q, K)
+
+    return by_query_chunks(pairwise, projected_q, projected_k, W_q.out_features)
 
 
 class AdditiveScore(LearnedScore):
@@ -115,7 +133,8 @@ class ConcatScore(LearnedScore):
         self._params = {"seed": seed}
 
     def score(self, queries: Tensor, keys: Tensor) -> Tensor:
-        return self.W(_concat_pairs(queries, keys)).squeeze(-1)  # (B, Q, K)
+        width = queries.shape[-1] + keys.shape[-1]
+        return by_query_chunks(lambda q, k: self.W(_concat_pairs(q, k)).squeeze(-1), queries, keys, width)
 
 
 class ConcatTanhScore(LearnedScore):
@@ -129,7 +148,12 @@ class ConcatTanhScore(LearnedScore):
         self._params = {"seed": seed, "num_hiddens": num_hiddens}
 
     def score(self, queries: Tensor, keys: Tensor) -> Tensor:
-        return torch.tanh(self.W(_concat_pairs(queries, keys))).sum(dim=-1)  # (B, Q, K)
+        width = queries.shape[-1] + keys.shape[-1] + self.W.out_features
+
+        def pairwise(q: Tensor, k: Tensor) -> Tensor:
+            return torch.tanh(self.W(_concat_pairs(q, k))).sum(dim=-1)  # (B, Q, K)
+
+        return by_query_chunks(pairwise, queries, keys, width)
 
 
 def dot_scores(queries: Tensor, keys: Tensor) -> Tensor:

@@ -19,6 +19,11 @@ DYNAMIC_IDS = (
     N_("model.title"),
     N_("self.intro"),
     N_("self.title"),
+    # What to reduce when a change is over its budget: f"budget.reduce_{knob}" (attnviz/budget.py's advice)
+    N_("budget.reduce_compare"),
+    N_("budget.reduce_heads"),
+    N_("budget.reduce_hiddens"),
+    N_("budget.reduce_tokens"),
     # The home page's cards: f"home.card_{page}"
     N_("home.card_cross"),
     N_("home.card_kernel"),

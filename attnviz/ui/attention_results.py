@@ -8,13 +8,23 @@ from dataclasses import replace
 
 import plotly.graph_objects as go
 import streamlit as st
+import torch.nn.functional as F
 
 from attnviz import figures
+from attnviz.bert_views import pooled_labels
+from attnviz.budget import BUDGET_SECONDS, DRAW_CELLS, Plan, plan, pool_factor
 from attnviz.explain import explain_row
 from attnviz.exports import python_snippet, weights_csv
 from attnviz.i18n import t
 from attnviz.multihead import MultiHeadTrace
-from attnviz.pipeline import AttentionInputs, parse_guess, run_attention, total_variation
+from attnviz.pipeline import (
+    AttentionInputs,
+    attention_request,
+    first_rows,
+    parse_guess,
+    run_attention,
+    total_variation,
+)
 from attnviz.plotting import unique_labels
 from attnviz.state import AttentionState, encode_attention
 from attnviz.ui.common import chart, chart_tables, lazy_expander
@@ -93,11 +103,19 @@ def _weights_charts(page: str, state: AttentionState, trace: MultiHeadTrace, inp
         )
         return [chart(fig, f"{page}_attention_weights", table="elsewhere")]
     titles = [tr("attention.head_n", n=h + 1) for h in range(trace.num_heads)]
+    weights, grid_mask, grid_q, grid_k = trace.weights, trace.heads[0].mask, q_labels, k_labels
+    factor = pool_factor(weights.numel())
+    if factor > 1:  # max-pooled blocks keep a sharp pattern visible; the full numbers are in the mean and the CSV
+        size = (-(-weights.shape[-2] // factor), -(-weights.shape[-1] // factor))
+        weights = F.adaptive_max_pool2d(weights, size)
+        grid_mask = F.adaptive_max_pool2d(grid_mask.float().unsqueeze(0), size).squeeze(0).bool()
+        grid_q, grid_k = pooled_labels(q_labels, size[0]), pooled_labels(k_labels, size[1])
+        st.caption(tr("budget.pooled", factor=factor, cells=trace.weights.numel(), limit=DRAW_CELLS))
     grid = figures.heads_grid(
-        trace.weights.numpy(),
-        mask=mask,
-        query_labels=q_labels,
-        key_labels=k_labels,
+        weights.numpy(),
+        mask=grid_mask.numpy(),
+        query_labels=grid_q,
+        key_labels=grid_k,
         head_titles=titles,
         palette=palette(),
         lang=lang,
@@ -172,10 +190,34 @@ def _comparison(page: str, state: AttentionState, trace: MultiHeadTrace, inputs:
     chart(fig, f"{page}_compare_{state.score}_{state.compare}")
 
 
+def _budget_note(state: AttentionState, inputs: AttentionInputs, fit: Plan) -> None:
+    """Why only part of the request was computed, and what to reduce to see it all, in the interface language."""
+    choices = []
+    for knob, value in fit.advice.items():
+        if knob == "compare":
+            choices.append(tr("budget.reduce_compare"))
+        else:
+            choices.append(tr(f"budget.reduce_{knob}", value=value))
+    total = inputs.queries.shape[0]
+    if fit.rows < total:
+        text = tr("budget.rows", seconds=f"{fit.seconds:.1f}", budget=f"{BUDGET_SECONDS:g}", rows=fit.rows, total=total)
+    else:
+        score = tr(f"score.{state.compare}.label")
+        text = tr("budget.compare", seconds=f"{fit.seconds:.1f}", budget=f"{BUDGET_SECONDS:g}", score=score)
+    st.info(text + " " + tr("budget.reduce", choices="; ".join(choices)), icon="⏱️")
+
+
 def draw_results(session: PageSession, state: AttentionState, inputs: AttentionInputs) -> Callable[[], None] | None:
-    """Compute and draw every figure of the page; return what draws the exports (for the share box)."""
+    """Compute and draw every figure of the page; return what draws the exports (for the share box).
+
+    The request is priced before anything is computed (attnviz/budget.py): over the budget of one change, the
+    comparison is left out, then only the first query rows are computed, and the page says what to reduce."""
+    fit = plan(attention_request(state, inputs))
+    if fit.partial:
+        _budget_note(state, inputs, fit)
+    computed_state, inputs = first_rows(state, inputs, fit.rows)
     try:
-        trace = run_attention(state, inputs)
+        trace = run_attention(computed_state, inputs)
     except ValueError as exc:
         show_error(exc)
         return None
@@ -187,8 +229,8 @@ def draw_results(session: PageSession, state: AttentionState, inputs: AttentionI
             return None  # the weights stay hidden until the student's guess is in
     shown = _weights_charts(session.page, state, trace, inputs)  # their tables are in the numbers section
     _numbers_section(session, state, trace, inputs, shown)
-    if state.compare:
-        _comparison(session.page, state, trace, inputs)
+    if state.compare and fit.compare:
+        _comparison(session.page, computed_state, trace, inputs)
     st.subheader(tr("attention.show_work"))
     row = selected_row(session, q_labels, tr("widget.query_row")) if guessed_row is None else guessed_row
     head_index = 0

@@ -1,0 +1,144 @@
+"""What one change on an attention page may cost the server, estimated before anything is computed.
+
+A class shares one server process: while one student's rerun computes, everyone else's waits for the same core.
+One crafted link (512 tokens, 8 heads, the additive score with 256 hidden units, compared with concat_tanh) took
+12 s and 730 MB per rerun and sent 20 MB of charts, and a student on the default page saw p95 latency go from 62 ms
+to 4 s. So every rerun is priced first, from the sizes alone:
+
+- **compute**: every (head, query, key) pair costs the trace's own work (score, scale, mask, softmax, weight), plus
+  each element of the score's per-pair intermediate (additive: its hidden units; concat: [q; k]; concat_tanh: [q; k]
+  and its hidden units; Gaussian: q - k), plus the multiply-adds of concat_tanh's per-pair product W [q; k];
+- **drawing**: the heatmap cells sent to the browser.
+
+The constants were measured on a 2-core machine (`python -m bench.model`-style timings of `multi_head_attend`,
+one thread): ~20 ns per pair, ~3 ns per intermediate element, ~0.1 ns per multiply-add. A change may cost
+BUDGET_SECONDS of that; a request over it computes the query rows that fit (the first ones, always at least one),
+and the page says what to reduce to see them all. Heatmaps beyond DRAW_CELLS cells are max-pooled.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+NS_PER_PAIR = 20.0
+NS_PER_ELEMENT = 3.0
+NS_PER_MULTIPLY_ADD = 0.1
+BUDGET_SECONDS = 0.25
+DRAW_CELLS = 512 * 512  # one 512 x 512 heatmap: what the pages drew at their largest before (~2.6 MB)
+# The largest per-pair intermediate computed at once, in floats (scores.py splits the queries to stay under it).
+CHUNK_FLOATS = 4 * 2**20
+
+
+def pair_elements(score: str, head_dim: int, num_hiddens: int) -> int:
+    """Floats of the score's intermediate per (query, key) pair."""
+    if score == "additive":
+        return num_hiddens
+    if score == "concat":
+        return 2 * head_dim
+    if score == "concat_tanh":
+        return 2 * head_dim + num_hiddens
+    if score == "gaussian":
+        return head_dim
+    return 0  # dot products (dot, scaled_dot, cosine, general) go through a matrix product: no per-pair tensor
+
+
+def pair_seconds(score: str, head_dim: int, num_hiddens: int) -> float:
+    """Estimated seconds for one (head, query, key) pair of `score`."""
+    ns = NS_PER_PAIR + NS_PER_ELEMENT * pair_elements(score, head_dim, num_hiddens)
+    if score == "concat_tanh":
+        ns += NS_PER_MULTIPLY_ADD * 2 * head_dim * num_hiddens
+    return ns * 1e-9
+
+
+@dataclass(frozen=True)
+class Request:
+    """The sizes that decide a rerun's cost."""
+
+    score: str
+    num_queries: int
+    num_keys: int
+    heads: int
+    head_dim: int  # features per head that the score compares (after projections)
+    num_hiddens: int = 0  # of the additive and concat_tanh scores
+    compare: str = ""  # a second score drawn beside the first
+    compare_hiddens: int = 0
+
+    def row_seconds(self, with_compare: bool = True) -> float:
+        """Estimated seconds for one query row (every head, every key)."""
+        per_pair = pair_seconds(self.score, self.head_dim, self.num_hiddens)
+        if with_compare and self.compare:
+            per_pair += pair_seconds(self.compare, self.head_dim, self.compare_hiddens)
+        return self.heads * self.num_keys * per_pair
+
+    def seconds(self, with_compare: bool = True) -> float:
+        """Estimated seconds for the whole request."""
+        return self.num_queries * self.row_seconds(with_compare)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a rerun computes: the query rows, whether the comparison is drawn, and what to reduce to see it all."""
+
+    rows: int  # the first `rows` query rows are computed
+    compare: bool  # the comparison fits as well
+    seconds: float  # the estimate of the whole request
+    advice: dict[str, int]  # knob -> the largest value that fits with the others unchanged ("tokens", "hiddens", ...)
+
+    @property
+    def partial(self) -> bool:
+        return self.seconds > BUDGET_SECONDS
+
+
+def plan(request: Request, budget: float = BUDGET_SECONDS) -> Plan:
+    """The part of `request` that fits in `budget`: every row and the comparison when it all fits; else the
+    comparison goes first, then rows, never below one row."""
+    total = request.seconds()
+    if total <= budget:
+        return Plan(request.num_queries, bool(request.compare), total, {})
+    if request.compare and request.seconds(with_compare=False) <= budget:
+        return Plan(request.num_queries, False, total, _advice(request, budget))
+    rows = max(1, min(request.num_queries, math.floor(budget / request.row_seconds(with_compare=False))))
+    return Plan(rows, False, total, _advice(request, budget))
+
+
+def _largest(fits: Callable[[int], bool], low: int, high: int) -> int:
+    """The largest n in [low, high] with fits(n) (fits is monotone: true up to some n); low - 1 if none."""
+    if not fits(low):
+        return low - 1
+    while low < high:
+        middle = (low + high + 1) // 2
+        low, high = (middle, high) if fits(middle) else (low, middle - 1)
+    return low
+
+
+def _advice(request: Request, budget: float) -> dict[str, int]:
+    """For each knob, the largest value that brings the whole request (comparison included) within budget."""
+
+    def fits(**change: int) -> bool:
+        return replace(request, **change).seconds() <= budget
+
+    advice: dict[str, int] = {}
+    tokens = _largest(lambda n: fits(num_queries=min(n, request.num_queries), num_keys=n), 1, request.num_keys)
+    if tokens >= 1:
+        advice["tokens"] = tokens
+    if request.heads > 1:
+        heads = _largest(lambda h: fits(heads=h), 1, request.heads - 1)
+        if heads >= 1:
+            advice["heads"] = heads
+    if request.score in ("additive", "concat_tanh") and request.num_hiddens > 1:
+        shared = request.compare in ("additive", "concat_tanh")  # the two scores share the hidden-units control
+        hiddens = _largest(
+            lambda n: fits(num_hiddens=n, **({"compare_hiddens": n} if shared else {})), 1, request.num_hiddens - 1
+        )
+        if hiddens >= 1:
+            advice["hiddens"] = hiddens
+    if request.compare and request.seconds(with_compare=False) <= budget:
+        advice["compare"] = 0  # leaving the comparison out is enough on its own
+    return advice
+
+
+def pool_factor(cells: int, limit: int = DRAW_CELLS) -> int:
+    """The smallest k such that max-pooling k x k blocks brings `cells` within `limit` (1: draw as it is)."""
+    return max(1, math.ceil(math.sqrt(cells / limit)))

@@ -1,0 +1,124 @@
+"""A rerun is priced before it is computed: over the budget, part of it is computed and the page says what to reduce.
+
+The crafted link of the stress test (512 different CJK characters, 8 heads, additive with 256 hidden units,
+compared with concat_tanh) took 12 s and 730 MB per rerun and sent 20 MB of charts.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+import torch
+from streamlit.testing.v1 import AppTest
+
+from attnviz import scores
+from attnviz.budget import BUDGET_SECONDS, DRAW_CELLS, Request, plan, pool_factor
+from attnviz.pipeline import AttentionInputs, attention_request, first_rows, run_attention
+from attnviz.state import AttentionState
+from tests.test_app import ROOT, SELF
+
+CJK = "".join(chr(0x4E00 + 7 * i) for i in range(512))
+CRAFTED = {"s": CJK, "dim": "64", "h": "8", "pr": "random", "sc": "additive", "nh": "256", "cmp": "concat_tanh"}
+CRAFTED_REQUEST = Request("additive", 512, 512, heads=8, head_dim=8, num_hiddens=256, compare="concat_tanh",
+                          compare_hiddens=256)  # fmt: skip
+
+
+def test_the_default_page_and_a_512_token_sentence_fit():
+    assert plan(Request("scaled_dot", 9, 9, heads=1, head_dim=8)).partial is False
+    fit = plan(Request("scaled_dot", 512, 512, heads=1, head_dim=64))
+    assert not fit.partial and fit.rows == 512
+
+
+def test_the_crafted_request_is_cut_to_rows_that_fit():
+    fit = plan(CRAFTED_REQUEST)
+    assert fit.partial and fit.seconds > 10 * BUDGET_SECONDS
+    assert not fit.compare  # the comparison goes first
+    assert 1 <= fit.rows < 512
+    assert replace(CRAFTED_REQUEST, num_queries=fit.rows).seconds(with_compare=False) <= BUDGET_SECONDS
+    assert replace(CRAFTED_REQUEST, num_queries=fit.rows + 1).seconds(with_compare=False) > BUDGET_SECONDS
+
+
+def test_each_piece_of_advice_is_the_largest_value_that_fits():
+    fit = plan(CRAFTED_REQUEST)
+    assert set(fit.advice) == {"tokens", "hiddens"}  # one head is still too much; so is leaving the comparison out
+    n = fit.advice["tokens"]
+    assert replace(CRAFTED_REQUEST, num_queries=n, num_keys=n).seconds() <= BUDGET_SECONDS
+    assert replace(CRAFTED_REQUEST, num_queries=n + 1, num_keys=n + 1).seconds() > BUDGET_SECONDS
+    h = fit.advice["hiddens"]
+    assert replace(CRAFTED_REQUEST, num_hiddens=h, compare_hiddens=h).seconds() <= BUDGET_SECONDS
+    assert replace(CRAFTED_REQUEST, num_hiddens=h + 1, compare_hiddens=h + 1).seconds() > BUDGET_SECONDS
+
+
+def test_leaving_the_comparison_out_is_advised_when_it_is_enough():
+    request = Request("scaled_dot", 512, 512, heads=1, head_dim=64, compare="concat_tanh", compare_hiddens=128)
+    fit = plan(request)
+    assert fit.partial and not fit.compare and fit.rows == 512  # every row of the chosen score, no comparison
+    assert fit.advice["compare"] == 0
+
+
+def test_the_largest_grid_is_pooled_to_the_drawing_limit():
+    assert pool_factor(8 * 64 * 64) == 1
+    factor = pool_factor(8 * 512 * 512)
+    assert factor == 3 and 8 * (512 / factor) ** 2 <= DRAW_CELLS < 8 * (512 / (factor - 1)) ** 2
+
+
+@pytest.mark.parametrize(
+    ("causal", "lens_mode", "lens"), [(True, "none", ()), (True, "all", (3,)), (False, "all", (4,))]
+)
+def test_the_first_rows_alone_have_the_full_requests_weights(causal, lens_mode, lens):
+    torch.manual_seed(0)
+    x = torch.randn(9, 8)
+    labels = [f"t{i}" for i in range(9)]
+    state = AttentionState(page="self", score="additive", causal=causal, lens_mode=lens_mode, lens=lens, heads=2)
+    inputs = AttentionInputs(x, x, x, labels, labels, lens[0] if lens else None)
+    full = run_attention(state, inputs)
+    part_state, part = first_rows(state, inputs, 4)
+    rows = run_attention(part_state, part)
+    assert part.query_labels == labels[:4]
+    torch.testing.assert_close(rows.weights, full.weights[:, :4], rtol=0, atol=1e-6)
+    torch.testing.assert_close(rows.output, full.output[:4], rtol=0, atol=1e-6)
+
+
+def test_scores_computed_in_blocks_of_queries_equal_the_whole(monkeypatch):
+    torch.manual_seed(1)
+    q, k = torch.randn(3, 50, 8), torch.randn(3, 40, 6)
+    modules = [scores.AdditiveScore(8, 6, 16, seed=1), scores.ConcatScore(8, 6), scores.ConcatTanhScore(8, 6, 16)]
+    whole = [m(q, k) for m in modules]
+    monkeypatch.setattr(scores, "CHUNK_FLOATS", 3 * 40 * 16 * 7)  # blocks of a few queries
+    for m, expected in zip(modules, whole, strict=True):
+        torch.testing.assert_close(m(q, k), expected, rtol=0, atol=1e-6)
+
+
+def test_the_request_of_a_page_state():
+    x = torch.zeros(5, 12)
+    inputs = AttentionInputs(x, x, x, list("abcde"), list("abcde"), None)
+    state = AttentionState(page="self", score="additive", num_hiddens=32, heads=3, compare="concat_tanh")
+    assert attention_request(state, inputs) == Request("additive", 5, 5, 3, 4, 32, "concat_tanh", 32)
+
+
+def test_the_crafted_link_computes_what_fits_and_says_what_to_reduce():
+    at = AppTest.from_file(str(ROOT / SELF), default_timeout=120)
+    for key, value in CRAFTED.items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception and not at.error
+    note = next(i.value for i in at.info if "one change may take" in i.value)
+    rows = plan(CRAFTED_REQUEST).rows
+    assert f"the first {rows} of 512 query rows" in note
+    assert "tokens to at most" in note and "hidden units to at most" in note
+    charts = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    heads_grid = charts[0]["data"]
+    assert len(heads_grid) >= 8
+    assert sum(len(c.proto.spec) for c in at.get("plotly_chart")) < 3_000_000  # was 20 MB
+    assert not any("side by side" in s.value.lower() for s in at.subheader)  # the comparison is left out
+
+
+def test_the_budget_note_speaks_the_interface_language():
+    at = AppTest.from_file(str(ROOT / SELF), default_timeout=120)
+    for key, value in {**CRAFTED, "lang": "zh-Hans"}.items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception
+    assert any("全班才能共用" in i.value for i in at.info)
