@@ -139,6 +139,22 @@ def _advice(request: Request, budget: float) -> dict[str, int]:
     return advice
 
 
+# Learning σ on the kernel page: each epoch scores every (point, other point) pair in float64 with gradients.
+NS_PER_FIT_PAIR = 55.0
+
+
+def fit_seconds(points: int, epochs: int, rows: int | None = None) -> float:
+    """Estimated seconds to learn σ from `points` points over `epochs` (the loss over `rows` of them)."""
+    return epochs * (points if rows is None else rows) * points * NS_PER_FIT_PAIR * 1e-9
+
+
+def fit_rows(points: int, epochs: int, budget: float = BUDGET_SECONDS) -> int:
+    """How many points' leave-one-out errors the σ fit can use within `budget` (all of them when they fit)."""
+    if fit_seconds(points, epochs) <= budget:
+        return points
+    return max(2, math.floor(budget / fit_seconds(points, epochs, rows=1)))
+
+
 def pool_factor(cells: int, limit: int = DRAW_CELLS) -> int:
     """The smallest k such that max-pooling k x k blocks brings `cells` within `limit` (1: draw as it is)."""
     return max(1, math.ceil(math.sqrt(cells / limit)))

@@ -140,13 +140,28 @@ class BandwidthFit:
     bandwidth: float
     losses: list[float]
     kernel: str
+    rows: int = 0  # how many points' leave-one-out errors made the loss (all of them unless a budget cut it)
 
 
-def leave_one_out_loss(keys: Tensor, values: Tensor, log_sigma: Tensor, kernel: str) -> Tensor:
-    """Mean squared error of predicting each training value from all the *other* points."""
+def leave_one_out_loss(
+    keys: Tensor,
+    values: Tensor,
+    log_sigma: Tensor,
+    kernel: str,
+    distances: Tensor | None = None,
+    rows: Tensor | None = None,
+) -> Tensor:
+    """Mean squared error of predicting each training value from all the *other* points.
+
+    `distances` (the keys' pairwise distances) may be passed in when the same keys are scored again and again;
+    `rows` (indices) limits the loss to those points' errors, each still predicted from all the others."""
     spec = get_kernel(kernel)
-    distances = squared_distances(keys.unsqueeze(0), keys.unsqueeze(0)).squeeze(0).clamp_min(1e-12).sqrt()
-    others = ~torch.eye(len(keys), dtype=torch.bool)  # a point may not see itself
+    if distances is None:
+        distances = pairwise_distances(keys)
+    if rows is None:
+        rows = torch.arange(len(keys))
+    distances = distances[rows]  # (m, n)
+    others = rows.unsqueeze(1) != torch.arange(len(keys)).unsqueeze(0)  # a point may not see itself
     u = distances / log_sigma.exp()
     if spec.log_fn is not None:
         weights = softmax_where(spec.log_fn(u), others)
@@ -154,7 +169,12 @@ def leave_one_out_loss(keys: Tensor, values: Tensor, log_sigma: Tensor, kernel: 
         kernel_values = spec.fn(u) * others
         weights = kernel_values / kernel_values.sum(dim=-1, keepdim=True).clamp_min(1e-30)
     predictions = weights @ values
-    return ((predictions - values) ** 2).mean()
+    return ((predictions - values[rows]) ** 2).mean()
+
+
+def pairwise_distances(keys: Tensor) -> Tensor:
+    """|k_i - k_j| for every pair of training points, (n, n)."""
+    return squared_distances(keys.unsqueeze(0), keys.unsqueeze(0)).squeeze(0).clamp_min(1e-12).sqrt()
 
 
 def fit_bandwidth(
@@ -166,8 +186,12 @@ def fit_bandwidth(
     epochs: int = 200,
     lr: float = 0.05,
     progress: Callable[[int, float], Any] | None = None,
+    max_rows: int | None = None,
 ) -> BandwidthFit:
-    """Learn σ by gradient descent on the leave-one-out loss (d2l: without leaving one out, σ → 0)."""
+    """Learn σ by gradient descent on the leave-one-out loss (d2l: without leaving one out, σ → 0).
+
+    With `max_rows`, the loss is the errors of at most that many points, evenly spaced in the given order (each
+    predicted from all the others): the app's budget per change (attnviz/budget.py) sets it for many points."""
     if get_kernel(kernel).compact and kernel == "boxcar":
         raise ValueError("the boxcar kernel has no gradient in σ; learn the bandwidth of a smooth kernel instead")
     k, _ = _as_points(keys, "keys")
@@ -183,15 +207,20 @@ def fit_bandwidth(
     log_sigma = torch.tensor(float(check_positive(init, "init")), dtype=torch.float64).log().requires_grad_()
     optimizer = torch.optim.Adam([log_sigma], lr=lr)
     losses: list[float] = []
+    distances = pairwise_distances(k)  # the same every epoch: only σ changes
+    count = k.shape[0]
+    rows = torch.arange(count)
+    if max_rows is not None and max_rows < count:
+        rows = torch.linspace(0, count - 1, max(2, max_rows), dtype=torch.float64).round().long().unique()
     for epoch in range(1, epochs + 1):
         optimizer.zero_grad()
-        loss = leave_one_out_loss(k, v, log_sigma, kernel)
+        loss = leave_one_out_loss(k, v, log_sigma, kernel, distances, rows)
         loss.backward()
         optimizer.step()
         losses.append(float(loss.detach()))
         if progress is not None:
             progress(epoch, losses[-1])
-    return BandwidthFit(bandwidth=float(log_sigma.detach().exp()), losses=losses, kernel=kernel)
+    return BandwidthFit(bandwidth=float(log_sigma.detach().exp()), losses=losses, kernel=kernel, rows=len(rows))
 
 
 @dataclass(frozen=True)

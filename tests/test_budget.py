@@ -14,10 +14,12 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 from attnviz import scores
-from attnviz.budget import BUDGET_SECONDS, DRAW_CELLS, Request, plan, pool_factor
+from attnviz.budget import BUDGET_SECONDS, DRAW_CELLS, Request, fit_rows, fit_seconds, plan, pool_factor
+from attnviz.kernel import fit_bandwidth, leave_one_out_loss
 from attnviz.pipeline import AttentionInputs, attention_request, first_rows, run_attention
 from attnviz.state import AttentionState
-from tests.test_app import ROOT, SELF
+from attnviz.ui import kernel_page
+from tests.test_app import KERNEL, ROOT, SELF
 
 CJK = "".join(chr(0x4E00 + 7 * i) for i in range(512))
 CRAFTED = {"s": CJK, "dim": "64", "h": "8", "pr": "random", "sc": "additive", "nh": "256", "cmp": "concat_tanh"}
@@ -122,3 +124,61 @@ def test_the_budget_note_speaks_the_interface_language():
     at.run()
     assert not at.exception
     assert any("全班才能共用" in i.value for i in at.info)
+
+
+# --- learning σ on the kernel page ------------------------------------------------------------------------------------
+
+
+def test_the_fit_uses_every_point_while_it_fits_and_some_points_beyond():
+    assert fit_rows(50, 200) == 50  # d2l's toy data: the whole leave-one-out loss
+    rows = fit_rows(512, 200)
+    assert 2 <= rows < 512
+    assert fit_seconds(512, 200, rows) <= BUDGET_SECONDS < fit_seconds(512, 200, rows + 1)
+
+
+def test_the_loss_over_some_rows_is_the_mean_of_those_points_leave_one_out_errors():
+    torch.manual_seed(3)
+    keys, values = torch.rand(12, dtype=torch.float64) * 5, torch.randn(12, dtype=torch.float64)
+    log_sigma = torch.tensor(0.3, dtype=torch.float64).log()
+    errors = []
+    for i in range(12):  # a reference written out: predict point i from the 11 others with Gaussian weights
+        others = [j for j in range(12) if j != i]
+        w = torch.softmax(-((keys[i] - keys[others]) ** 2) / (2 * 0.3**2), dim=0)
+        errors.append(float((w @ values[others] - values[i]) ** 2))
+    rows = torch.tensor([0, 5, 11])
+    points = keys.unsqueeze(-1)  # (n, 1): one-dimensional points, as fit_bandwidth passes them
+    loss = leave_one_out_loss(points, values, log_sigma, "gaussian", rows=rows)
+    assert float(loss) == pytest.approx(sum(errors[i] for i in (0, 5, 11)) / 3, rel=1e-9)
+    assert float(leave_one_out_loss(points, values, log_sigma, "gaussian")) == pytest.approx(sum(errors) / 12, rel=1e-9)
+
+
+def test_learning_sigma_trains_once_per_click(monkeypatch):
+    """The page trained at the click and then again in a cached call after its rerun: twice the cost."""
+    calls = []
+
+    def counted(*args, **kwargs):
+        calls.append(len(args[0]))
+        return fit_bandwidth(*args, **kwargs)
+
+    monkeypatch.setattr(kernel_page, "fit_bandwidth", counted)
+    at = AppTest.from_file(str(ROOT / KERNEL), default_timeout=120)
+    at.query_params["p"] = "d2l_toy_regression"
+    at.run()
+    next(b for b in at.button if "Learn σ" in b.label).click().run()
+    assert not at.exception and any("Learned σ" in s.value for s in at.success)
+    next(n for n in at.number_input if n.key == "w:kernel:bandwidth").set_value(0.7).run()
+    assert calls == [50]
+
+
+def test_many_points_learn_sigma_within_the_budget_and_say_so():
+    keys = [round(i * 0.01, 2) for i in range(512)]
+    values = [round((i % 7) * 0.5, 1) for i in range(512)]
+    at = AppTest.from_file(str(ROOT / KERNEL), default_timeout=120)
+    at.query_params["k"] = ",".join(map(str, keys))
+    at.query_params["v"] = ",".join(map(str, values))
+    at.run()
+    assert not at.exception and not at.error
+    next(b for b in at.button if "Learn σ" in b.label).click().run()
+    assert not at.exception
+    rows = fit_rows(512, 200)
+    assert any(f"{rows} of the 512 points" in c.value for c in at.caption)

@@ -8,6 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from attnviz import figures
+from attnviz.budget import BUDGET_SECONDS, fit_rows, fit_seconds
 from attnviz.explain import explain_kernel_row
 from attnviz.fields import MAX_POINTS, field, format_number
 from attnviz.i18n import t
@@ -57,14 +58,15 @@ def _reload_toy() -> None:
     SESSION.load(apply_kernel_preset(state, TOY, keep_controls=True))
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
-def learned_bandwidth(keys: tuple[float, ...], values: tuple[float, ...], kernel: str) -> BandwidthFit:
-    """Leave-one-out fit of σ, cached by its inputs (a pure result)."""
-    return _fit(keys, values, kernel)
+EPOCHS = 200
 
 
 def _fit(keys: tuple[float, ...], values: tuple[float, ...], kernel: str, progress=None) -> BandwidthFit:
-    return fit_bandwidth(list(keys), list(values), kernel=kernel, init=1.0, epochs=200, lr=0.05, progress=progress)
+    """Leave-one-out fit of σ, within the budget of one change (many points: the errors of some of them)."""
+    rows = fit_rows(len(keys), EPOCHS)
+    return fit_bandwidth(
+        list(keys), list(values), kernel=kernel, init=1.0, epochs=EPOCHS, lr=0.05, progress=progress, max_rows=rows
+    )
 
 
 def _points_editor(state: KernelState) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
@@ -157,8 +159,8 @@ def _draw(state: KernelState) -> None:
     curve = prediction_curve(state)
     grid = curve.queries[:, 0]
     fit_key = (state.keys, state.values, state.kernel)
-    fitted = SESSION.get("fit_request") == fit_key and state.kernel != "boxcar"
-    fit = learned_bandwidth(*fit_key) if fitted else None
+    stored = SESSION.get("fit")  # (the inputs it was learned from, the fit): kept in the session, never redone
+    fit = stored[1] if stored is not None and stored[0] == fit_key and state.kernel != "boxcar" else None
     extra = None
     if fit is not None:
         learned = prediction_curve(state, bandwidth=fit.bandwidth)
@@ -209,13 +211,13 @@ def _draw(state: KernelState) -> None:
         def epoch_text(**params: object) -> str:
             return t("kernel.epoch", lang, **params)
 
-        # Trained here with visible progress; the cached call (same inputs) serves the reruns after it.
-        _fit(
+        # Trained here with visible progress, once: the session keeps the result for the reruns after it.
+        result = _fit(
             *fit_key,
-            progress=lambda epoch, loss: bar.progress(epoch / 200, text=epoch_text(epoch=epoch, loss=f"{loss:.4g}")),
+            progress=lambda epoch, loss: bar.progress(epoch / EPOCHS, text=epoch_text(epoch=epoch, loss=f"{loss:.4g}")),
         )
         bar.empty()
-        SESSION.put(fit_key, "fit_request")
+        SESSION.put((fit_key, result), "fit")
         st.rerun()
     if fit is not None:
         chart(figures.loss_curve(fit.losses, lang=current_language()), "kernel_loss_curve")
@@ -227,6 +229,10 @@ def _draw(state: KernelState) -> None:
                 last=f"{fit.losses[-1]:.4g}",
             )
         )
+        if fit.rows < len(state.keys):
+            total, seconds = len(state.keys), f"{fit_seconds(len(state.keys), EPOCHS):.1f}"
+            budget = f"{BUDGET_SECONDS:g}"
+            st.caption(tr("kernel.fit_rows", rows=fit.rows, total=total, seconds=seconds, budget=budget))
         st.button(tr("kernel.use_learned"), on_click=_use_bandwidth, args=(fit.bandwidth,))
     st.subheader(tr("attention.show_work"))
     row = selected_row(SESSION, q_labels, tr("kernel.query_to_explain"))
