@@ -110,7 +110,7 @@ def _weights_charts(page: str, state: AttentionState, trace: MultiHeadTrace, inp
         weights = F.adaptive_max_pool2d(weights, size)
         grid_mask = F.adaptive_max_pool2d(grid_mask.float().unsqueeze(0), size).squeeze(0).bool()
         grid_q, grid_k = pooled_labels(q_labels, size[0]), pooled_labels(k_labels, size[1])
-        st.caption(tr("budget.pooled", factor=factor, cells=trace.weights.numel(), limit=DRAW_CELLS))
+        st.caption(tr("budget.pooled", factor=factor, cells=f"{trace.weights.numel():,}", limit=f"{DRAW_CELLS:,}"))
     grid = figures.heads_grid(
         weights.numpy(),
         mask=grid_mask.numpy(),

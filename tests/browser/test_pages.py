@@ -5,11 +5,15 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit
 
+import numpy as np
 import pytest
 from playwright.sync_api import Locator, Page, expect
+
+from attnviz.bert import load_minilm
 
 from .helpers import (
     EXCEPTION_SELECTOR,
@@ -557,5 +561,30 @@ def test_matrix_editor_reads_scientific_notation(
     _type_into_first_cell(page, "1e-3", 0.2)
     params = wait_for_params(page, {"q": "0.001,0,1,0;0,2,0,2;1,1,1,1"}, timeout=30_000)
     assert params["q"] == ["0.001,0,1,0;0,2,0,2;1,1,1,1"]
+    assert exceptions(page) == []
+    assert_clean(console_errors)
+
+
+def test_model_page_downloads_are_made_when_pressed(
+    page: Page, server: StreamlitServer, console_errors: ConsoleRecorder
+) -> None:
+    """The exports are made on the click from the shared trace (a session no longer keeps their bytes): the files a
+    browser receives are the head view's CSV and every head's weights, loadable without pickle."""
+    open_app(page, server.url_for("Pretrained_model?l=6&hd=12"), 3)
+    page.get_by_text("🔗 Share and export", exact=True).click()
+    npz_button = page.get_by_role("button", name="Download every head (NumPy .npz)")
+    expect(npz_button).to_be_visible(timeout=30_000)
+    with page.expect_download(timeout=60_000) as npz_download:
+        npz_button.click()
+    with np.load(npz_download.value.path(), allow_pickle=False) as data:
+        attentions = data[next(name for name in data.files if data[name].ndim == 4)]
+    expected = load_minilm().run("The cat sat on the mat because it was tired.").attentions.numpy()
+    np.testing.assert_allclose(attentions, expected, atol=1e-6)
+    with page.expect_download(timeout=60_000) as csv_download:
+        page.get_by_role("button", name="Download the head view (CSV)").click()
+    rows = Path(csv_download.value.path()).read_text(encoding="utf-8").splitlines()
+    assert rows[0] == "query_position,query,key_position,key,weight"
+    weights = [float(row.rsplit(",", 1)[1]) for row in rows[1:]]  # one row per (query, key) of 13 tokens
+    np.testing.assert_allclose(weights, expected[5, 11].ravel(), atol=1e-6)  # layer 6, head 12
     assert exceptions(page) == []
     assert_clean(console_errors)
