@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import concurrent.futures
 import os
 import re
 import secrets
@@ -18,14 +19,24 @@ import time
 import urllib.error
 import urllib.request
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pytest
 
 from tests.deploy.nginx_proxy import HOST, SITE_CONF, NginxProxy, StandInReplica
+
+T = TypeVar("T")
+
+
+def run_async(coroutine: Coroutine[Any, Any, T]) -> T:
+    """asyncio.run in a thread of its own: Playwright's sync API (the browser tests of the same run) leaves an event
+    loop running in the main thread, where asyncio.run refuses to start another."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
 
 
 class _Replica(BaseHTTPRequestHandler):
@@ -201,7 +212,7 @@ async def fetch(proxy: NginxProxy, path: str = "/", cookie: str | None = None, *
 
 def get(proxy: NginxProxy, path: str = "/", cookie: str | None = None, **headers: str) -> Response:
     """fetch(), from synchronous code."""
-    return asyncio.run(fetch(proxy, path, cookie, **headers))
+    return run_async(fetch(proxy, path, cookie, **headers))
 
 
 def site_limit(pattern: str) -> int:
@@ -322,7 +333,7 @@ def test_sessions_sending_one_chosen_cookie_spread_over_the_replicas(
             for client in clients:
                 client.close()
 
-    opened = asyncio.run(sessions())
+    opened = run_async(sessions())
     assert [r.status for r in opened] == [101] * 20
     assert len({r.issued for r in opened}) == 20 and forged not in {r.issued for r in opened}
     assert {r.replica for r in opened} == {str(r.port) for r in replicas}, Counter(r.replica for r in opened)
@@ -358,7 +369,7 @@ def test_open_streams_per_cookie_are_capped(start_proxy: Callable[..., NginxProx
         for client in [*tabs, extra, elsewhere]:
             client.close()
 
-    asyncio.run(scenario())
+    run_async(scenario())
 
 
 # ----- Secure over HTTPS ---------------------------------------------------------------------------------------
@@ -401,7 +412,7 @@ def test_the_cookie_is_secure_when_nginx_terminates_tls(start_proxy: Callable[..
         finally:
             client.close()
 
-    first, again = asyncio.run(over_tls())
+    first, again = run_async(over_tls())
     assert first.status == 200 and first.set_cookie is not None, first.headers
     assert first.set_cookie.endswith("; HttpOnly; SameSite=Lax; Secure"), first.set_cookie
     assert again.status == 200 and again.set_cookie is None
@@ -471,7 +482,7 @@ def test_a_class_behind_one_address_loading_at_once_is_never_refused(start_proxy
                 client.close()
         return sum((statuses for statuses, _ in results), Counter())
 
-    statuses = asyncio.run(lesson())
+    statuses = run_async(lesson())
     assert statuses == {200: STUDENTS * REQUESTS_PER_STUDENT, 101: STUDENTS * TABS_PER_STUDENT}, statuses
 
 
@@ -499,7 +510,7 @@ def test_a_flood_of_requests_from_one_address_gets_429(start_proxy: Callable[...
         await asyncio.gather(*(send(flood // 25) for _ in range(25)))
         return statuses, answered_by, time.monotonic() - started
 
-    statuses, answered_by, seconds = asyncio.run(attack())
+    statuses, answered_by, seconds = run_async(attack())
     allowed = burst + 1 + rate * seconds
     assert set(statuses) == {200, 429}, statuses
     assert statuses[200] <= allowed and statuses[429] >= flood - allowed, (statuses, seconds)
@@ -522,7 +533,7 @@ def test_more_requests_in_flight_than_a_class_makes_get_429(start_proxy: Callabl
                 client.close()
         return Counter(r.status for r in responses)
 
-    assert asyncio.run(hold()) == {200: limit, 429: excess}
+    assert run_async(hold()) == {200: limit, 429: excess}
 
 
 def test_a_flood_of_new_streams_gets_429(start_proxy: Callable[..., NginxProxy]) -> None:
@@ -543,6 +554,6 @@ def test_a_flood_of_new_streams_gets_429(start_proxy: Callable[..., NginxProxy])
                 client.close()
         return Counter(r.status for r in responses), time.monotonic() - started
 
-    statuses, seconds = asyncio.run(attack())
+    statuses, seconds = run_async(attack())
     allowed = burst + 1 + rate * seconds
     assert set(statuses) == {101, 429} and statuses[429] >= flood - allowed, (statuses, seconds)
