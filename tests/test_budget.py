@@ -182,3 +182,18 @@ def test_many_points_learn_sigma_within_the_budget_and_say_so():
     assert not at.exception
     rows = fit_rows(512, 200)
     assert any(f"{rows} of the 512 points" in c.value for c in at.caption)
+
+
+def test_each_of_the_pages_caps_fits_the_budget_with_the_other_controls_at_their_defaults():
+    """The caps (512 tokens, d = 64, 8 heads, 256 hidden units) are what a link may ask for; one at a time, with the
+    other controls as the page starts, a change is computed whole. Only combinations get cut to rows."""
+    tokens, heads, head_dim, hiddens = 512, 8, 64 // 8, 256
+    default_tokens, default_hiddens = 9, 8
+    for request in (
+        Request("scaled_dot", tokens, tokens, heads=heads, head_dim=head_dim),
+        Request("additive", tokens, tokens, heads=heads, head_dim=head_dim, num_hiddens=default_hiddens),
+        Request("concat_tanh", tokens, tokens, heads=1, head_dim=64, num_hiddens=default_hiddens),
+        Request("additive", default_tokens, default_tokens, heads=heads, head_dim=head_dim, num_hiddens=hiddens),
+        Request("concat_tanh", default_tokens, default_tokens, heads=heads, head_dim=head_dim, num_hiddens=hiddens),
+    ):
+        assert not plan(request).partial, request
