@@ -1,0 +1,103 @@
+"""Input typed around a replica's death: nginx in front of two replicas, the serving one killed with SIGKILL.
+
+    python -m bench.reconnect --trials 8          # 8 trials at each of three moments
+
+Each trial opens the self-attention page through the proxy in a fresh Chromium context, sets the temperature to
+0.5, kills the replica that holds the session, then types a new temperature: while the page reconnects (Chromium
+types as soon as the field takes input again), right after it reconnected, or once the page has settled (1.5 s
+later). The change counts as kept when the page's link carries it and the field still shows it; otherwise it was
+lost. The killed replica is then restarted on its port, as a supervisor would. tests/browser/test_reconnect.py runs
+two trials of each moment in the test suite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import secrets
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+from playwright.sync_api import sync_playwright
+
+from tests.browser.helpers import CHROMIUM_ARGS, CHROMIUM_PATH, HOST, StreamlitServer, free_port
+from tests.deploy.nginx_proxy import NginxProxy
+
+MOMENTS = ("while reconnecting", "right after", "later")
+IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
+CONNECTED = (
+    "() => document.querySelector('[data-testid=stApp]').getAttribute('data-test-connection-state') === 'CONNECTED'"
+)
+
+
+def sessions(server: StreamlitServer) -> int:
+    """The server's connected sessions (Streamlit's own metrics); -1 when it does not answer."""
+    try:
+        with urllib.request.urlopen(server.url_for("_stcore/metrics"), timeout=5) as response:
+            text = response.read().decode()
+    except OSError:
+        return -1
+    match = re.search(r"^active_sessions (\d+)$", text, re.MULTILINE)
+    return int(match.group(1)) if match else -1
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--trials", type=int, default=8, help="trials at each moment")
+    args = parser.parse_args()
+    env = {"STREAMLIT_SERVER_COOKIE_SECRET": secrets.token_hex(32)}
+    replicas = [StreamlitServer(env=env, log_name=f"reconnect{i}").start() for i in range(2)]
+    workdir = Path(tempfile.mkdtemp(prefix="attnviz-reconnect-"))
+    proxy = NginxProxy([f"{HOST}:{r.port}" for r in replicas], free_port(), workdir)
+    proxy.start()
+    lost = 0
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM_PATH, args=CHROMIUM_ARGS)
+            for moment in MOMENTS:
+                for trial in range(args.trials):
+                    context = browser.new_context(viewport={"width": 1280, "height": 900})
+                    page = context.new_page()
+                    page.goto(proxy.url_for("Self_attention"))
+                    page.wait_for_selector(IDLE)
+                    field = page.get_by_role("spinbutton", name="Temperature T", exact=True)
+                    field.fill("0.5", timeout=60_000)
+                    field.press("Enter")
+                    page.wait_for_function("() => new URLSearchParams(location.search).get('T') === '0.5'")
+                    serving = next(r for r in replicas if sessions(r) > 0)
+                    serving.kill()
+                    killed = time.monotonic()
+                    if moment != "while reconnecting":
+                        page.wait_for_function(CONNECTED, timeout=60_000)
+                    if moment == "later":
+                        page.wait_for_selector(IDLE)
+                        page.wait_for_timeout(1500)
+                    value = f"{1.55 + trial / 10:.2f}"
+                    field.fill(value, timeout=60_000)
+                    field.press("Enter")
+                    typed = time.monotonic() - killed
+                    page.wait_for_timeout(4000)
+                    page.wait_for_selector(IDLE, timeout=60_000)
+                    link = parse_qs(urlsplit(page.url).query).get("T", [""])[0]
+                    kept = link == value and field.input_value() == value
+                    lost += not kept
+                    print(
+                        f"{moment:18s} trial {trial}: typed {typed:4.1f} s after the kill; link T={link},"
+                        f" field {field.input_value()}: {'kept' if kept else 'LOST'}",
+                        flush=True,
+                    )
+                    context.close()
+                    serving.restart()
+            browser.close()
+    finally:
+        proxy.stop()
+        for replica in replicas:
+            replica.stop()
+    print(f"lost {lost} of {len(MOMENTS) * args.trials}")
+
+
+if __name__ == "__main__":
+    main()

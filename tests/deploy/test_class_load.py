@@ -1,0 +1,63 @@
+"""A class cannot knock the app over: the class load test (bench/classload.py), small enough for every CI run.
+
+Two real replicas behind the real nginx with the project's site file; 8 simulated students on every page, going
+through the proxy as browsers do; each adversary of the full test twice (the crafted link, 254-WordPiece model
+sentences left mid-run, oversized and junk links); one replica SIGKILLed while the students work and restarted
+20 s later. Only behaviour is asserted, never a time: no student sees an error, no input is lost, every student
+whose replica died works again on a page restored from its link, and no replica's memory reaches the pod's limit.
+The 5-minute run with 30 students, and its figures, is `python -m bench.classload` (bench/README.md).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.classload import ClassConfig, checks, run_class
+
+
+def _show(items: list[Any]) -> str:
+    return "\n".join(json.dumps(item, ensure_ascii=False, default=str)[:500] for item in items[:10])
+
+
+@pytest.mark.timeout(280)
+def test_a_class_survives_adversaries_and_a_lost_replica(tmp_path: Path) -> None:
+    config = ClassConfig(
+        students=8,
+        seconds=50.0,
+        kill_at=15.0,
+        restart_after=20.0,
+        arrival=3.0,
+        adversary_rounds=2,
+        settle=3.0,
+        label="CI",
+    )
+    result = run_class(config, tmp_path)
+    verdict = checks(result)
+    students = result["students"]
+
+    assert verdict["student_errors"] == 0, f"errors seen by students:\n{_show(students['errors'])}"
+    assert verdict["lost_inputs"] == 0, f"inputs lost:\n{_show(students['lost_inputs'])}"
+    # The students did work: every one of them changed controls and saw the change in the link.
+    acted = {a["student"] for a in result["actions"] if a["applied"] and a["action"] not in ("open", "open link")}
+    assert acted == set(range(config.students)), f"students without an applied change: {set(range(8)) - acted}"
+
+    kill = result["kill"]
+    assert kill is not None and kill.get("restarted_at_s"), f"the replica was not killed and restarted: {kill}"
+    recoveries = result["recoveries"]
+    assert recoveries, f"no student was on the killed replica: {kill}"
+    assert {r["student"] for r in recoveries} >= set(kill["students_on_victim"]), (
+        f"students on the killed replica that never reconnected: {kill['students_on_victim']}, {_show(recoveries)}"
+    )
+    assert not verdict["not_working_again"], f"students not working again:\n{_show(recoveries)}"
+    assert not verdict["not_restored"], f"pages not restored from their links:\n{_show(recoveries)}"
+
+    memory = result["memory"]
+    assert not verdict["over_limit"], f"peak RSS {verdict['peak_rss_mb']} MiB, limit {memory['limit_mb']} MiB"
+
+    adversaries = result["adversaries"]
+    assert all(adversaries[kind]["count"] >= 2 for kind in ("crafted", "long_sentence", "oversized")), adversaries
+    assert all(adversaries[kind]["exceptions"] == 0 for kind in adversaries), f"an exception page: {adversaries}"
