@@ -11,9 +11,13 @@ to 4 s. So every rerun is priced first, from the sizes alone:
 - **drawing**: the heatmap cells sent to the browser.
 
 The constants were measured on a 2-core machine (`python -m bench.model`-style timings of `multi_head_attend`,
-one thread): ~20 ns per pair, ~3 ns per intermediate element, ~0.1 ns per multiply-add. A change may cost
+one thread): ~20 ns per pair, ~3 ns per intermediate element, ~0.1 ns per multiply-add; and, from whole page runs
+(AppTest, 512 tokens with 1 and 8 heads), ~80 ns per heatmap cell drawn. A change may cost
 BUDGET_SECONDS of that; a request over it computes the query rows that fit (the first ones, always at least one),
 and the page says what to reduce to see them all. Heatmaps beyond DRAW_CELLS cells are max-pooled.
+
+What a rerun computes and draws, `Plan.computed_seconds`, also decides whether it is large: a large rerun takes its
+turn at the server's gate (attnviz/gate.py), so that large reruns sent back to back cannot starve a class.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from dataclasses import dataclass, replace
 NS_PER_PAIR = 20.0
 NS_PER_ELEMENT = 3.0
 NS_PER_MULTIPLY_ADD = 0.1
+NS_PER_DRAWN_CELL = 80.0  # building and sending one heatmap cell (figure, JSON, message): a whole page run
 BUDGET_SECONDS = 0.25
 DRAW_CELLS = 512 * 512  # one 512 x 512 heatmap: what the pages drew at their largest before (~2.6 MB)
 # The largest per-pair intermediate computed at once, in floats (scores.py splits the queries to stay under it).
@@ -76,6 +81,15 @@ class Request:
         """Estimated seconds for the whole request."""
         return self.num_queries * self.row_seconds(with_compare)
 
+    def drawing_seconds(self, rows: int, with_compare: bool) -> float:
+        """Estimated seconds to draw `rows` query rows: one head's weights carry its scores; several heads are a
+        grid (max-pooled to DRAW_CELLS) and their mean; a comparison adds a figure of both scores' weights."""
+        cells = rows * self.num_keys
+        drawn = 2 * cells if self.heads == 1 else min(self.heads * cells, DRAW_CELLS) + cells
+        if with_compare and self.compare:
+            drawn += 2 * cells
+        return drawn * NS_PER_DRAWN_CELL * 1e-9
+
 
 @dataclass(frozen=True)
 class Plan:
@@ -85,6 +99,8 @@ class Plan:
     compare: bool  # the comparison fits as well
     seconds: float  # the estimate of the whole request
     advice: dict[str, int]  # knob -> the largest value that fits with the others unchanged ("tokens", "hiddens", ...)
+
+    computed_seconds: float  # the estimate of what this rerun computes and draws (the gate's measure of it)
 
     @property
     def partial(self) -> bool:
@@ -96,11 +112,14 @@ def plan(request: Request, budget: float = BUDGET_SECONDS) -> Plan:
     comparison goes first, then rows, never below one row."""
     total = request.seconds()
     if total <= budget:
-        return Plan(request.num_queries, bool(request.compare), total, {})
-    if request.compare and request.seconds(with_compare=False) <= budget:
-        return Plan(request.num_queries, False, total, _advice(request, budget))
-    rows = max(1, min(request.num_queries, math.floor(budget / request.row_seconds(with_compare=False))))
-    return Plan(rows, False, total, _advice(request, budget))
+        rows, compare, advice = request.num_queries, bool(request.compare), {}
+    elif request.compare and request.seconds(with_compare=False) <= budget:
+        rows, compare, advice = request.num_queries, False, _advice(request, budget)
+    else:
+        rows = max(1, min(request.num_queries, math.floor(budget / request.row_seconds(with_compare=False))))
+        compare, advice = False, _advice(request, budget)
+    computed = rows * request.row_seconds(compare) + request.drawing_seconds(rows, compare)
+    return Plan(rows, compare, total, advice, computed)
 
 
 def _largest(fits: Callable[[int], bool], low: int, high: int) -> int:
@@ -158,3 +177,17 @@ def fit_rows(points: int, epochs: int, budget: float = BUDGET_SECONDS) -> int:
 def pool_factor(cells: int, limit: int = DRAW_CELLS) -> int:
     """The smallest k such that max-pooling k x k blocks brings `cells` within `limit` (1: draw as it is)."""
     return max(1, math.ceil(math.sqrt(cells / limit)))
+
+
+# The pretrained model: every layer and head for n tokens, and the page's views of them. From whole page runs
+# (AppTest, 13 to 255 tokens, the trace not yet cached): a fixed part per run and a part per token pair. A student's
+# sentence (~15 tokens) costs ~0.02 s; past ~130 tokens a run is large (attnviz/gate.py).
+MODEL_SECONDS_PER_RUN = 0.02
+NS_PER_MODEL_PAIR = 1800.0
+
+
+def model_seconds(tokens: int) -> float:
+    """Estimated seconds to run the model on `tokens` WordPieces and draw its views (0 for no tokens)."""
+    if tokens <= 0:
+        return 0.0
+    return MODEL_SECONDS_PER_RUN + tokens * tokens * NS_PER_MODEL_PAIR * 1e-9

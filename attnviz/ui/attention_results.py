@@ -30,6 +30,7 @@ from attnviz.state import AttentionState, encode_attention
 from attnviz.ui.common import chart, chart_tables, lazy_expander
 from attnviz.ui.session import PageSession
 from attnviz.ui.settings import current_language, error_text, palette, tr
+from attnviz.ui.turns import ServerBusyError, busy_note, turn
 from attnviz.ui.widgets import selected_row, show_error, work_panel
 
 
@@ -215,6 +216,17 @@ def draw_results(session: PageSession, state: AttentionState, inputs: AttentionI
     fit = plan(attention_request(state, inputs))
     if fit.partial:
         _budget_note(state, inputs, fit)
+    try:
+        with turn(fit.computed_seconds):
+            return _compute_and_draw(session, state, inputs, fit)
+    except ServerBusyError as exc:
+        busy_note(exc)
+        return None
+
+
+def _compute_and_draw(
+    session: PageSession, state: AttentionState, inputs: AttentionInputs, fit: Plan
+) -> Callable[[], None] | None:
     computed_state, inputs = first_rows(state, inputs, fit.rows)
     try:
         trace = run_attention(computed_state, inputs)

@@ -27,6 +27,7 @@ from attnviz.ui import fieldwidgets
 from attnviz.ui.common import chart, controls_and_results
 from attnviz.ui.session import PageSession
 from attnviz.ui.settings import begin_run, current_language, error_text, palette, tr
+from attnviz.ui.turns import ServerBusyError, busy_note, turn
 from attnviz.ui.widgets import (
     editor_cells,
     preset_label,
@@ -205,20 +206,28 @@ def _draw(state: KernelState) -> None:
         disabled=state.kernel == "boxcar" or len(state.keys) < 2,
         help=tr("kernel.learn_help"),
     ):
-        bar = st.progress(0.0, text=tr("kernel.training"))
         lang = current_language()
 
         def epoch_text(**params: object) -> str:
             return t("kernel.epoch", lang, **params)
 
-        # Trained here with visible progress, once: the session keeps the result for the reruns after it.
-        result = _fit(
-            *fit_key,
-            progress=lambda epoch, loss: bar.progress(epoch / EPOCHS, text=epoch_text(epoch=epoch, loss=f"{loss:.4g}")),
-        )
-        bar.empty()
-        SESSION.put((fit_key, result), "fit")
-        st.rerun()
+        points = len(state.keys)
+        try:  # many points: a large request, which takes its turn at the server's gate
+            with turn(fit_seconds(points, EPOCHS, rows=fit_rows(points, EPOCHS))):
+                bar = st.progress(0.0, text=tr("kernel.training"))
+                # Trained here with visible progress, once: the session keeps the result for the reruns after it.
+                result = _fit(
+                    *fit_key,
+                    progress=lambda epoch, loss: bar.progress(
+                        epoch / EPOCHS, text=epoch_text(epoch=epoch, loss=f"{loss:.4g}")
+                    ),
+                )
+                bar.empty()
+        except ServerBusyError as exc:
+            busy_note(exc)
+        else:
+            SESSION.put((fit_key, result), "fit")
+            st.rerun()
     if fit is not None:
         chart(figures.loss_curve(fit.losses, lang=current_language()), "kernel_loss_curve")
         st.success(

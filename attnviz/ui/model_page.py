@@ -25,6 +25,7 @@ from attnviz.bert_views import (
     token_selection,
     view_csv,
 )
+from attnviz.budget import model_seconds
 from attnviz.explain import explain_row
 from attnviz.i18n import t
 from attnviz.model_state import NUM_HEADS, NUM_LAYERS, PARTS, ModelState, decode_model, encode_model
@@ -34,6 +35,7 @@ from attnviz.ui.common import chart, controls_and_results
 from attnviz.ui.models import get_model
 from attnviz.ui.session import PageSession
 from attnviz.ui.settings import begin_run, current_language, error_text, labeller, md_escape, palette, tr
+from attnviz.ui.turns import ServerBusyError, busy_note, turn
 from attnviz.ui.widgets import share_box, show_warning, work_panel
 
 PAGE = "model"
@@ -81,10 +83,11 @@ def model_page() -> None:
     )
     state = replace(state, sentence=sentence, pair=pair)
     try:
-        run_model(sentence, pair)
+        tokens = len(get_model().encode(sentence, pair).tokens)  # ~1 ms: prices the run before it is computed
     except ValueError as exc:
         st.error(tr("model.sentence_error", error=error_text(exc)), icon="🚫")
-    _controls_and_results(state)
+        tokens = 0
+    _controls_and_results(state, model_seconds(tokens))
 
 
 def _trace(state: ModelState) -> BertTrace | None:
@@ -283,10 +286,21 @@ def _neuron_view(state: ModelState, trace: BertTrace, tokens: list[str]) -> None
 
 
 @st.fragment
-def _controls_and_results(state: ModelState) -> None:
-    """Controls and every view. A fragment: moving a control reruns only this part, not the sentence inputs."""
+def _controls_and_results(state: ModelState, seconds: float) -> None:
+    """Controls and every view. A fragment: moving a control reruns only this part, not the sentence inputs.
+
+    A long sentence (`seconds`, the estimate of running and drawing it) takes its turn at the server's gate; when
+    the server is too busy for it, the controls and the link stay, without the views."""
     begin_run()  # a fragment rerun does not pass through page_frame
-    trace = _trace(state)
+    try:
+        with turn(seconds):
+            _views(state, _trace(state))
+    except ServerBusyError as exc:
+        busy_note(exc)
+        _views(state, None)
+
+
+def _views(state: ModelState, trace: BertTrace | None) -> None:
     left, right = controls_and_results([1, 3])
     with left:
         state = _controls(state, trace)
