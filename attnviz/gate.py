@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 HEAVY_SECONDS = 0.05  # an estimated cost above this makes a rerun large
-SHARE = 0.5  # the most of a process's time that large reruns take together
+SHARE = 0.25  # the most of a process's time that large reruns take together
 MAX_WAITING = 4
 MAX_WAIT_SECONDS = 15.0
 POLL_SECONDS = 0.1
