@@ -598,7 +598,7 @@ class Student:
             after_first = first.query if first else None
             ignore = {change.param} | ({pending[0].param} if pending else set())
             record["after_first_run"] = after_first
-            record["restored"] = after_first is not None and _without(before, ignore) == _without(after_first, ignore)
+            record["restored"] = page_restored(self.kind, before, after_first, ignore)
             record["change"] = {"param": change.param, "sent": change.value, "before": change_before}
             record["after_change"] = user.query
             if user.exceptions[marks[1] :]:
@@ -642,6 +642,27 @@ class Student:
 
 def _without(query: str, ignore: set[str]) -> dict[str, list[str]]:
     return {k: v for k, v in parse_qs(query, keep_blank_values=True).items() if k not in ignore}
+
+
+def page_restored(kind: str, before: str, after_first: str | None, ignore: set[str]) -> bool:
+    """Whether the first run after a reconnect showed the page of the student's link (`before`), apart from the
+    parameters in `ignore` (the change sent with that run, one typed while the replica died) and what follows from
+    them by design: a new sentence shorter than the followed token's position moves the model page's followed token
+    to its first word."""
+    if after_first is None:
+        return False
+    if kind == "model" and "s" in ignore:
+        ignore = ignore | {"tk"}
+    return _without(before, ignore) == _without(after_first, ignore)
+
+
+def reevaluate(results: dict[str, Any]) -> None:
+    """Apply page_restored again to the recoveries of a results file (after a change of the rule)."""
+    for run in results["runs"]:
+        for record in run["recoveries"]:
+            if "after_first_run" in record and "change" in record:
+                ignore = {record["change"]["param"]} | ({record["pending"]} if record.get("pending") else set())
+                record["restored"] = page_restored(record["page"], record["before"], record["after_first_run"], ignore)
 
 
 # ----- adversaries -----------------------------------------------------------------------------------------------
@@ -1290,10 +1311,14 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--out", type=Path, default=RESULTS, help="folder for <date>-class.md and .json")
     parser.add_argument("--workdir", type=Path, default=None, help="nginx's files (default: a temporary folder)")
-    parser.add_argument("--markdown-from", type=Path, help="only write the .md again from a results .json")
+    parser.add_argument(
+        "--markdown-from", type=Path, help="only judge the recoveries again and write the .md from a results .json"
+    )
     args = parser.parse_args(argv)
     if args.markdown_from:
         results = json.loads(args.markdown_from.read_text())
+        reevaluate(results)
+        args.markdown_from.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
         args.markdown_from.with_suffix(".md").write_text(markdown(results))
         return
     seconds = args.minutes * 60

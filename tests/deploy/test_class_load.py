@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from bench.classload import ClassConfig, checks, run_class
+from bench.classload import ClassConfig, checks, page_restored, run_class
 
 
 def _show(items: list[Any]) -> str:
@@ -61,3 +61,16 @@ def test_a_class_survives_adversaries_and_a_lost_replica(tmp_path: Path) -> None
     adversaries = result["adversaries"]
     assert all(adversaries[kind]["count"] >= 2 for kind in ("crafted", "long_sentence", "oversized")), adversaries
     assert all(adversaries[kind]["exceptions"] == 0 for kind in adversaries), f"an exception page: {adversaries}"
+
+
+def test_a_page_counts_as_restored_apart_from_the_changes_and_what_follows_from_them() -> None:
+    """A model-page student typed a 6-word sentence as the replica died: the new, shorter sentence moved the
+    followed token (tk=8) to its first word (tk=1) by design, and the full run of 2026-11-23 counted that page as
+    not restored from its link."""
+    before = "s=maps+bright+about+rain+lesson+cat+bread+happy+near+tired+quiet+cat&l=4&hs=1&rn=1"
+    after = "s=old+about+and+near+numbers+a&l=4&hs=1&rn=1&tk=1"
+    assert page_restored("model", before, after, {"rn", "s"})
+    assert not page_restored("model", before, after.replace("l=4", "l=1"), {"rn", "s"})  # the layer was lost
+    assert not page_restored("model", before, after, {"rn"})  # no new sentence: tk=1 is not the link's
+    assert not page_restored("self", "T=0.5&s=a+b", "T=0.5&s=a+b&tk=1", {"s"})
+    assert not page_restored("model", before, None, {"rn"})  # no first run at all
