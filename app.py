@@ -3,6 +3,7 @@
 import streamlit as st
 
 from attnviz import PRESETS, figures
+from attnviz.explain import number_tex
 from attnviz.ui.common import chart, page_frame
 from attnviz.ui.settings import current_language, palette, tr
 
@@ -23,7 +24,7 @@ st.markdown(tr("home.example_text") + r" $a(q, k) = -\tfrac{1}{2}(q - k)^2$:")
 st.latex(r"a(57, 51) = -18,\quad a(57, 56) = -0.5,\quad a(57, 58) = -0.5")
 st.latex(
     r"\alpha(57, 51) = \frac{e^{-18}}{e^{-18} + 2e^{-0.5}} \approx "
-    + f"{weights[0]:.1e}"
+    + number_tex(weights[0], 2)
     + r",\qquad \alpha(57, 56) = \alpha(57, 58) \approx "
     + f"{weights[1]:.4f}"
 )

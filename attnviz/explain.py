@@ -24,8 +24,33 @@ class Step:
     note_is_latex: bool = False  # the note is app-made LaTeX that the temperature does not change (see work_panel)
 
 
-def _num(x: float) -> str:
-    return f"{x:.4g}" if math.isfinite(x) else str(x)
+def number_text(x: float, digits: int = 4) -> str:
+    """A number as text, `digits` significant digits; never "-0"."""
+    if not math.isfinite(x):
+        return str(x)
+    text = f"{x:.{digits}g}"
+    return "0" if float(text) == 0 else text
+
+
+def number_tex(x: float, digits: int = 4) -> str:
+    """A number as LaTeX: scientific notation as a × 10^{b} (LaTeX would set "1.3e-08" as "1.3e − 08")."""
+    text = number_text(x, digits)
+    mantissa, e, exponent = text.partition("e")
+    return rf"{mantissa} \times 10^{{{int(exponent)}}}" if e else text
+
+
+def factor_tex(x: float) -> str:
+    """A factor in a product (LaTeX), in brackets when negative: 0.5 × (-0.2), never 0.5 × -0.2."""
+    text = number_tex(x)
+    return f"({text})" if text.startswith("-") else text
+
+
+_num = number_text
+
+
+def _factor_text(x: float) -> str:
+    text = number_text(x)
+    return f"({text})" if text.startswith("-") else text
 
 
 def _tex_label(text: str) -> str:
@@ -46,7 +71,7 @@ def _tex_label(text: str) -> str:
 
 
 def _sum_terms(a: list[float], b: list[float], op: str = r"\times") -> str:
-    terms = [f"{_num(x)} {op} {_num(y)}" for x, y in zip(a[:MAX_TERMS], b[:MAX_TERMS], strict=False)]
+    terms = [f"{factor_tex(x)} {op} {factor_tex(y)}" for x, y in zip(a[:MAX_TERMS], b[:MAX_TERMS], strict=False)]
     if len(a) > MAX_TERMS:
         terms.append(r"\dots")
     return " + ".join(terms)
@@ -55,19 +80,19 @@ def _sum_terms(a: list[float], b: list[float], op: str = r"\times") -> str:
 def score_working(trace: AttentionTrace, row: int, key: int) -> str:
     """The score of one (query, key) pair written out with numbers (LaTeX)."""
     q, k = trace.queries[row].tolist(), trace.keys[key].tolist()
-    s = _num(float(trace.scores[row, key]))
+    s = number_tex(float(trace.scores[row, key]))
     j = key + 1
     if trace.score in ("dot", "scaled_dot"):
         return rf"\mathbf q \cdot \mathbf k_{{{j}}} = {_sum_terms(q, k)} = {s}"
     if trace.score == "cosine":
         nq, nk = math.sqrt(sum(x * x for x in q)), math.sqrt(sum(x * x for x in k))
         dot = sum(x * y for x, y in zip(q, k, strict=True))
-        return rf"\frac{{{_num(dot)}}}{{{_num(nq)} \times {_num(nk)}}} = {s}"
+        return rf"\frac{{{number_tex(dot)}}}{{{number_tex(nq)} \times {number_tex(nk)}}} = {s}"
     if trace.score == "gaussian":
         sq = sum((x - y) ** 2 for x, y in zip(q, k, strict=True))
         sigma = trace.score_params.get("bandwidth", 1.0)
         lhs = rf"-\frac{{\lVert \mathbf q - \mathbf k_{{{j}}} \rVert^2}}{{2\sigma^2}}"
-        return rf"{lhs} = -\frac{{{_num(sq)}}}{{2 \times {_num(sigma)}^2}} = {s}"
+        return rf"{lhs} = -\frac{{{number_tex(sq)}}}{{2 \times {number_tex(sigma)}^2}} = {s}"
     return rf"a(\mathbf q, \mathbf k_{{{j}}}) = {s}"
 
 
@@ -194,7 +219,7 @@ def explain_kernel_row(
             rows=[[k, w] for k, w in zip(key_labels, weights, strict=True)],
         ),
     ]
-    terms = [f"{_num(w)} × {_num(v)}" for w, v in zip(weights, values, strict=True) if w > 1e-4][:MAX_TERMS]
+    terms = [f"{_num(w)} × {_factor_text(v)}" for w, v in zip(weights, values, strict=True) if w > 1e-4][:MAX_TERMS]
     prediction = float(trace.output[row].reshape(-1)[0])
     steps.append(
         Step(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 
+from attnviz.fields import shortest32
 from attnviz.state import AttentionState, Matrix
 from attnviz.trace import AttentionTrace
 
@@ -88,4 +89,5 @@ def python_snippet(state: AttentionState) -> str:
 
 
 def _matrix_literal(matrix: Matrix) -> str:
-    return "[" + ", ".join("[" + ", ".join(repr(float(x)) for x in row) + "]" for row in matrix) + "]"
+    # The tensor is float32: its shortest decimals, not the float64 noise of a float32 (0.1696, not 0.16959999...)
+    return "[" + ", ".join("[" + ", ".join(repr(shortest32(float(x))) for x in row) + "]" for row in matrix) + "]"

@@ -67,7 +67,11 @@ class Field:
         if self.kind == "matrix":
             return parse_matrix(text, self.name, self.max_len, self.max_cols)
         if self.kind == "vector":
-            return parse_matrix(text.replace(";", ","), self.name, 1, self.max_len)[0] if text.strip() else ()
+            return (
+                parse_matrix(text.replace(";", ","), self.name, 1, self.max_len, one_line=True)[0]
+                if text.strip()
+                else ()
+            )
         if self.kind == "ints":
             return self.check(tuple(self._item(cell, i) for i, cell in enumerate(text.split(","), 1))) if text else ()
         raise AssertionError(self.kind)
@@ -231,8 +235,11 @@ def _unpack(text: str, name: str, max_rows: int, max_cols: int) -> Matrix:
     return matrix
 
 
-def parse_matrix(text: str, name: str, max_rows: int = MAX_ROWS, max_cols: int = MAX_COLS) -> Matrix:
-    """Plain ("1,0;0,2") or packed ("~f4...") link text -> a rectangular matrix of finite numbers within caps."""
+def parse_matrix(
+    text: str, name: str, max_rows: int = MAX_ROWS, max_cols: int = MAX_COLS, one_line: bool = False
+) -> Matrix:
+    """Plain ("1,0;0,2") or packed ("~f4...") link text -> a rectangular matrix of finite numbers within caps.
+    `one_line`: the text is a list of numbers (a vector), so an error names the item, not a row and a column."""
     if not text.strip():
         raise AttnvizError("empty", name=Name(name))
     if text.startswith("~"):
@@ -244,14 +251,20 @@ def parse_matrix(text: str, name: str, max_rows: int = MAX_ROWS, max_cols: int =
     for r, row in enumerate(rows, start=1):
         cells = row.split(",")
         if len(cells) > max_cols:
+            if one_line:
+                raise AttnvizError("items_long", name=Name(name), count=len(cells), limit=max_cols)
             raise AttnvizError("row_long", name=Name(name), row=r, count=len(cells), limit=max_cols)
         values = []
         for c, cell in enumerate(cells, start=1):
             try:
                 value = float(cell)
             except ValueError:
+                if one_line:
+                    raise AttnvizError("item_nan", name=Name(name), n=c, value=short(cell)) from None
                 raise AttnvizError("cell_nan", name=Name(name), row=r, col=c, value=short(cell)) from None
             if not math.isfinite(value) or abs(value) > MAX_CELL:
+                if one_line:
+                    raise AttnvizError("item_big", name=Name(name), n=c, value=short(cell))
                 raise AttnvizError("cell_big", name=Name(name), row=r, col=c, value=short(cell))
             values.append(value)
         if parsed and len(values) != len(parsed[0]):

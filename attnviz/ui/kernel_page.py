@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import pandas as pd
@@ -9,7 +10,7 @@ import streamlit as st
 
 from attnviz import figures
 from attnviz.budget import BUDGET_SECONDS, fit_rows, fit_seconds
-from attnviz.explain import explain_kernel_row
+from attnviz.explain import explain_kernel_row, number_text
 from attnviz.fields import MAX_POINTS, field, format_number
 from attnviz.i18n import t
 from attnviz.kernel import KERNELS, BandwidthFit, fit_bandwidth, toy_function
@@ -183,10 +184,11 @@ def _draw(state: KernelState) -> None:
     if bool(trace.no_support.any()):
         missing = ", ".join(q for q, flag in zip(q_labels, trace.no_support.tolist(), strict=True) if flag)
         st.warning(tr("kernel.no_support", kernel=tr(f"kernel.{state.kernel}.label"), queries=missing))
-    st.markdown(
-        tr("kernel.predictions")
-        + ", ".join(f"f({q}) = {y:.4g}" for q, y in zip(q_labels, trace.output.tolist(), strict=True))
-    )
+    predictions = [
+        f"f({q}) = {number_text(y)}" if math.isfinite(y) else f"f({q}): {tr('kernel.no_prediction')}"
+        for q, y in zip(q_labels, trace.output.tolist(), strict=True)
+    ]
+    st.markdown(tr("kernel.predictions") + ", ".join(predictions))
     chart(
         figures.weights_heatmap(
             trace.weights.numpy(),
