@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from attnviz.i18n import DEFAULT_LANGUAGE, t
 from attnviz.scores import SCORES
@@ -22,6 +22,11 @@ class Step:
     columns: list[str] = field(default_factory=list)
     rows: list[list[object]] = field(default_factory=list)
     note_is_latex: bool = False  # the note is app-made LaTeX that the temperature does not change (see work_panel)
+    number: int = 0  # its place in the recipe, 1, 2, ...: data, never parsed out of the (translated) title
+
+
+def _numbered(steps: list[Step]) -> list[Step]:
+    return [replace(step, number=index) for index, step in enumerate(steps, start=1)]
 
 
 def number_text(x: float, digits: int = 4) -> str:
@@ -132,8 +137,8 @@ def explain_row(
             tr("explain.scale"),
             rf"z_j = a(\mathbf q, \mathbf k_j) \times {scale_tex} \,/\, T",
             note=tr("explain.scale_note", scale=_num(trace.scale), temperature=_num(trace.temperature)),
-            columns=[tr("explain.key"), tr("explain.score_short"), tr("explain.logit")],
-            rows=[[k, s, z] for k, s, z in zip(key_labels, scores, logits, strict=True)],
+            columns=[tr("explain.key"), tr("explain.logit")],  # the score is step 1's column
+            rows=[[k, z] for k, z in zip(key_labels, logits, strict=True)],
         )
     )
     blocked = [k for k, ok in zip(key_labels, allowed, strict=True) if not ok]
@@ -176,7 +181,7 @@ def explain_row(
             rows=[[k, w, *v[:8]] for k, w, v in zip(key_labels, weights, values, strict=True)],
         )
     )
-    return steps
+    return _numbered(steps)
 
 
 def explain_kernel_row(
@@ -232,4 +237,4 @@ def explain_kernel_row(
             ),
         )
     )
-    return steps
+    return _numbered(steps)

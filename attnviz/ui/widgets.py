@@ -199,11 +199,14 @@ def work_panel(steps: list[Step]) -> None:
     """
     recipe, lines = [], []
     for step in steps:
-        recipe.append(f"**{md_escape(step.title)}**\n\n$$\n{step.formula}\n$$")
+        recipe.append(f"**{step.number}. {md_escape(step.title)}**\n\n$$\n{step.formula}\n$$")
         if step.note_is_latex:  # app-made LaTeX that the temperature does not change
             recipe.append(step.note)
-        elif step.note:  # plain text, may quote user tokens
-            lines.append(f"**{md_escape(step.title.split(' ', 1)[0])}** {md_escape(step.note)}")
+        if step.note and not step.note_is_latex:  # plain text, may quote user tokens
+            lines.append(f"**{step.number}.** {md_escape(step.note)}")
+        elif step.columns[1:]:  # every step has its line: its numbers are the table's columns
+            columns = ", ".join(step.columns[1:])
+            lines.append(f"**{step.number}.** {md_escape(tr('widget.in_table', columns=columns))}")
     st.markdown("\n\n".join(recipe))
     lines.insert(0, tr("widget.with_numbers"))
     columns, rows = merged_table(steps)
@@ -216,8 +219,9 @@ def work_panel(steps: list[Step]) -> None:
 
 
 def merged_table(steps: list[Step]) -> tuple[list[str], list[list[object]]]:
-    """The steps' per-key tables side by side: the key column once, then every column not already shown
-    (a column whose values repeat an earlier one, like the score carried into step 2, is left out)."""
+    """The steps' per-key tables side by side: the key column once, then every step's columns, each name once
+    (the weights of the softmax and of the weighted sum are one column). A column is never left out for its
+    values: with one allowed key, the weight 1 still has its column beside e^(z - m) = 1."""
     tables = [step for step in steps if step.rows]
     if not tables:
         return [], []
@@ -229,10 +233,9 @@ def merged_table(steps: list[Step]) -> tuple[list[str], list[list[object]]]:
         if len(step.rows) != count or [row[0] for row in step.rows] != keys:
             raise ValueError(f"step {step.title!r} has a table over different keys")
         for index, name in enumerate(step.columns[1:], start=1):
-            column = [row[index] for row in step.rows]
-            if column not in values:
+            if name not in columns:
                 columns.append(name)
-                values.append(column)
+                values.append([row[index] for row in step.rows])
     return columns, [list(row) for row in zip(*values, strict=True)]
 
 
