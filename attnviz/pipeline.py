@@ -36,6 +36,25 @@ def _labels(prefix: str, count: int) -> list[str]:
     return [f"{prefix}{i + 1}" for i in range(count)]
 
 
+def _preset_labels(state: AttentionState, num_queries: int, num_keys: int) -> tuple[list[str], list[str]] | None:
+    """The token labels of the state's preset ("the cat sat on the mat", not q1...q6), while its rows still
+    match them (numbers edited in place keep them; added or removed rows go back to q1, k1, ...)."""
+    if not state.preset or state.mode != "numbers":
+        return None
+    from attnviz.presets import PRESET_PAGES, PRESETS
+
+    if PRESET_PAGES.get(state.preset) != state.page:
+        return None
+    preset = PRESETS[state.preset]
+    if preset.query_labels is None or len(preset.query_labels) != num_queries:
+        return None
+    if state.page == "self":
+        return list(preset.query_labels), list(preset.query_labels)
+    if preset.key_labels is None or len(preset.key_labels) != num_keys:
+        return None
+    return list(preset.query_labels), list(preset.key_labels)
+
+
 def _tensor(matrix: Matrix) -> Tensor:
     return torch.tensor(matrix, dtype=torch.float32)
 
@@ -85,6 +104,9 @@ def resolve_inputs(state: AttentionState, word_vectors: WordVectors | None = Non
         keys, values = (queries, queries) if state.page == "self" else (_tensor(state.keys), _tensor(state.values))
         q_tokens = _labels("q" if state.page == "cross" else "t", queries.shape[0])
         k_tokens = q_tokens if state.page == "self" else _labels("k", keys.shape[0])
+        named = _preset_labels(state, queries.shape[0], keys.shape[0])
+        if named is not None:
+            q_tokens, k_tokens = named
     if keys.shape[0] != values.shape[0]:
         raise AttnvizError("kv_rows", keys=keys.shape[0], values=values.shape[0])
     return AttentionInputs(

@@ -210,3 +210,33 @@ def test_cross_residual_output_is_queries_plus_delta():
     delta = ref.to_np(trace.delta)
     assert np.abs(delta).max() > 1e-6
     np.testing.assert_allclose(ref.to_np(trace.output), ref.to_np(queries) + delta, atol=1e-5)
+
+
+def test_a_preset_keeps_its_token_labels_while_its_rows_match():
+    """Note 001's preset showed "the cat sat on the mat" / 猫坐在垫子上 as q1...q6 / k1...k6."""
+    from dataclasses import replace
+
+    from attnviz.pipeline import resolve_inputs
+    from attnviz.state import apply_preset, default_attention_state
+
+    state = apply_preset(default_attention_state("cross"), "cross_residual")
+    inputs = resolve_inputs(state)
+    assert inputs.query_labels == ["the", "cat", "sat", "on", "the", "mat"]
+    assert inputs.key_labels == list("猫坐在垫子上")
+    edited = replace(state, queries=((9.0,) * len(state.queries[0]), *state.queries[1:]))
+    assert resolve_inputs(edited).query_labels[1] == "cat"  # a number edited in place keeps the labels
+    shorter = replace(state, queries=state.queries[:5])
+    assert resolve_inputs(shorter).query_labels == ["q1", "q2", "q3", "q4", "q5"]  # a row removed: back to q1...
+    assert resolve_inputs(replace(state, preset="")).key_labels[0] == "k1"  # "— none —"
+
+
+def test_the_cross_residual_chart_is_labelled_with_the_notes_tokens():
+    import json
+
+    from tests.test_app import CROSS, run_page
+
+    at = run_page(CROSS, p="cross_residual")
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    text = json.dumps(spec, ensure_ascii=False)
+    assert "猫" in text and "mat" in text
+    assert '"q1"' not in text and '"k1"' not in text
