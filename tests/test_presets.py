@@ -240,3 +240,22 @@ def test_the_cross_residual_chart_is_labelled_with_the_notes_tokens():
     text = json.dumps(spec, ensure_ascii=False)
     assert "猫" in text and "mat" in text
     assert '"q1"' not in text and '"k1"' not in text
+
+
+def test_the_unit_sentences_preset_says_how_far_from_the_notes_print_it_is():
+    """The note printed its inputs rounded to 4 decimals: some printed scores and weights differ from what those
+    inputs give in the 4th decimal, and the preset's description says so, in every language."""
+    from attnviz.i18n import LANGUAGES, t
+
+    trace = attention_part(run("unit_sentences"))
+    diffs = np.concatenate(
+        [
+            np.abs(ref.to_np(trace.scores) - PRINTED_SCORES).ravel(),
+            np.abs(ref.to_np(trace.weights) - PRINTED_WEIGHTS).ravel(),
+        ]
+    )
+    assert diffs.size == 64
+    assert diffs.max() <= 1.1e-4
+    assert (diffs > 5e-5).sum() >= 3  # not rounding noise: these read differently at 4 decimals
+    for lang in LANGUAGES:
+        assert "0.0001" in t("preset.unit_sentences.description", lang)
