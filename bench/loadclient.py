@@ -19,7 +19,7 @@ import re
 import statistics
 import time
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
@@ -152,18 +152,23 @@ class SimulatedUser:
         # A widget inside an st.fragment reruns only that fragment, and the browser says so in its request.
         return await self.rerun(fragment_id=self.widget_fragments.get(widget_id, ""))
 
-    async def rerun(self, fragment_id: str = "") -> float:
-        """Send one rerun request with the current client state and read messages until the script finishes."""
-        assert self.ws is not None
+    def rerun_message(self, fragment_id: str = "", triggers: Iterable[WidgetState] = ()) -> bytes:
+        """The rerun request a browser sends: the page's query string and widget values (and one-off triggers)."""
         msg = BackMsg()
         rerun = msg.rerun_script
         rerun.query_string = self.query
         rerun.page_script_hash = self.page_hash
         rerun.page_name = self.page
         rerun.widget_states.widgets.extend(self.widget_states.values())
+        rerun.widget_states.widgets.extend(triggers)
         rerun.fragment_id = fragment_id
+        return msg.SerializeToString()
+
+    async def rerun(self, fragment_id: str = "") -> float:
+        """Send one rerun request with the current client state and read messages until the script finishes."""
+        assert self.ws is not None
         started = time.perf_counter()
-        await self.ws.send(msg.SerializeToString())
+        await self.ws.send(self.rerun_message(fragment_id))
         problem: str | None = None
         self.chart_bytes, self.chart_wire_bytes = [], []
         while True:

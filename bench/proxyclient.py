@@ -33,7 +33,6 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 from websockets.asyncio.client import connect
@@ -283,17 +282,9 @@ class ProxyUser(SimulatedUser):
         (runs finished, exceptions seen) that `wait_run` counts from."""
         if self.ws is None or self.closed_at is not None:
             raise DisconnectedError("the websocket is closed")
-        msg = BackMsg()
-        rerun = msg.rerun_script
-        rerun.query_string = self.query
-        rerun.page_script_hash = self.page_hash
-        rerun.page_name = self.page
-        rerun.widget_states.widgets.extend(self.widget_states.values())
-        rerun.widget_states.widgets.extend(triggers)
-        rerun.fragment_id = fragment_id
         marks = (len(self.finishes), len(self.exceptions))
         try:
-            await self.ws.send(msg.SerializeToString())
+            await self.ws.send(self.rerun_message(fragment_id, triggers))
         except (OSError, WebSocketException) as exc:
             raise DisconnectedError(f"send: {type(exc).__name__}: {exc}") from exc
         return marks

@@ -13,35 +13,25 @@ two trials of each moment in the test suite.
 from __future__ import annotations
 
 import argparse
-import re
 import secrets
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 from playwright.sync_api import sync_playwright
 
-from tests.browser.helpers import CHROMIUM_ARGS, CHROMIUM_PATH, HOST, StreamlitServer, free_port
-from tests.deploy.nginx_proxy import NginxProxy
-
-MOMENTS = ("while reconnecting", "right after", "later")
-IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
-CONNECTED = (
-    "() => document.querySelector('[data-testid=stApp]').getAttribute('data-test-connection-state') === 'CONNECTED'"
+from tests.browser.helpers import (
+    CHROMIUM_ARGS,
+    CHROMIUM_PATH,
+    HOST,
+    NOT_RUNNING,
+    RECONNECT_MOMENTS,
+    StreamlitServer,
+    free_port,
+    kill_serving_replica,
 )
-
-
-def sessions(server: StreamlitServer) -> int:
-    """The server's connected sessions (Streamlit's own metrics); -1 when it does not answer."""
-    try:
-        with urllib.request.urlopen(server.url_for("_stcore/metrics"), timeout=5) as response:
-            text = response.read().decode()
-    except OSError:
-        return -1
-    match = re.search(r"^active_sessions (\d+)$", text, re.MULTILINE)
-    return int(match.group(1)) if match else -1
+from tests.deploy.nginx_proxy import NginxProxy
 
 
 def main() -> None:
@@ -57,30 +47,24 @@ def main() -> None:
     try:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM_PATH, args=CHROMIUM_ARGS)
-            for moment in MOMENTS:
+            for moment in RECONNECT_MOMENTS:
                 for trial in range(args.trials):
                     context = browser.new_context(viewport={"width": 1280, "height": 900})
                     page = context.new_page()
                     page.goto(proxy.url_for("Self_attention"))
-                    page.wait_for_selector(IDLE)
+                    page.wait_for_selector(NOT_RUNNING)
                     field = page.get_by_role("spinbutton", name="Temperature T", exact=True)
                     field.fill("0.5", timeout=60_000)
                     field.press("Enter")
                     page.wait_for_function("() => new URLSearchParams(location.search).get('T') === '0.5'")
-                    serving = next(r for r in replicas if sessions(r) > 0)
-                    serving.kill()
                     killed = time.monotonic()
-                    if moment != "while reconnecting":
-                        page.wait_for_function(CONNECTED, timeout=60_000)
-                    if moment == "later":
-                        page.wait_for_selector(IDLE)
-                        page.wait_for_timeout(1500)
+                    serving = kill_serving_replica(page, replicas, moment)
                     value = f"{1.55 + trial / 10:.2f}"
                     field.fill(value, timeout=60_000)
                     field.press("Enter")
                     typed = time.monotonic() - killed
                     page.wait_for_timeout(4000)
-                    page.wait_for_selector(IDLE, timeout=60_000)
+                    page.wait_for_selector(NOT_RUNNING, timeout=60_000)
                     link = parse_qs(urlsplit(page.url).query).get("T", [""])[0]
                     kept = link == value and field.input_value() == value
                     lost += not kept
@@ -96,7 +80,7 @@ def main() -> None:
         proxy.stop()
         for replica in replicas:
             replica.stop()
-    print(f"lost {lost} of {len(MOMENTS) * args.trials}")
+    print(f"lost {lost} of {len(RECONNECT_MOMENTS) * args.trials}")
 
 
 if __name__ == "__main__":

@@ -40,6 +40,8 @@ CHROMIUM_ARGS: list[str] = [
 HOST = "127.0.0.1"
 
 APP_SELECTOR = '[data-testid="stApp"]'
+NOT_RUNNING = f'{APP_SELECTOR}[data-test-script-state="notRunning"]'
+CONNECTED = f"() => document.querySelector('{APP_SELECTOR}').getAttribute('data-test-connection-state') === 'CONNECTED'"
 PLOTLY_SELECTOR = ".js-plotly-plot"
 EXCEPTION_SELECTOR = '[data-testid="stException"]'
 
@@ -661,3 +663,33 @@ class ConsoleRecorder:
         """Forget everything recorded so far (e.g. after an expected error)."""
         for bucket in (self.messages, self.errors, self.page_errors, self.dialogs, self.external_requests):
             bucket.clear()
+
+
+def active_sessions(server: StreamlitServer) -> int:
+    """The server's own count of connected sessions (Streamlit's /_stcore/metrics, OpenMetrics text); -1 when the
+    server does not answer (it was killed)."""
+    try:
+        with urllib.request.urlopen(server.url_for("_stcore/metrics"), timeout=5) as response:
+            text = response.read().decode()
+    except OSError:
+        return -1
+    match = re.search(r"^active_sessions (\d+)$", text, re.MULTILINE)
+    assert match, f"no active_sessions gauge in {server.url_for('_stcore/metrics')}"
+    return int(match.group(1))
+
+
+RECONNECT_MOMENTS = ("while reconnecting", "right after", "later")
+
+
+def kill_serving_replica(page: Page, replicas: list[StreamlitServer], moment: str) -> StreamlitServer:
+    """SIGKILL the replica that holds the page's session, then wait until a student would type at `moment`: at once
+    ("while reconnecting"), once the page has reconnected ("right after"), or once its first run on the other
+    replica has ended ("later"). Returns the killed replica."""
+    serving = next(replica for replica in replicas if active_sessions(replica) > 0)
+    serving.kill()
+    if moment != "while reconnecting":
+        page.wait_for_function(CONNECTED, timeout=60_000)
+    if moment == "later":
+        page.wait_for_selector(NOT_RUNNING)
+        page.wait_for_timeout(1500)
+    return serving

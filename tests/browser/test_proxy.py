@@ -29,6 +29,7 @@ from .helpers import (
     HOST,
     ConsoleRecorder,
     StreamlitServer,
+    active_sessions,
     exceptions,
     free_port,
     goto,
@@ -82,15 +83,6 @@ class Cluster:
         """For each logged request of one browser (its affinity cookie), the upstream that finally answered it."""
         # nginx logs "a, b" when it tried a, found it down, and passed the request to b.
         return [entry["upstream"].split(", ")[-1] for entry in self.proxy.access_log() if entry["affinity"] == affinity]
-
-
-def active_sessions(server: StreamlitServer) -> int:
-    """The server's own count of connected sessions (Streamlit's /_stcore/metrics, OpenMetrics text)."""
-    with urllib.request.urlopen(server.url_for("_stcore/metrics"), timeout=5) as response:
-        text = response.read().decode()
-    match = re.search(r"^active_sessions (\d+)$", text, re.MULTILINE)
-    assert match, f"no active_sessions gauge in {server.url_for('_stcore/metrics')}"
-    return int(match.group(1))
 
 
 def wait_until(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:

@@ -15,12 +15,18 @@ import pytest
 from playwright.sync_api import Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from .helpers import APP_SELECTOR, ConsoleRecorder, exceptions, goto, wait_for_plotly
-from .test_proxy import Cluster, active_sessions, start_cluster, wait_until  # noqa: F401 (start_cluster: a fixture)
+from .helpers import (
+    NOT_RUNNING,
+    RECONNECT_MOMENTS,
+    ConsoleRecorder,
+    exceptions,
+    goto,
+    kill_serving_replica,
+    wait_for_plotly,
+)
+from .test_proxy import Cluster, start_cluster, wait_until  # noqa: F401 (start_cluster: a fixture)
 
 LABEL = "Temperature T"
-CONNECTED = f"() => document.querySelector('{APP_SELECTOR}').getAttribute('data-test-connection-state') === 'CONNECTED'"
-NOT_RUNNING = f'{APP_SELECTOR}[data-test-script-state="notRunning"]'
 
 
 def temperature_in_link(page: Page) -> str | None:
@@ -36,7 +42,7 @@ def set_temperature(page: Page, value: str) -> None:
     field.press("Enter")
 
 
-@pytest.mark.parametrize("moment", ["while reconnecting", "right after", "later"])
+@pytest.mark.parametrize("moment", RECONNECT_MOMENTS)
 def test_a_change_made_around_a_replica_loss_is_kept(
     start_cluster: Callable[..., Cluster],  # noqa: F811
     new_page: Callable[..., Page],
@@ -50,13 +56,7 @@ def test_a_change_made_around_a_replica_loss_is_kept(
         wait_for_plotly(page, count=1)
         set_temperature(page, "0.5")
         page.wait_for_function("() => new URLSearchParams(location.search).get('T') === '0.5'")
-        serving = next(r for r in cluster.replicas if active_sessions(r) > 0)
-        serving.kill()
-        if moment != "while reconnecting":
-            page.wait_for_function(CONNECTED, timeout=60_000)
-        if moment == "later":
-            page.wait_for_selector(NOT_RUNNING)
-            page.wait_for_timeout(1500)
+        serving = kill_serving_replica(page, cluster.replicas, moment)
         value = f"{1.5 + trial / 10:.1f}"
         set_temperature(page, value)
         try:
