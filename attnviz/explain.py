@@ -44,18 +44,13 @@ def number_tex(x: float, digits: int = 4) -> str:
     return rf"{mantissa} \times 10^{{{int(exponent)}}}" if e else text
 
 
-def factor_tex(x: float) -> str:
-    """A factor in a product (LaTeX), in brackets when negative: 0.5 × (-0.2), never 0.5 × -0.2."""
-    text = number_tex(x)
+def factor(x: float, tex: bool = True) -> str:
+    """A factor in a product (LaTeX, or text), in brackets when negative: 0.5 × (-0.2), never 0.5 × -0.2."""
+    text = number_tex(x) if tex else number_text(x)
     return f"({text})" if text.startswith("-") else text
 
 
 _num = number_text
-
-
-def _factor_text(x: float) -> str:
-    text = number_text(x)
-    return f"({text})" if text.startswith("-") else text
 
 
 def _tex_label(text: str) -> str:
@@ -76,7 +71,7 @@ def _tex_label(text: str) -> str:
 
 
 def _sum_terms(a: list[float], b: list[float], op: str = r"\times") -> str:
-    terms = [f"{factor_tex(x)} {op} {factor_tex(y)}" for x, y in zip(a[:MAX_TERMS], b[:MAX_TERMS], strict=False)]
+    terms = [f"{factor(x)} {op} {factor(y)}" for x, y in zip(a[:MAX_TERMS], b[:MAX_TERMS], strict=False)]
     if len(a) > MAX_TERMS:
         terms.append(r"\dots")
     return " + ".join(terms)
@@ -224,7 +219,8 @@ def explain_kernel_row(
             rows=[[k, w] for k, w in zip(key_labels, weights, strict=True)],
         ),
     ]
-    terms = [f"{_num(w)} × {_factor_text(v)}" for w, v in zip(weights, values, strict=True) if w > 1e-4][:MAX_TERMS]
+    shown = [(w, v) for w, v in zip(weights, values, strict=True) if w > 1e-4][:MAX_TERMS]
+    terms = [f"{_num(w)} × {factor(v, tex=False)}" for w, v in shown]
     prediction = float(trace.output[row].reshape(-1)[0])
     steps.append(
         Step(

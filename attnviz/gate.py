@@ -27,13 +27,13 @@ for ~0.45 s, which only a next large rerun notices.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+
+from attnviz import malloc
 
 HEAVY_SECONDS = 0.05  # an estimated cost above this makes a rerun large
 SHARE = 0.25  # the most of a process's time that large reruns take together
@@ -136,16 +136,6 @@ class Gate:
                 self._after()
 
 
-def _malloc_trim() -> Callable[[], None] | None:
-    """glibc's malloc_trim(0): give the heap's free pages back to the system (None elsewhere)."""
-    name = ctypes.util.find_library("c")
-    try:
-        libc = ctypes.CDLL(name) if name else None
-        return (lambda: libc.malloc_trim(0)) if libc is not None and hasattr(libc, "malloc_trim") else None
-    except OSError:
-        return None
-
-
 # The server process's gate. After each large rerun the heap's free pages go back to the system, so a replica's
 # memory falls back between large reruns instead of staying at its peak.
-GATE = Gate(after=_malloc_trim())
+GATE = Gate(after=malloc.trim)

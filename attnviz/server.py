@@ -25,13 +25,13 @@ Then it hands over to Streamlit's own command line.
 from __future__ import annotations
 
 import asyncio.base_events
-import ctypes
-import ctypes.util
 import os
 import socket
 import sys
 from collections.abc import Sequence
 from typing import Any
+
+from attnviz import malloc
 
 _TCP_FAMILIES = {socket.AF_INET, socket.AF_INET6}
 
@@ -68,7 +68,6 @@ def keep_input_of_unknown_fragments() -> None:
     AppSession.request_rerun = request_rerun_keeping_input  # type: ignore[method-assign]
 
 
-M_ARENA_MAX = -8  # mallopt's parameter number in glibc's malloc.h
 ARENAS = 2
 
 
@@ -76,13 +75,7 @@ def limit_malloc_arenas(arenas: int = ARENAS) -> bool:
     """Cap glibc's malloc arenas for this process (MALLOC_ARENA_MAX in the environment wins); True if set."""
     if os.environ.get("MALLOC_ARENA_MAX"):
         return False
-    name = ctypes.util.find_library("c")
-    try:
-        libc = ctypes.CDLL(name) if name else None
-    except OSError:
-        return False
-    mallopt = getattr(libc, "mallopt", None)
-    return bool(mallopt is not None and mallopt(M_ARENA_MAX, arenas) == 1)
+    return malloc.set_arena_max(arenas)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
