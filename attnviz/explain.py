@@ -78,22 +78,24 @@ def _sum_terms(a: list[float], b: list[float], op: str = r"\times") -> str:
 
 
 def score_working(trace: AttentionTrace, row: int, key: int) -> str:
-    """The score of one (query, key) pair written out with numbers (LaTeX)."""
+    """The score a(q, k_j) of one (query, key) pair written out with numbers (LaTeX): a is what the score function
+    returns, before any scale or temperature, the same number as the tables' "score a(q, k)" column."""
     q, k = trace.queries[row].tolist(), trace.keys[key].tolist()
     s = number_tex(float(trace.scores[row, key]))
     j = key + 1
+    a = rf"a(\mathbf q, \mathbf k_{{{j}}})"
     if trace.score in ("dot", "scaled_dot"):
-        return rf"\mathbf q \cdot \mathbf k_{{{j}}} = {_sum_terms(q, k)} = {s}"
+        return rf"{a} = \mathbf q \cdot \mathbf k_{{{j}}} = {_sum_terms(q, k)} = {s}"
     if trace.score == "cosine":
         nq, nk = math.sqrt(sum(x * x for x in q)), math.sqrt(sum(x * x for x in k))
         dot = sum(x * y for x, y in zip(q, k, strict=True))
-        return rf"\frac{{{number_tex(dot)}}}{{{number_tex(nq)} \times {number_tex(nk)}}} = {s}"
+        return rf"{a} = \frac{{{number_tex(dot)}}}{{{number_tex(nq)} \times {number_tex(nk)}}} = {s}"
     if trace.score == "gaussian":
         sq = sum((x - y) ** 2 for x, y in zip(q, k, strict=True))
         sigma = trace.score_params.get("bandwidth", 1.0)
-        lhs = rf"-\frac{{\lVert \mathbf q - \mathbf k_{{{j}}} \rVert^2}}{{2\sigma^2}}"
+        lhs = rf"{a} = -\frac{{\lVert \mathbf q - \mathbf k_{{{j}}} \rVert^2}}{{2\sigma^2}}"
         return rf"{lhs} = -\frac{{{number_tex(sq)}}}{{2 \times {number_tex(sigma)}^2}} = {s}"
-    return rf"a(\mathbf q, \mathbf k_{{{j}}}) = {s}"
+    return rf"{a} = {s}"
 
 
 def explain_row(
@@ -127,11 +129,19 @@ def explain_row(
         )
     ]
     scale_tex = r"\frac{1}{\sqrt{d}}" if spec and spec.scaled else "1"
+    scale_note = tr("explain.scale_note", scale=_num(trace.scale), temperature=_num(trace.temperature))
+    if math.isfinite(logits[0]):  # the first key worked out, as step 1 worked out its score
+        numbers = {
+            "a": factor(scores[0], tex=False),
+            "scale": _num(trace.scale),
+            "temperature": _num(trace.temperature),
+        }
+        scale_note += " " + tr("explain.scale_first", **numbers, z=_num(logits[0]))
     steps.append(
         Step(
             tr("explain.scale"),
             rf"z_j = a(\mathbf q, \mathbf k_j) \times {scale_tex} \,/\, T",
-            note=tr("explain.scale_note", scale=_num(trace.scale), temperature=_num(trace.temperature)),
+            note=scale_note,
             columns=[tr("explain.key"), tr("explain.logit")],  # the score is step 1's column
             rows=[[k, z] for k, z in zip(key_labels, logits, strict=True)],
         )

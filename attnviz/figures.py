@@ -35,6 +35,7 @@ from attnviz.plotting import (
     axis_keys,
     cells_printed,
     colorscale,
+    colour_positions,
     make_figure,
     matrix_axis,
     unique_labels,
@@ -90,13 +91,19 @@ def _mask_traces(
 
 
 def _hover(
-    prefix: str = "", quantity: str | None = None, with_scores: bool = False, lang: str = DEFAULT_LANGUAGE
+    prefix: str = "",
+    quantity: str | None = None,
+    with_scores: bool = False,
+    lang: str = DEFAULT_LANGUAGE,
+    shown: str = "%{z:.6~g}",
 ) -> str:
-    """Hover text for a cell: query and key labels, the value to 6 significant digits, the raw score if known."""
+    """Hover text for a cell: query and key labels, the value (`shown`) to 6 significant digits, the raw score if
+    known (customdata, or its second entry when the weight is its first)."""
     quantity = quantity or word("weight", lang)
-    score = f"<br>{word('score', lang)}: %{{customdata:.6~g}}" if with_scores else ""
+    variable = "customdata[1]" if shown.startswith("%{customdata[0]") else "customdata"
+    score = f"<br>{word('score', lang)}: %{{{variable}:.6~g}}" if with_scores else ""
     query, key = word("query", lang), word("key", lang)
-    return f"{prefix}{query}: %{{y}}<br>{key}: %{{x}}<br>{quantity}: %{{z:.6~g}}{score}<extra></extra>"
+    return f"{prefix}{query}: %{{y}}<br>{key}: %{{x}}<br>{quantity}: {shown}{score}<extra></extra>"
 
 
 def _matrix_layout(title: str, height: int, x_title: str = "", y_title: str = "") -> dict[str, Any]:
@@ -138,10 +145,46 @@ def _height(rows: int) -> int:
     return int(min(900, max(360, 24 * rows + 180)))
 
 
-def _weights_axis(palette: str, lang: str = DEFAULT_LANGUAGE) -> dict[str, Any]:
-    """A shared colour axis for attention weights, fixed to [0, 1] (coloured by √weight, see weights_colorscale)."""
-    colorbar = {"title": {"text": word("weight", lang)}}
-    return {"colorscale": weights_colorscale(palette), "cmin": 0.0, "cmax": 1.0, "colorbar": colorbar}
+def _weights_colours(palette: str, colour_range: str, low: float, high: float, lang: str) -> dict[str, Any]:
+    """The colour scale and colour bar of weights on `colour_range` (see plotting.colour_positions); the bar's title
+    says which range is in use. As a colour axis: {"colorscale", "cmin", "cmax", "colorbar"}."""
+    title = f"{word('weight', lang)}<br><sub>{word(f'range_{colour_range}', lang)}</sub>"
+    colorbar: dict[str, Any] = {"title": {"text": title}}
+    if colour_range == "row":
+        colorbar.update(tickvals=[0.0, 1.0], ticktext=[word("row_min", lang), word("row_max", lang)])
+    # on 0-1, colour by √weight so that the small weights of a soft row are not one flat block; a chart's own range
+    # or a row's already spreads its weights over the whole palette
+    scale = weights_colorscale(palette) if colour_range == "unit" else colorscale(palette)
+    return {"colorscale": scale, "cmin": low, "cmax": high, "colorbar": colorbar}
+
+
+def _as_trace_colours(axis: dict[str, Any]) -> dict[str, Any]:
+    """A colour axis's settings as a heatmap trace's own (zmin, zmax instead of cmin, cmax)."""
+    return {"colorscale": axis["colorscale"], "zmin": axis["cmin"], "zmax": axis["cmax"], "colorbar": axis["colorbar"]}
+
+
+def _weights_values(
+    values: np.ndarray, allowed: np.ndarray | None, colour_range: str, scores: np.ndarray | None = None
+) -> tuple[np.ndarray, dict[str, Any], str, float, float]:
+    """What a weights heatmap draws: (z, extra trace settings, the hover's weight variable, zmin, zmax).
+
+    On a row's range, z holds each weight's place on its row (0..1), so the weight itself travels as customdata
+    (with the score after it when given) and as the cells' text; `figure_tables` reads the weights from there."""
+    z, low, high = colour_positions(values, allowed, colour_range)
+    if colour_range != "row":
+        extra = {} if scores is None else {"customdata": scores}
+        return z, extra, "%{z:.6~g}", low, high
+    data = values if scores is None else np.stack([values, scores], axis=-1)
+    extra = {"customdata": data.astype(np.float32), "meta": {"weights": "customdata"}}
+    return z, extra, "%{customdata:.6~g}" if scores is None else "%{customdata[0]:.6~g}", low, high
+
+
+def _cell_texts(values: np.ndarray, allowed: np.ndarray | None) -> dict[str, Any]:
+    """The weights printed in their cells to 2 decimals (masked cells stay empty: the mask trace shows "×")."""
+    text = np.array([[f"{v:.2f}" for v in row] for row in values.tolist()], dtype=object)
+    if allowed is not None:
+        text = np.where(allowed, text, "")
+    return {"text": text, "texttemplate": "%{text}"}
 
 
 # ---------------------------------------------------------------- attention weights
@@ -157,26 +200,30 @@ def weights_heatmap(
     title: str | None = None,
     palette: str = WEIGHTS_PALETTE,
     show_values: bool | None = None,
+    colour_range: str = "unit",
     lang: str = DEFAULT_LANGUAGE,
 ) -> go.Figure:
-    """Attention weights (Q, K) as a heatmap on [0, 1]; masked cells grey, raw scores in the hover."""
+    """Attention weights (Q, K) as a heatmap; masked cells marked, raw scores in the hover.
+
+    `colour_range`: "unit" (fixed 0-1, for comparing charts), "data" (this chart's smallest to largest weight) or
+    "row" (each row's own range); the colour bar says which."""
     title = word("attention_weights", lang) if title is None else title
     values = as_array(weights, "weights", 2)  # (Q, K)
     allowed = allowed_mask(mask, values.shape)
     y, x = unique_labels(query_labels, values.shape[0], "q"), unique_labels(key_labels, values.shape[1], "k")
-    extra: dict[str, Any] = {}
+    raw = None
     if scores is not None:
         raw = as_array(scores, "scores", 2)  # (Q, K) raw a(q, k), shown on hover
         if raw.shape != values.shape:
             raise ValueError(f"scores shape {raw.shape} differs from weights shape {values.shape}")
-        if values.size <= MAX_HOVER_SCORE_CELLS:
-            extra["customdata"] = raw
+        if values.size > MAX_HOVER_SCORE_CELLS:
+            raw = None
+    z, extra, shown, low, high = _weights_values(values, allowed, colour_range, raw)
     if cells_printed(show_values, values.shape):
-        extra["texttemplate"] = "%{z:.2f}"
-    hover = _hover(with_scores="customdata" in extra, lang=lang)
-    colorbar = {"title": {"text": word("weight", lang)}}
-    colours = {"colorscale": weights_colorscale(palette), "zmin": 0.0, "zmax": 1.0, "colorbar": colorbar}
-    trace = _heatmap(values, allowed, x, y, name="weights", hovertemplate=hover, **colours, **extra)
+        extra.update(_cell_texts(values, allowed))
+    hover = _hover(with_scores=raw is not None, lang=lang, shown=shown)
+    colours = _as_trace_colours(_weights_colours(palette, colour_range, low, high, lang))
+    trace = _heatmap(z, allowed, x, y, name="weights", hovertemplate=hover, **colours, **extra)
     layout = _matrix_layout(title, _height(values.shape[0]), word("keys", lang), word("queries", lang))
     masks = _mask_traces([(allowed, 1)], x, y, layout, lang) if allowed is not None else []
     return make_figure([trace, *masks], layout)
@@ -191,9 +238,11 @@ def heads_grid(
     head_titles: Labels = None,
     palette: str = WEIGHTS_PALETTE,
     columns: int = 4,
+    colour_range: str = "unit",
     lang: str = DEFAULT_LANGUAGE,
 ) -> go.Figure:
-    """One small heatmap per head, weights (h, Q, K), all sharing one colour axis on [0, 1]."""
+    """One small heatmap per head, weights (h, Q, K), all sharing one colour axis (`colour_range` as in
+    weights_heatmap: "data" is the range of all heads together)."""
     values = as_array(weights, "weights", 3)  # (h, Q, K)
     heads, n_queries, n_keys = values.shape
     if heads == 0 or columns < 1:
@@ -205,13 +254,19 @@ def heads_grid(
     cols = min(columns, heads)
     rows = math.ceil(heads / cols)
     layout = _grid_layout(heads, cols, titles, 0.03, min(0.12, 0.5 / max(rows - 1, 1)))
-    text = {"texttemplate": "%{z:.2f}"} if cells_printed(None, (n_queries, n_keys)) else {}
+    z, _, _, low, high = _weights_values(values, allowed, colour_range)
+    printed = cells_printed(None, (n_queries, n_keys))
     data = []
     for head in range(heads):
         head_allowed = None if allowed is None else allowed[head]
-        hover = _hover(prefix=f"{titles[head]}<br>", lang=lang)
-        style = {"coloraxis": "coloraxis", "hovertemplate": hover, **axes(head + 1), **text}
-        data.append(_heatmap(values[head], head_allowed, x, y, name=titles[head], **style))
+        _, extra, shown, _, _ = _weights_values(values[head], head_allowed, "unit")
+        if colour_range == "row":
+            extra, shown = {"customdata": values[head], "meta": {"weights": "customdata"}}, "%{customdata:.6~g}"
+        if printed:
+            extra.update(_cell_texts(values[head], head_allowed))
+        hover = _hover(prefix=f"{titles[head]}<br>", lang=lang, shown=shown)
+        style = {"coloraxis": "coloraxis", "hovertemplate": hover, **axes(head + 1), **extra}
+        data.append(_heatmap(z[head], head_allowed, x, y, name=titles[head], **style))
     if allowed is not None:
         data += _mask_traces([(allowed[head], head + 1) for head in range(heads)], x, y, layout, lang)
     for head in range(heads):
@@ -221,7 +276,8 @@ def heads_grid(
         queries = word("queries", lang) if left else ""
         layout[y_name].update(matrix_axis(queries, showticklabels=left, autorange="reversed"))
     height = int(min(1400, rows * max(220, 14 * n_queries + 120) + 120))
-    layout.update(coloraxis=_weights_axis(palette, lang), height=height, plot_bgcolor="white")
+    axis = _weights_colours(palette, colour_range, low, high, lang)
+    layout.update(coloraxis=axis, height=height, plot_bgcolor="white")
     return make_figure(data, layout)
 
 
@@ -235,9 +291,11 @@ def comparison_figure(
     query_labels: Labels = None,
     key_labels: Labels = None,
     palette: str = WEIGHTS_PALETTE,
+    colour_range: str = "unit",
     lang: str = DEFAULT_LANGUAGE,
 ) -> go.Figure:
-    """Weights A, weights B and their difference A − B (diverging, fixed to [-1, 1]) side by side."""
+    """Weights A, weights B (on one colour axis, `colour_range` as in weights_heatmap over both) and their
+    difference A − B (diverging, fixed to [-1, 1]) side by side."""
     first, second = as_array(weights_a, "weights_a", 2), as_array(weights_b, "weights_b", 2)  # (Q, K) each
     if first.shape != second.shape:
         raise ValueError(f"weights_a shape {first.shape} differs from weights_b shape {second.shape}")
@@ -246,14 +304,23 @@ def comparison_figure(
     name_a, name_b = (html.escape(str(label), quote=False) for label in (label_a, label_b))
     names = [name_a, name_b, f"{name_a} − {name_b}"]
     layout = _grid_layout(3, 3, names, 0.04, 0.0)
-    text = {"texttemplate": "%{z:.2f}"} if cells_printed(None, first.shape) else {}
+    printed = cells_printed(None, first.shape)
     weight = word("weight", lang)
-    panels = [(first, "coloraxis", weight), (second, "coloraxis", weight), (first - second, "coloraxis2", "A − B")]
+    both = np.stack([first, second])  # (2, Q, K)
+    z, _, _, low, high = _weights_values(both, None if allowed is None else np.stack([allowed, allowed]), colour_range)
+    panels = [(first, z[0], "coloraxis", weight), (second, z[1], "coloraxis", weight)]
+    panels.append((first - second, first - second, "coloraxis2", "A − B"))
     data = []
-    for panel, (values, axis, quantity) in enumerate(panels, start=1):
-        hover = _hover(f"{names[panel - 1]}<br>", quantity, lang=lang)
-        style = {"coloraxis": axis, "hovertemplate": hover, **axes(panel), **text}
-        data.append(_heatmap(values, allowed, x, y, name=names[panel - 1], **style))
+    for panel, (values, colour, axis, quantity) in enumerate(panels, start=1):
+        extra: dict[str, Any] = {}
+        shown = "%{z:.6~g}"
+        if colour_range == "row" and panel < 3:
+            extra, shown = {"customdata": values, "meta": {"weights": "customdata"}}, "%{customdata:.6~g}"
+        if printed:
+            extra.update(_cell_texts(values, allowed))
+        hover = _hover(f"{names[panel - 1]}<br>", quantity, lang=lang, shown=shown)
+        style = {"coloraxis": axis, "hovertemplate": hover, **axes(panel), **extra}
+        data.append(_heatmap(colour, allowed, x, y, name=names[panel - 1], **style))
     if allowed is not None:
         data += _mask_traces([(allowed, panel) for panel in (1, 2, 3)], x, y, layout, lang)
     for panel in (1, 2, 3):
@@ -265,7 +332,7 @@ def comparison_figure(
     difference_bar = {"title": {"text": "A − B"}, "x": 1.12}
     difference_axis = {"colorscale": colorscale(DIVERGING_PALETTE), "cmin": -1.0, "cmax": 1.0}
     layout.update(
-        coloraxis=_weights_axis(palette, lang),
+        coloraxis=_weights_colours(palette, colour_range, low, high, lang),
         coloraxis2={**difference_axis, "colorbar": difference_bar},
         height=_height(first.shape[0]),
         plot_bgcolor="white",
@@ -498,6 +565,10 @@ def figure_tables(fig: go.Figure) -> list[tuple[str, list[str], list[list[object
         name = str(trace.name or "")
         if trace.type == "heatmap" and name != "masked":
             z = np.asarray(trace.z, dtype=np.float64)
+            if isinstance(trace.meta, dict) and trace.meta.get("weights") == "customdata":  # z is a colour position
+                weights = np.asarray(trace.customdata, dtype=np.float64)
+                weights = weights[..., 0] if weights.ndim == 3 else weights
+                z = np.where(np.isnan(z), np.nan, weights)
             if z.size > MAX_TABLE_CELLS:
                 tables.append((name, [], []))
                 continue

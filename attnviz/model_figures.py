@@ -26,6 +26,7 @@ from attnviz.plotting import (
 
 LEVELS = 254  # thumbnails carry weights as 0..254 (one byte a cell): a 128-token model view is 1.2 MB, not 4.7
 MAX_CELL_TEXT_ROWS = 40  # the neuron view prints scores and weights in their cells up to this many keys
+Z_COLUMN = "z = q·k/√d"  # the logit, as show-your-work names it: a(q, k) = q·k is the score, z = a/√d
 
 
 def model_view(
@@ -130,7 +131,7 @@ def neuron_view(
     palette: str = WEIGHTS_PALETTE,
     lang: str = DEFAULT_LANGUAGE,
 ) -> go.Figure:
-    """How one query weighs every key: q, the keys k_j, q ∘ k_j (whose row sums are q·k_j), q·k_j/√d, softmax.
+    """How one query weighs every key: q, the keys k_j, q ∘ k_j (whose row sums are a = q·k_j), z = a/√d, softmax.
 
     query (s,), keys (K, s), scaled_scores (K,), weights (K,)."""
     q = as_vector(query, "query")  # (s,)
@@ -175,7 +176,7 @@ def neuron_view(
         cells(q[None, :], 1, features, [f"q: {label}"], "q, %{x}: %{z:.4~g}", name=word("query_q", lang)),
         cells(k, 2, features, y, f"{key} %{{y}}, %{{x}}: %{{z:.4~g}}", name=word("keys_kj", lang)),
         cells(products, 3, features, y, f"{key} %{{y}}, %{{x}}: q × k = %{{z:.4~g}}", name="q ∘ k_j"),
-        cells(scores[:, None], 4, ["q·k/√d"], y, f"{key} %{{y}}<br>q·k/√d: %{{z:.6~g}}", name="q·k/√d", **number),
+        cells(scores[:, None], 4, [Z_COLUMN], y, f"{key} %{{y}}<br>{Z_COLUMN}: %{{z:.6~g}}", name=Z_COLUMN, **number),
         {**weight_cells, **on_weights},
     ]
     # panel: (x domain, y domain); the query's row sits above the keys' and the products' columns

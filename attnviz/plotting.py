@@ -137,6 +137,39 @@ def weights_colorscale(palette: str) -> list[list[Any]]:
     return [[position, colour] for position, colour in _weight_stops(palette)]
 
 
+COLOUR_RANGES = ("data", "unit", "row")  # a weights chart's colour range: its data's, the fixed 0-1, or each row's own
+
+
+def colour_positions(
+    values: np.ndarray, allowed: np.ndarray | None, colour_range: str
+) -> tuple[np.ndarray, float, float]:
+    """Where each weight sits on the colour scale, and the scale's ends (zmin, zmax).
+
+    "unit": the weight itself on [0, 1] (a colour means the same weight on every chart). "data": the weight on the
+    chart's own range, smallest to largest allowed weight (a row of 0.09..0.20 uses the whole palette). "row": each
+    weight on its row's range, 0 = the row's smallest, 1 = its largest (a flat row sits in the middle). `values` is
+    (..., Q, K); masked and non-finite cells are left out of every range."""
+    if colour_range not in COLOUR_RANGES:
+        raise ValueError(f"colour_range must be one of {COLOUR_RANGES}, got {colour_range!r}")
+    if colour_range == "unit":
+        return values, 0.0, 1.0
+    usable = np.isfinite(values) if allowed is None else np.isfinite(values) & allowed
+    if colour_range == "data":
+        if not usable.any():
+            return values, 0.0, 1.0
+        low, high = float(values[usable].min()), float(values[usable].max())
+        if high - low < 1e-6:  # one flat value: nothing to stretch, show it on 0-1
+            return values, 0.0, 1.0
+        return values, low, high
+    big = np.float32(np.inf)
+    low = np.where(usable, values, big).min(axis=-1, keepdims=True)  # (..., Q, 1)
+    high = np.where(usable, values, -big).max(axis=-1, keepdims=True)
+    span = high - low
+    with np.errstate(invalid="ignore", divide="ignore"):
+        scaled = np.where(span > 1e-6, (values - low) / np.where(span > 1e-6, span, 1), np.float32(0.5))
+    return np.where(usable, scaled, np.float32(np.nan)).astype(np.float32), 0.0, 1.0
+
+
 def word(word: str, lang: str, /, **params: object) -> str:
     """A word of the figures ("keys", "weight", ...) in `lang`, made safe for Plotly's HTML-like labels."""
     return html.escape(t(f"fig.{word}", lang, **params), quote=False)

@@ -201,6 +201,14 @@ class ScoreSpec:
         """Factor applied to raw scores before the softmax: 1/√d for scaled dot product, else 1."""
         return 1.0 / math.sqrt(dim) if self.scaled else 1.0
 
+    @property
+    def full_formula(self) -> str:
+        """The score a(q, k) and, for a scaled score, the logit z it becomes (LaTeX). One notation everywhere: a is
+        what the score function returns (the "score" of tables and hovers), z = a × scale / T is the logit."""
+        if not self.scaled:
+            return self.formula
+        return self.formula + r", \quad z = \frac{a(\mathbf q, \mathbf k)}{\sqrt{d}}"
+
 
 SCORES: dict[str, ScoreSpec] = {
     spec.name: spec
@@ -212,7 +220,7 @@ SCORES: dict[str, ScoreSpec] = {
         ),
         ScoreSpec(
             "scaled_dot",
-            r"a(\mathbf q, \mathbf k) = \frac{\mathbf q^\top \mathbf k}{\sqrt{d}}",
+            r"a(\mathbf q, \mathbf k) = \mathbf q^\top \mathbf k",  # then scaled: z = a / √d (full_formula)
             scaled=True,
             fn=dot_scores,
         ),

@@ -26,6 +26,7 @@ from attnviz.fields import (
     shortest32,
 )
 from attnviz.kernel import KERNELS
+from attnviz.plotting import COLOUR_RANGES
 from attnviz.presets import PRESET_PAGES, presets_for
 from attnviz.scores import BANDWIDTH, SCORES, SEED
 from attnviz.text import MAX_TOKENS
@@ -77,6 +78,7 @@ class AttentionState:
     row: int = 0
     compare: str = ""  # second score for the side-by-side view; "" = off
     predict: bool = False  # predict, then reveal: the weights stay hidden until a guess for one query row is in
+    crange: str = "data"  # the weights charts' colour range: "data", "unit" (0-1) or "row" (plotting.COLOUR_RANGES)
 
     def score_params(self, score: str | None = None) -> dict[str, Any]:
         """Keyword parameters of the chosen (or given) score, taken from this state."""
@@ -97,6 +99,7 @@ class KernelState:
     row: int = 0
     toy_seed: int = 0
     toy_n: int = 50
+    crange: str = "data"  # the weights chart's colour range, as on the attention pages
 
 
 # --- the fields of each page: link key, type, range, message ids (one declaration per control) ----------------
@@ -114,6 +117,9 @@ TEMPERATURE = Field(
     fmt="%.3g",
 )
 
+COLOUR_RANGE = Field(
+    "crange", "cr", "choice", choices=COLOUR_RANGES, label="widget.colour_range", help="widget.colour_range_help"
+)
 
 # The scores' parameters are declared once, in attnviz.scores; the page state keeps each under its own name, except
 # a score's seed, kept as `score_seed` beside the embedding and projection seeds.
@@ -176,6 +182,7 @@ def attention_fields(page: str) -> tuple[Field, ...]:
         Field("row", "row", "int", low=0, high=MAX_TOKENS, label="widget.query_row"),
         Field("compare", "cmp", "choice", choices=("", *SCORES), label="attention.compare"),
         Field("predict", "guess", "bool", label="attention.predict", help="attention.predict_help"),
+        COLOUR_RANGE,
     )
 
 
@@ -189,6 +196,7 @@ KERNEL_FIELDS: tuple[Field, ...] = (
     Field("row", "row", "int", low=0, high=MAX_POINTS - 1, label="kernel.query_to_explain"),
     Field("toy_seed", "ts", "int", **_SEED_RANGE, label="kernel.data_seed"),
     Field("toy_n", "tn", "int", low=5, high=200, label="kernel.training_count"),
+    COLOUR_RANGE,
 )
 
 

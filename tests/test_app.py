@@ -321,3 +321,39 @@ def test_a_comparison_link_opens_the_more_section_and_draws_both_scores_and_thei
     at.session_state["self:open:more"] = False  # closed, the comparison stays
     at.run()
     assert not at.exception and len(figures(at)) == 2 and at.query_params["cmp"] == "additive"
+
+
+@pytest.mark.parametrize(
+    ("path", "params"),
+    [(SELF, {}), (CROSS, {}), (KERNEL, {}), (SELF, {"p": "unit_sentences"}), (CROSS, {"p": "decoder_state"})],
+)
+def test_first_chart_spreads_its_weights_over_at_least_half_of_its_colour_scale(path, params):
+    """Issue 14, point 7: a first chart is never a uniform block. The default self demo's weights (0.09-0.20) used
+    11 % of a fixed 0-1 scale; each page now opens on its chart's own range, said on the colour bar."""
+    at = run_page(path, **params)
+    trace = figures(at)[0]["data"][0] if path != KERNEL else first_weights_trace(at)
+    weights = _array(trace["z"])
+    finite = weights[np.isfinite(weights)]
+    used = (finite.max() - finite.min()) / (trace["zmax"] - trace["zmin"])
+    assert used >= 0.5, (trace["zmin"], trace["zmax"], finite.min(), finite.max())
+    assert at.radio(key=f"w:{'kernel' if path == KERNEL else path.split('_')[1].lower()}:crange").value == "data"
+
+
+def first_weights_trace(at: AppTest) -> dict:
+    """The kernel page's weights heatmap (its first chart is the regression curve)."""
+    return next(fig["data"][0] for fig in figures(at) if fig["data"][0]["type"] == "heatmap")
+
+
+def test_colour_range_control_and_link_switch_every_weights_chart():
+    at = run_page(SELF, cr="unit", h="2", pr="random", cmp="dot")
+    charts = figures(at)
+    assert charts[0]["layout"]["coloraxis"]["cmin"] == 0.0 and charts[0]["layout"]["coloraxis"]["cmax"] == 1.0
+    assert charts[1]["data"][0]["zmin"] == 0.0 and charts[1]["data"][0]["zmax"] == 1.0  # the heads' mean
+    at.radio(key="w:self:crange").set_value("row").run()
+    assert "cr=row" in "&".join(f"{k}={v}" for k, v in at.query_params.items())
+    for fig in figures(at)[:3]:  # heads, mean, comparison: every row of every panel spans its row's range
+        bar = fig["layout"]["coloraxis"]["colorbar"] if "coloraxis" in fig["layout"] else fig["data"][0]["colorbar"]
+        assert bar["ticktext"] == ["row's min", "row's max"]
+    mean = _array(figures(at)[1]["data"][0]["z"])
+    np.testing.assert_allclose(np.nanmax(mean, axis=1), 1.0)
+    np.testing.assert_allclose(np.nanmin(mean, axis=1), 0.0)

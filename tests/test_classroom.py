@@ -58,18 +58,25 @@ def _palette_at_sqrt(plotly_name: str) -> list[list]:
     return [[p, c] for p, c in zip(positions, colours, strict=True)]
 
 
+def _palette(name: str) -> list[list]:
+    """A named Plotly palette's own stops."""
+    return [[float(p), c] for p, c in go.Heatmap(colorscale=name).colorscale]
+
+
 @pytest.mark.parametrize(("code", "plotly_name"), [("greys", "Greys"), ("magma", "Magma"), ("viridis", "Viridis")])
 def test_a_palette_from_the_link_colours_the_weights_and_stays_in_the_link(code, plotly_name):
-    at = run_page(SELF, pal=code)
+    at = run_page(SELF, pal=code, cr="unit")  # on 0-1, the palette is read at √weight
     scale = page_figures(at)[0]["data"][0]["colorscale"]
     assert scale == _palette_at_sqrt(plotly_name)
+    at = run_page(SELF, pal=code)  # on the chart's own range (the default), the palette as it is
+    assert page_figures(at)[0]["data"][0]["colorscale"] == _palette(plotly_name)
     at.number_input(key="w:self:temperature").set_value(2.0).run()
     assert at.query_params["pal"] == code and at.query_params["T"] == "2"
 
 
 def test_the_default_palette_is_cividis_and_a_bad_one_warns():
     at = run_page(SELF)
-    assert page_figures(at)[0]["data"][0]["colorscale"] == _palette_at_sqrt("Cividis")
+    assert page_figures(at)[0]["data"][0]["colorscale"] == _palette("Cividis")
     at = run_page(SELF, pal="rainbow")
     assert any("'pal'" in w.value for w in at.warning)
 

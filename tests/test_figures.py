@@ -94,6 +94,63 @@ def test_soft_rows_are_not_one_flat_block():
     assert plotly.colors.sample_colorscale(scale, [0.1])[0] != plotly.colors.sample_colorscale(cividis, [0.1])[0]
 
 
+SOFT = np.array([[0.09, 0.2, 0.15, 0.56], [0.3, 0.3, 0.2, 0.2], [0.5, 0.25, 0.25, 0.0]], dtype=np.float32)
+
+
+def test_data_range_stretches_the_colours_over_the_charts_own_weights():
+    """The default self demo's weights span 0.09-0.20: on the chart's own range the smallest allowed weight is the
+    palette's first colour and the largest its last, and the colour bar says which range it is."""
+    soft = np.array([[0.09, 0.2, 0.15], [0.12, 0.1, 0.18]], dtype=np.float32)
+    trace = figures.weights_heatmap(soft, colour_range="data").data[0]
+    assert (trace.zmin, trace.zmax) == (pytest.approx(0.09), pytest.approx(0.2))
+    np.testing.assert_array_equal(trace.z, soft)  # the weights themselves: hover and tables read them
+    assert "this chart's range" in trace.colorbar.title.text
+    assert trace.colorscale[0][1] == go.Heatmap(colorscale="Cividis").colorscale[0][1]  # linear: no √ on this range
+    fixed = figures.weights_heatmap(soft, colour_range="unit").data[0]
+    assert (fixed.zmin, fixed.zmax) == (0.0, 1.0) and "0–1" in fixed.colorbar.title.text
+    # masked cells (weight exactly 0) are left out of the range: the allowed weights still span the whole palette
+    allowed = SOFT > 0
+    masked = figures.weights_heatmap(SOFT, mask=allowed, colour_range="data").data[0]
+    assert (masked.zmin, masked.zmax) == (pytest.approx(0.09), pytest.approx(0.56))
+    flat = figures.weights_heatmap(np.full((2, 2), 0.5, np.float32), colour_range="data").data[0]
+    assert (flat.zmin, flat.zmax) == (0.0, 1.0)  # nothing to stretch
+
+
+def test_row_range_puts_each_rows_smallest_and_largest_weight_at_the_palettes_ends():
+    allowed = SOFT > 0
+    scores = np.log(np.where(allowed, SOFT, 1.0)).astype(np.float32)
+    fig = figures.weights_heatmap(SOFT, scores=scores, mask=allowed, colour_range="row")
+    trace = fig.data[0]
+    z = np.asarray(trace.z, dtype=np.float64)
+    expected = [[0.0, (0.2 - 0.09) / 0.47, (0.15 - 0.09) / 0.47, 1.0], [1.0, 1.0, 0.0, 0.0], [1.0, 0.0, 0.0, np.nan]]
+    np.testing.assert_allclose(z, expected, atol=1e-6)  # row 3's masked key is out of its range and of the chart
+    assert (trace.zmin, trace.zmax) == (0.0, 1.0)
+    assert list(trace.colorbar.ticktext) == ["row's min", "row's max"]
+    # the weights and the scores travel beside the colours: hover, cell text and the chart's table show them
+    np.testing.assert_array_equal(trace.customdata[..., 0], SOFT)
+    np.testing.assert_array_equal(trace.customdata[..., 1], scores)
+    assert "%{customdata[0]:.6~g}" in trace.hovertemplate and "%{customdata[1]:.6~g}" in trace.hovertemplate
+    assert trace.text[0][0] == "0.09" and trace.text[2][3] == ""
+    _, _columns, rows = figures.figure_tables(fig)[0]
+    assert rows[0][1:] == pytest.approx([0.09, 0.2, 0.15, 0.56]) and rows[2][4] is None
+    flat = figures.weights_heatmap(np.full((1, 3), 1 / 3, np.float32), colour_range="row").data[0]
+    np.testing.assert_allclose(np.asarray(flat.z, dtype=np.float64), [[0.5, 0.5, 0.5]])  # a flat row: the middle
+
+
+def test_heads_and_comparison_share_one_colour_range():
+    heads = np.stack([SOFT, SOFT * 0.5])
+    grid = figures.heads_grid(heads, colour_range="data")
+    assert (grid.layout.coloraxis.cmin, grid.layout.coloraxis.cmax) == (0.0, pytest.approx(0.56))
+    rows = figures.heads_grid(heads, colour_range="row")
+    np.testing.assert_allclose(np.asarray(rows.data[1].z, dtype=np.float64)[0, 3], 1.0)
+    np.testing.assert_array_equal(rows.data[1].customdata, SOFT * 0.5)
+    compare = figures.comparison_figure(SOFT, SOFT[::-1], label_a="a", label_b="b", colour_range="data")
+    assert (compare.layout.coloraxis.cmin, compare.layout.coloraxis.cmax) == (0.0, pytest.approx(0.56))
+    assert (compare.layout.coloraxis2.cmin, compare.layout.coloraxis2.cmax) == (-1.0, 1.0)  # A − B stays ±1
+    with pytest.raises(ValueError, match="colour_range"):
+        figures.weights_heatmap(SOFT, colour_range="log")
+
+
 def test_hover_shows_labels_weight_and_raw_scores(causal_3x4):
     scores, allowed, weights = causal_3x4
     trace = figures.weights_heatmap(weights, scores=scores, mask=allowed).data[0]
@@ -349,11 +406,15 @@ def every_builder(causal_3x4) -> dict[str, go.Figure]:
     return {
         "weights": figures.weights_heatmap(weights, scores=scores, mask=allowed, key_labels=labels, title="w"),
         "weights_plain": figures.weights_heatmap(weights[:, :3], palette="Viridis"),
+        "weights_row": figures.weights_heatmap(weights, scores=scores, mask=allowed, colour_range="row"),
+        "weights_data": figures.weights_heatmap(weights, mask=allowed, colour_range="data"),
         "matrix": figures.matrix_heatmap(with_inf, mask=allowed, x_title="keys", y_title="queries", title="s"),
         "matrix_plain": figures.matrix_heatmap(weights, symmetric=False, show_values=False),
         "heads": figures.heads_grid(np.stack([weights] * 6), mask=allowed, key_labels=labels, columns=4),
         "heads_open": figures.heads_grid(np.stack([weights] * 3), columns=2),
+        "heads_row": figures.heads_grid(np.stack([weights] * 2), mask=allowed, colour_range="row"),
         "compare": figures.comparison_figure(weights, weights[::-1], label_a="a", label_b="b", mask=allowed),
+        "compare_row": figures.comparison_figure(weights, weights[::-1], label_a="a", label_b="b", colour_range="row"),
         "kernel": figures.kernel_regression_figure(
             [0, 1, 2],
             [1, 2, 3],
@@ -379,11 +440,15 @@ def every_builder(causal_3x4) -> dict[str, go.Figure]:
     [
         "weights",
         "weights_plain",
+        "weights_row",
+        "weights_data",
         "matrix",
         "matrix_plain",
         "heads",
         "heads_open",
+        "heads_row",
         "compare",
+        "compare_row",
         "kernel",
         "loss",
         "model_view",

@@ -210,6 +210,7 @@ def _controls(session: PageSession, state: AttentionState, inputs: AttentionInpu
         compare=more["compare"],
         predict=bool(more["predict"]),
         row=int(session.value("row")),
+        crange=session.value("crange"),  # its control sits above the weights chart (attention_results)
     )
 
 

@@ -15,6 +15,7 @@ from attnviz.bert_views import pooled_labels
 from attnviz.budget import BUDGET_SECONDS, DRAW_CELLS, Plan, plan, pool_factor
 from attnviz.explain import explain_row
 from attnviz.exports import python_snippet, weights_csv
+from attnviz.fields import field
 from attnviz.i18n import t
 from attnviz.multihead import MultiHeadTrace
 from attnviz.pipeline import (
@@ -26,12 +27,12 @@ from attnviz.pipeline import (
     total_variation,
 )
 from attnviz.plotting import unique_labels
-from attnviz.state import AttentionState, encode_attention
+from attnviz.state import AttentionState, attention_fields, encode_attention
 from attnviz.ui.common import chart, chart_tables, lazy_expander
 from attnviz.ui.session import PageSession
 from attnviz.ui.settings import current_language, error_text, palette, tr
 from attnviz.ui.turns import ServerBusyError, busy_note, turn
-from attnviz.ui.widgets import selected_row, show_error, work_panel
+from attnviz.ui.widgets import colour_range_picker, selected_row, show_error, work_panel
 
 
 def _head_label() -> Callable[[int], str]:
@@ -85,9 +86,12 @@ def _predicted(
     return None
 
 
-def _weights_charts(page: str, state: AttentionState, trace: MultiHeadTrace, inputs: AttentionInputs) -> list:
+def _weights_charts(
+    session: PageSession, state: AttentionState, trace: MultiHeadTrace, inputs: AttentionInputs
+) -> list:
     """The weights (one head), or every head and their mean; their tables go in the numbers section."""
-    q_labels, k_labels, lang = inputs.query_labels, inputs.key_labels, current_language()
+    q_labels, k_labels, lang, page = inputs.query_labels, inputs.key_labels, current_language(), session.page
+    colour_range_picker(session, field(attention_fields(page), "crange"))
     mask = trace.heads[0].mask.numpy()
     if trace.num_heads == 1:
         head = trace.heads[0]
@@ -100,6 +104,7 @@ def _weights_charts(page: str, state: AttentionState, trace: MultiHeadTrace, inp
             key_labels=k_labels,
             title=title,
             palette=palette(),
+            colour_range=state.crange,
             lang=lang,
         )
         return [chart(fig, f"{page}_attention_weights", table="elsewhere")]
@@ -119,6 +124,7 @@ def _weights_charts(page: str, state: AttentionState, trace: MultiHeadTrace, inp
         key_labels=grid_k,
         head_titles=titles,
         palette=palette(),
+        colour_range=state.crange,
         lang=lang,
     )
     mean = figures.weights_heatmap(
@@ -128,6 +134,7 @@ def _weights_charts(page: str, state: AttentionState, trace: MultiHeadTrace, inp
         key_labels=k_labels,
         title=tr("attention.mean_title"),
         palette=palette(),
+        colour_range=state.crange,
         lang=lang,
     )
     return [
@@ -186,6 +193,7 @@ def _comparison(page: str, state: AttentionState, trace: MultiHeadTrace, inputs:
         query_labels=inputs.query_labels,
         key_labels=inputs.key_labels,
         palette=palette(),
+        colour_range=state.crange,
         lang=current_language(),
     )
     chart(fig, f"{page}_compare_{state.score}_{state.compare}")
@@ -239,7 +247,7 @@ def _compute_and_draw(
         guessed_row = _predicted(session, state, trace, q_labels, k_labels)
         if guessed_row is None:
             return None  # the weights stay hidden until the student's guess is in
-    shown = _weights_charts(session.page, state, trace, inputs)  # their tables are in the numbers section
+    shown = _weights_charts(session, state, trace, inputs)  # their tables are in the numbers section
     _numbers_section(session, state, trace, inputs, shown)
     if state.compare and fit.compare:
         _comparison(session.page, computed_state, trace, inputs)

@@ -30,6 +30,7 @@ from attnviz.ui.session import PageSession
 from attnviz.ui.settings import begin_run, current_language, error_text, palette, tr
 from attnviz.ui.turns import ServerBusyError, busy_note, turn
 from attnviz.ui.widgets import (
+    colour_range_picker,
     editor_cells,
     preset_label,
     selected_row,
@@ -149,7 +150,8 @@ def _controls_and_results(state: KernelState, ready: bool) -> None:
         explanation = tr(f"kernel.{kernel}.explanation")
         st.markdown(f"$$\n{formula}\n$$\n\n{explanation}")  # one element: formula and text
         bandwidth = fieldwidgets.number(SESSION, BANDWIDTH)
-    state = replace(state, kernel=kernel, bandwidth=bandwidth, row=int(SESSION.value("row")))
+    row, crange = int(SESSION.value("row")), SESSION.value("crange")  # their controls are drawn in the results
+    state = replace(state, kernel=kernel, bandwidth=bandwidth, row=row, crange=crange)
     with right:
         if ready:
             _draw(state)
@@ -189,6 +191,7 @@ def _draw(state: KernelState) -> None:
         for q, y in zip(q_labels, trace.output.tolist(), strict=True)
     ]
     st.markdown(tr("kernel.predictions") + ", ".join(predictions))
+    colour_range_picker(SESSION, field(KERNEL_FIELDS, "crange"))
     chart(
         figures.weights_heatmap(
             trace.weights.numpy(),
@@ -197,6 +200,7 @@ def _draw(state: KernelState) -> None:
             key_labels=labels,
             title=tr("kernel.weights_title"),
             palette=palette(),
+            colour_range=state.crange,
             lang=current_language(),
         ),
         "kernel_weights",

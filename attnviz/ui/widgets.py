@@ -85,7 +85,7 @@ def score_picker(session: PageSession, f: Field) -> str:
     """Selectbox over SCORES with the formula and explanation of the chosen one."""
     name = choice(session, f, "score.{}.label")
     explanation = tr(f"score.{name}.explanation")
-    st.markdown(f"$$\n{SCORES[name].formula}\n$$\n\n{explanation}")  # one element: formula and explanation
+    st.markdown(f"$$\n{SCORES[name].full_formula}\n$$\n\n{explanation}")  # one element: formula and explanation
     return name
 
 
@@ -273,6 +273,12 @@ def batch_selector(session: PageSession, f: Field, batches: int, on_change: Call
             help=tr(f.help),
             on_change=on_change,
         )
+
+
+def colour_range_picker(session: PageSession, f: Field) -> str:
+    """The colour range of the weights chart below it: this chart's range, 0-1 or each row's (its colour bar says
+    which); kept in the page state and the link."""
+    return choice(session, f, "colour_range.{}", radio=True)
 
 
 def selected_row(session: PageSession, labels: list[str], label: str) -> int:
