@@ -297,12 +297,14 @@ def test_projection_controls_open_for_a_link_that_uses_them_and_keep_their_value
     assert len(first_weights_heads(at)) == 2 and at.query_params["h"] == "2"
     at.session_state["self:open:more"] = False  # closing the section keeps the heads
     at.run()
-    assert not at.select_slider and len(first_weights_heads(at)) == 2 and at.query_params["ps"] == "7"
+    heads_slider = [s for s in at.select_slider if s.key == "w:self:heads"]
+    assert not heads_slider and len(first_weights_heads(at)) == 2 and at.query_params["ps"] == "7"
 
 
 def test_default_page_keeps_the_projection_controls_closed():
     at = run_page(SELF)
-    assert not at.select_slider and at.session_state["self:open:more"] is False
+    assert [s.key for s in at.select_slider] == ["w:self:temperature_log"]  # the heads' slider is folded away
+    assert at.session_state["self:open:more"] is False
 
 
 def first_weights_heads(at: AppTest) -> list:
@@ -357,3 +359,24 @@ def test_colour_range_control_and_link_switch_every_weights_chart():
     mean = _array(figures(at)[1]["data"][0]["z"])
     np.testing.assert_allclose(np.nanmax(mean, axis=1), 1.0)
     np.testing.assert_allclose(np.nanmin(mean, axis=1), 0.0)
+
+
+def test_temperature_is_a_log_slider_beside_its_exact_value():
+    """Issue 14, point 8: the slider's steps are even on a log scale (0.1 and 10 as far from 1 as each other); moving
+    it sets the exact value and the link; a typed value stays exact, and the slider sits on the nearest step."""
+    at = run_page(SELF)
+    slider = at.select_slider(key="w:self:temperature_log")
+    stops = list(slider.options)
+    assert slider.value == 1.0 and stops[0] == "0.001" and stops[-1] == "1000"  # options as the slider shows them
+    one = stops.index("1")
+    assert stops[one - 6] == "0.1" and stops[one + 6] == "10"  # six steps per decade, either side of 1
+    ratios = np.diff(np.log10([float(s) for s in stops]))
+    assert ratios.max() < 2 * ratios.min()  # no step is twice as long as another on the log scale
+    soft = first_weights(at)
+    slider.set_value(0.1).run()
+    assert at.number_input(key="w:self:temperature").value == pytest.approx(0.1)
+    assert at.query_params["T"] == "0.1"
+    assert np.nanmax(first_weights(at), axis=1).min() > np.nanmax(soft, axis=1).max()  # sharper in every row
+    at.number_input(key="w:self:temperature").set_value(0.25).run()
+    assert at.select_slider(key="w:self:temperature_log").value == pytest.approx(0.3)
+    assert at.number_input(key="w:self:temperature").value == pytest.approx(0.25)

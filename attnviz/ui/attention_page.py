@@ -188,7 +188,7 @@ def _controls(session: PageSession, state: AttentionState, inputs: AttentionInpu
     fields = attention_fields(session.page)
     score = score_picker(session, field(fields, "score"))
     params = score_params(session, fields, score)
-    temperature = fieldwidgets.number(session, field(fields, "temperature"))
+    temperature = fieldwidgets.log_number(session, field(fields, "temperature"), tr("widget.log_scale"))
     causal = fieldwidgets.toggle(session, field(fields, "causal"))
     num_q, num_k = (inputs.queries.shape[0], inputs.keys.shape[0]) if inputs else (1, 1)
     lens_mode, lens = lens_editor(session, num_q, num_k)
@@ -239,7 +239,7 @@ def _controls_and_results(session: PageSession, state: AttentionState, inputs: A
     with left:
         state = _controls(session, state, inputs)
     params = session.publish(state, encode_attention)
-    export = None
+    results = None
     with right:
         if inputs is not None:
             try:
@@ -251,5 +251,7 @@ def _controls_and_results(session: PageSession, state: AttentionState, inputs: A
             else:
                 if len(set(inputs.query_labels)) < len(inputs.query_labels):
                     st.caption(tr("attention.repeated_tokens"))
-                export = draw_results(session, state, inputs)
-        share_box(session, params, lambda p: decode_attention(p, session.page), extra=export)
+                results = draw_results(session, state, inputs)
+    if results is not None:
+        results.show_work()
+    share_box(session, params, lambda p: decode_attention(p, session.page), extra=results and results.export)

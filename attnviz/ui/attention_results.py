@@ -4,7 +4,7 @@ predict-then-reveal question, show-your-work and the exports."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import plotly.graph_objects as go
 import streamlit as st
@@ -216,8 +216,16 @@ def _budget_note(state: AttentionState, inputs: AttentionInputs, fit: Plan) -> N
     st.info(text + " " + tr("budget.reduce", choices="; ".join(choices)), icon="⏱️")
 
 
-def draw_results(session: PageSession, state: AttentionState, inputs: AttentionInputs) -> Callable[[], None] | None:
-    """Compute and draw every figure of the page; return what draws the exports (for the share box).
+@dataclass(frozen=True)
+class Results:
+    """What the page draws after the charts' column: show-your-work (full width) and the exports (share box)."""
+
+    export: Callable[[], None]
+    show_work: Callable[[], None]
+
+
+def draw_results(session: PageSession, state: AttentionState, inputs: AttentionInputs) -> Results | None:
+    """Compute and draw every figure of the page; return what draws show-your-work and the exports.
 
     The request is priced before anything is computed (attnviz/budget.py): over the budget of one change, the
     comparison is left out, then only the first query rows are computed, and the page says what to reduce."""
@@ -234,7 +242,7 @@ def draw_results(session: PageSession, state: AttentionState, inputs: AttentionI
 
 def _compute_and_draw(
     session: PageSession, state: AttentionState, inputs: AttentionInputs, fit: Plan
-) -> Callable[[], None] | None:
+) -> Results | None:
     computed_state, inputs = first_rows(state, inputs, fit.rows)
     try:
         trace = run_attention(computed_state, inputs)
@@ -251,14 +259,20 @@ def _compute_and_draw(
     _numbers_section(session, state, trace, inputs, shown)
     if state.compare and fit.compare:
         _comparison(session.page, computed_state, trace, inputs)
-    st.subheader(tr("attention.show_work"))
-    row = selected_row(session, q_labels, tr("widget.query_row")) if guessed_row is None else guessed_row
-    head_index = 0
-    if trace.num_heads > 1:
-        head_index = st.selectbox(
-            tr("attention.head"), list(range(trace.num_heads)), format_func=_head_label(), key=session.key("workhead")
-        )
-    work_panel(explain_row(trace.heads[head_index], row, q_labels[row], k_labels, current_language()))
+
+    def show_work() -> None:  # full width, below the controls and the charts: its table has a column per quantity
+        st.subheader(tr("attention.show_work"))
+        row = selected_row(session, q_labels, tr("widget.query_row")) if guessed_row is None else guessed_row
+        head_index = 0
+        if trace.num_heads > 1:
+            head_index = st.selectbox(
+                tr("attention.head"),
+                list(range(trace.num_heads)),
+                format_func=_head_label(),
+                key=session.key("workhead"),
+            )
+        work_panel(explain_row(trace.heads[head_index], row, q_labels[row], k_labels, current_language()))
+
     head = trace.heads[0]
 
     def export() -> None:
@@ -271,4 +285,4 @@ def _compute_and_draw(
         )
         st.code(python_snippet(state), language="python")
 
-    return export
+    return Results(export, show_work)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -27,6 +28,33 @@ def number(session: PageSession, f: Field, where: Any = st, label: str | None = 
         options.setdefault("help", tr(f.help))
     value = where.number_input(_label(f, label), low, high, key=session.bound(f.name), **options)
     return int(value) if f.kind == "int" else float(value)
+
+
+# six steps per decade, nearly even on a log scale: 0.001, 0.0015, 0.002, 0.003, 0.005, 0.007, 0.01, ..., 7000
+LOG_STOPS = tuple(m * 10.0**e for e in range(-3, 4) for m in (1, 1.5, 2, 3, 5, 7))
+
+
+def _nearest_stop(value: float, stops: tuple[float, ...]) -> float:
+    return min(stops, key=lambda stop: abs(math.log(stop) - math.log(value)))
+
+
+def log_number(session: PageSession, f: Field, slider_label: str) -> float:
+    """A positive number on a log scale: a slider over six steps per decade of the field's range (0.1 and 10 are as
+    far from 1 as each other), beside the exact value, which stays typeable. Both show one value, the field's; the
+    slider sits on the step nearest a typed value."""
+    key = session.bound(f.name)
+    stops = tuple(s for s in (float(f"{stop:.3g}") for stop in LOG_STOPS) if f.low <= s <= f.high)
+    slider_key = session.key(f"{f.name}_log")
+    # the slider follows the exact value (typed, or from a link) unless it was the slider that just moved
+    st.session_state[slider_key] = _nearest_stop(float(st.session_state[key]), stops)
+
+    def slid() -> None:
+        st.session_state[key] = st.session_state[slider_key]
+
+    exact, scale = st.columns([2, 3], vertical_alignment="bottom")
+    value = number(session, f, where=exact)
+    scale.select_slider(slider_label, stops, key=slider_key, on_change=slid, format_func=lambda v: f"{v:g}")
+    return value
 
 
 def toggle(session: PageSession, f: Field, where: Any = st, label: str | None = None, **options: Any) -> bool:

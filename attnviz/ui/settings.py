@@ -193,12 +193,15 @@ def sidebar_controls() -> None:
 
 
 # Every page: a wide table (show-your-work with many value columns) scrolls inside its own box instead of pushing
-# the page sideways (at 1400 px and on a phone), and its headers stay on one line. A fixed style sheet of the app's
+# the page sideways (on a phone), and its headers stay on one line; compact cells, so that show-your-work's table
+# (key, five quantities and eight value columns) fits the page's full width at 1400 px. A fixed style sheet of the app's
 # own, never user text.
 PAGE_CSS = """
 <style>
   [data-testid="stMarkdownContainer"] table { display: block; max-width: 100%; overflow-x: auto; }
-  [data-testid="stMarkdownContainer"] th, [data-testid="stMarkdownContainer"] td { white-space: nowrap; }
+  [data-testid="stMarkdownContainer"] th, [data-testid="stMarkdownContainer"] td {
+    white-space: nowrap; padding: 0.3rem 0.4rem; font-size: 0.9rem;
+  }
 </style>
 """
 
