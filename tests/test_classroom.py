@@ -9,7 +9,7 @@ import pytest
 
 from attnviz import figures
 from attnviz.i18n import t
-from tests.test_app import SELF, _array, run_page
+from tests.test_app import CROSS, SELF, _array, run_page
 from tests.test_app import figures as page_figures
 
 
@@ -148,3 +148,37 @@ def test_total_variation_distance():
     assert total_variation([0.5, 0.5], [0.5, 0.5]) == 0.0
     assert total_variation([1.0, 0.0], [0.0, 1.0]) == 1.0
     assert total_variation([0.5, 0.5, 0.0], [0.0, 0.5, 0.5]) == pytest.approx(0.5)
+
+
+def test_presentation_mode_puts_the_chart_first_and_its_explanation_beside_it():
+    """Issue 14, point 9: on a projector, the inputs fold away like the controls, the intro gives its room to the
+    chart, every text on the chart is at least 18 px, and the preset's note and batch row sit beside the chart
+    (the sidebar is folded away)."""
+    at = run_page(CROSS, pm="1", p="d2l_dot_product")
+    labels = [e.label for e in at.expander]
+    assert labels[:2] == [t("frame.inputs", "en"), t("frame.controls", "en")]
+    assert not any(t("cross.intro", "en") in c.value for c in at.caption)
+    assert not [c for c in at.sidebar.caption if t("preset.d2l_dot_product.source", "en") in c.value]
+    note = [c for c in at.main.caption if t("preset.d2l_dot_product.source", "en") in c.value]
+    assert note and at.main.number_input(key="w:cross:batch")  # beside the chart, not in the folded sidebar
+    fig = page_figures(at)[0]
+    layout = fig["layout"]
+    for axis in ("xaxis", "yaxis"):
+        assert layout[axis]["tickfont"]["size"] >= 18 and layout[axis]["title"]["font"]["size"] >= 18
+    assert layout["font"]["size"] >= 18 and layout["legend"]["font"]["size"] >= 18
+    at.main.number_input(key="w:cross:batch").set_value(1).run()  # the batch row beside the chart loads row 2
+    second_row = run_page(CROSS, p="d2l_dot_product", b="1")
+    np.testing.assert_array_equal(
+        _array(page_figures(at)[0]["data"][0]["z"]), _array(page_figures(second_row)[0]["data"][0]["z"])
+    )
+    assert at.query_params["b"] == "1"
+    at = run_page(SELF)  # out of presentation mode: all of it where it was
+    assert t("frame.inputs", "en") not in [e.label for e in at.expander]
+    assert any(t("self.intro", "en") in c.value for c in at.caption)
+
+
+def test_presentation_mode_titles_every_subplot_at_18_px_or_more():
+    at = run_page(SELF, pm="1", h="2", pr="random", cmp="dot")
+    for fig in page_figures(at):
+        for note in fig["layout"].get("annotations", []):
+            assert note["font"]["size"] >= 18

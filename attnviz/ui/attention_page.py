@@ -25,10 +25,10 @@ from attnviz.state import (
 )
 from attnviz.ui import fieldwidgets
 from attnviz.ui.attention_results import draw_results
-from attnviz.ui.common import controls_and_results, lazy_expander
+from attnviz.ui.common import beside_chart, controls_and_results, inputs_box, lazy_expander
 from attnviz.ui.models import get_model
 from attnviz.ui.session import PageSession
-from attnviz.ui.settings import begin_run, labeller, md_escape, tr
+from attnviz.ui.settings import begin_run, labeller, md_escape, presenting, tr
 from attnviz.ui.widgets import (
     batch_selector,
     lens_editor,
@@ -55,6 +55,9 @@ def _load_batch(session: PageSession) -> None:
     state = replace(session.state, **_scoring_values(session))
     row = int(st.session_state[session.key("batch")])
     session.load(apply_preset(state, state.preset, batch=row, keep_controls=True))
+    # New inputs: the whole page reruns, also when the batch row sits beside the chart (presentation mode), inside
+    # the fragment of the controls and results, whose own rerun would not redraw the inputs above it.
+    st.rerun(scope="app")
 
 
 def _scoring_values(session: PageSession) -> dict[str, object]:
@@ -63,16 +66,23 @@ def _scoring_values(session: PageSession) -> dict[str, object]:
     return {name: session.value(name) for name in names}
 
 
+def _preset_note(session: PageSession, state: AttentionState) -> None:
+    """The preset's source and what it shows, and its batch row: in the sidebar, or beside the chart on a projector."""
+    if state.preset:
+        source, description = tr(f"preset.{state.preset}.source"), tr(f"preset.{state.preset}.description")
+        st.caption(f"**{source}** · {description}")
+        fields = attention_fields(session.page)
+        batch_selector(
+            session, field(fields, "batch"), preset_batches(state.preset), on_change=lambda: _load_batch(session)
+        )
+
+
 def _sidebar(session: PageSession, state: AttentionState) -> None:
     fields = attention_fields(session.page)
     with st.sidebar:
         fieldwidgets.choice(session, field(fields, "preset"), preset_label(), on_change=_load_preset, args=(session,))
-        if state.preset:
-            source, description = tr(f"preset.{state.preset}.source"), tr(f"preset.{state.preset}.description")
-            st.caption(f"**{source}** · {description}")
-            batch_selector(
-                session, field(fields, "batch"), preset_batches(state.preset), on_change=lambda: _load_batch(session)
-            )
+        if not presenting():  # the sidebar is folded away on a projector: the note sits beside the chart there
+            _preset_note(session, state)
         st.button(
             tr("frame.reset"),
             on_click=session.reset,
@@ -221,7 +231,8 @@ def attention_page(page: str) -> None:
     for warning in session.warnings:
         show_warning(warning)
     _sidebar(session, state)
-    state = _inputs_panel(session, state)
+    with inputs_box():
+        state = _inputs_panel(session, state)
     try:
         inputs = resolve_inputs(replace(state, lens_mode="none"), word_vectors=_word_vectors(state))
     except (ValueError, ModelUnavailableError) as exc:
@@ -241,17 +252,22 @@ def _controls_and_results(session: PageSession, state: AttentionState, inputs: A
     params = session.publish(state, encode_attention)
     results = None
     with right:
-        if inputs is not None:
-            try:
-                # Embeddings are already computed; only the valid lengths depend on the controls.
-                lens = valid_lens_for(state, inputs.queries.shape[0], inputs.keys.shape[0])
-                inputs = dataclasses.replace(inputs, valid_lens=lens)
-            except ValueError as exc:
-                show_error(exc)
-            else:
-                if len(set(inputs.query_labels)) < len(inputs.query_labels):
-                    st.caption(tr("attention.repeated_tokens"))
-                results = draw_results(session, state, inputs)
+        charts, side = beside_chart()
+        if side is not None:
+            with side:
+                _preset_note(session, state)
+        with charts:
+            if inputs is not None:
+                try:
+                    # Embeddings are already computed; only the valid lengths depend on the controls.
+                    lens = valid_lens_for(state, inputs.queries.shape[0], inputs.keys.shape[0])
+                    inputs = dataclasses.replace(inputs, valid_lens=lens)
+                except ValueError as exc:
+                    show_error(exc)
+                else:
+                    if len(set(inputs.query_labels)) < len(inputs.query_labels):
+                        (side or st).caption(tr("attention.repeated_tokens"))
+                    results = draw_results(session, state, inputs, side=side)
     if results is not None:
         results.show_work()
     share_box(session, params, lambda p: decode_attention(p, session.page), extra=results and results.export)

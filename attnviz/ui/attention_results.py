@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Any
 
 import plotly.graph_objects as go
 import streamlit as st
@@ -87,11 +88,12 @@ def _predicted(
 
 
 def _weights_charts(
-    session: PageSession, state: AttentionState, trace: MultiHeadTrace, inputs: AttentionInputs
+    session: PageSession, state: AttentionState, trace: MultiHeadTrace, inputs: AttentionInputs, side: Any = None
 ) -> list:
-    """The weights (one head), or every head and their mean; their tables go in the numbers section."""
+    """The weights (one head), or every head and their mean; their tables go in the numbers section. The colour
+    range's control sits above them, or in `side` (beside the chart, on a projector)."""
     q_labels, k_labels, lang, page = inputs.query_labels, inputs.key_labels, current_language(), session.page
-    colour_range_picker(session, field(attention_fields(page), "crange"))
+    colour_range_picker(session, field(attention_fields(page), "crange"), where=side or st)
     mask = trace.heads[0].mask.numpy()
     if trace.num_heads == 1:
         head = trace.heads[0]
@@ -224,7 +226,9 @@ class Results:
     show_work: Callable[[], None]
 
 
-def draw_results(session: PageSession, state: AttentionState, inputs: AttentionInputs) -> Results | None:
+def draw_results(
+    session: PageSession, state: AttentionState, inputs: AttentionInputs, side: Any = None
+) -> Results | None:
     """Compute and draw every figure of the page; return what draws show-your-work and the exports.
 
     The request is priced before anything is computed (attnviz/budget.py): over the budget of one change, the
@@ -234,14 +238,14 @@ def draw_results(session: PageSession, state: AttentionState, inputs: AttentionI
         _budget_note(state, inputs, fit)
     try:
         with turn(fit.computed_seconds):
-            return _compute_and_draw(session, state, inputs, fit)
+            return _compute_and_draw(session, state, inputs, fit, side)
     except ServerBusyError as exc:
         busy_note(exc)
         return None
 
 
 def _compute_and_draw(
-    session: PageSession, state: AttentionState, inputs: AttentionInputs, fit: Plan
+    session: PageSession, state: AttentionState, inputs: AttentionInputs, fit: Plan, side: Any = None
 ) -> Results | None:
     computed_state, inputs = first_rows(state, inputs, fit.rows)
     try:
@@ -255,7 +259,7 @@ def _compute_and_draw(
         guessed_row = _predicted(session, state, trace, q_labels, k_labels)
         if guessed_row is None:
             return None  # the weights stay hidden until the student's guess is in
-    shown = _weights_charts(session, state, trace, inputs)  # their tables are in the numbers section
+    shown = _weights_charts(session, state, trace, inputs, side)  # their tables are in the numbers section
     _numbers_section(session, state, trace, inputs, shown)
     if state.compare and fit.compare:
         _comparison(session.page, computed_state, trace, inputs)

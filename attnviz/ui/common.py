@@ -37,13 +37,29 @@ def page_frame(page: str, icon: str) -> None:
     )
     st.html(settings.PAGE_CSS + (settings.PRESENTATION_CSS if settings.presenting() else ""))  # the app's own
     st.title(tr(page + ".title"))
-    st.caption(tr(page + ".intro"))
+    if not settings.presenting():  # on a projector the teacher says it, and the first chart needs the room
+        st.caption(tr(page + ".intro"))
     with st.sidebar:
         settings.sidebar_controls()
         _page_links()
         st.caption(tr("frame.sidebar"))
     for warning in warnings:
         st.warning(settings.error_text(warning), icon="⚠️")
+
+
+def inputs_box() -> Any:
+    """Where a page's inputs go: in presentation mode a closed expander (the first chart starts on the first screen
+    of a 1280x720 projector), else the page itself."""
+    return st.expander(tr("frame.inputs"), expanded=False) if settings.presenting() else st.container()
+
+
+def beside_chart() -> tuple[Any, Any]:
+    """In presentation mode, (the charts' column, a narrow column beside it for what explains the chart: the
+    preset's note, the batch row, the colour range); else (the page, None)."""
+    if settings.presenting():
+        charts, side = st.columns([3, 1], gap="medium")
+        return charts, side
+    return st.container(), None
 
 
 def controls_and_results(widths: list[int]) -> tuple[Any, Any]:
@@ -72,6 +88,12 @@ def chart(fig: go.Figure, name: str, key: str | None = None, table: str = "folde
         height = fig.layout.height or 450
         size = settings.PRESENTATION_FONT
         fig.update_layout(font={"size": size}, title_font_size=size + 6, height=int(height * 1.3))
+        # Streamlit's chart theme sets the axes' and the legend's own (small) fonts: set them too, and the subplots'
+        # titles, so that every text on the chart is readable from the back of the room
+        fig.update_annotations(font_size=size)
+        fig.update_xaxes(tickfont_size=size, title_font_size=size)
+        fig.update_yaxes(tickfont_size=size, title_font_size=size)
+        fig.update_layout(legend_font_size=size, hoverlabel_font_size=size)
     st.plotly_chart(fig, width="stretch", config=chart_config(name), key=key)
     if table == "inline":
         chart_tables(fig)

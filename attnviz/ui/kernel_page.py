@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -25,9 +26,9 @@ from attnviz.state import (
     encode_kernel,
 )
 from attnviz.ui import fieldwidgets
-from attnviz.ui.common import chart, controls_and_results
+from attnviz.ui.common import beside_chart, chart, controls_and_results, inputs_box
 from attnviz.ui.session import PageSession
-from attnviz.ui.settings import begin_run, current_language, error_text, palette, tr
+from attnviz.ui.settings import begin_run, current_language, error_text, palette, presenting, tr
 from attnviz.ui.turns import ServerBusyError, busy_note, turn
 from attnviz.ui.widgets import (
     colour_range_picker,
@@ -119,18 +120,19 @@ def kernel_page() -> None:
         show_warning(warning)
     with st.sidebar:
         fieldwidgets.choice(SESSION, field(KERNEL_FIELDS, "preset"), preset_label(), on_change=_load_preset)
-        if state.preset:
-            st.caption(f"**{tr(f'preset.{state.preset}.source')}** · {tr(f'preset.{state.preset}.description')}")
+        if not presenting():  # on a projector the note sits beside the chart
+            _preset_note(state)
         if state.preset == TOY:
             fieldwidgets.number(SESSION, field(KERNEL_FIELDS, "toy_seed"), on_change=_reload_toy)
             fieldwidgets.number(SESSION, field(KERNEL_FIELDS, "toy_n"), on_change=_reload_toy)
         st.button(tr("frame.reset"), on_click=SESSION.reset, args=(_defaults(),), help=tr("frame.reset_help"))
-    points_column, queries_column = st.columns([3, 2], gap="large")
-    with points_column:
-        st.markdown(tr("kernel.points_heading"))
-        points = _points_editor(state)
-    with queries_column:
-        queries = _query_points()
+    with inputs_box():
+        points_column, queries_column = st.columns([3, 2], gap="large")
+        with points_column:
+            st.markdown(tr("kernel.points_heading"))
+            points = _points_editor(state)
+        with queries_column:
+            queries = _query_points()
     if points is not None:
         state = replace(state, keys=points[0], values=points[1])
     if queries is not None:
@@ -153,12 +155,23 @@ def _controls_and_results(state: KernelState, ready: bool) -> None:
     row, crange = int(SESSION.value("row")), SESSION.value("crange")  # their controls are drawn in the results
     state = replace(state, kernel=kernel, bandwidth=bandwidth, row=row, crange=crange)
     with right:
+        charts, side = beside_chart()
+        if side is not None:
+            with side:
+                _preset_note(state)
         if ready:
-            _draw(state)
+            with charts:
+                _draw(state, side)
         share_box(SESSION, SESSION.publish(state, encode_kernel), decode_kernel)
 
 
-def _draw(state: KernelState) -> None:
+def _preset_note(state: KernelState) -> None:
+    """The preset's source and what it shows."""
+    if state.preset:
+        st.caption(f"**{tr(f'preset.{state.preset}.source')}** · {tr(f'preset.{state.preset}.description')}")
+
+
+def _draw(state: KernelState, side: Any = None) -> None:
     trace = run_kernel(state)
     curve = prediction_curve(state)
     grid = curve.queries[:, 0]
@@ -191,7 +204,7 @@ def _draw(state: KernelState) -> None:
         for q, y in zip(q_labels, trace.output.tolist(), strict=True)
     ]
     st.markdown(tr("kernel.predictions") + ", ".join(predictions))
-    colour_range_picker(SESSION, field(KERNEL_FIELDS, "crange"))
+    colour_range_picker(SESSION, field(KERNEL_FIELDS, "crange"), where=side or st)
     chart(
         figures.weights_heatmap(
             trace.weights.numpy(),

@@ -275,10 +275,10 @@ def batch_selector(session: PageSession, f: Field, batches: int, on_change: Call
         )
 
 
-def colour_range_picker(session: PageSession, f: Field) -> str:
+def colour_range_picker(session: PageSession, f: Field, where: Any = st) -> str:
     """The colour range of the weights chart below it: this chart's range, 0-1 or each row's (its colour bar says
     which); kept in the page state and the link."""
-    return choice(session, f, "colour_range.{}", radio=True)
+    return choice(session, f, "colour_range.{}", where=where, radio=True)
 
 
 def selected_row(session: PageSession, labels: list[str], label: str) -> int:

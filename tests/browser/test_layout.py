@@ -6,9 +6,12 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page
 
-from .helpers import StreamlitServer, exceptions, goto, screenshot, wait_for_plotly
+from attnviz.i18n import t
 
-DESK, PHONE = {"width": 1400, "height": 1000}, {"width": 390, "height": 844}
+from .helpers import StreamlitServer, exceptions, goto, screenshot, wait_for_figures, wait_for_plotly
+from .test_pages import set_number
+
+DESK, PHONE, PROJECTOR = {"width": 1400, "height": 1000}, {"width": 390, "height": 844}, {"width": 1280, "height": 720}
 PAGES = [
     ("Self_attention", ""),  # 8 value columns in the work table
     ("Self_attention", "h=2&pr=random&cmp=dot"),  # heads, projections and the comparison
@@ -42,4 +45,42 @@ def test_no_page_scrolls_sideways_and_the_work_table_fits_at_1400(
     assert widths["tables"], "show-your-work's table is on the page"
     if size == "desk":  # every column of the work table visible, no scrolling inside its box
         assert all(scroll <= client for scroll, client in widths["tables"]), widths
+    assert exceptions(page) == []
+
+
+_FIRST_CHART_JS = """() => {
+  const chart = document.querySelector('[data-testid="stMain"] .js-plotly-plot');
+  const box = chart.getBoundingClientRect();
+  return {top: box.top, height: box.height, scrolled: document.querySelector('[data-testid="stMain"]').scrollTop};
+}"""
+
+
+@pytest.mark.parametrize("path", ["Self_attention", "Cross_attention", "Kernel_attention"])
+@pytest.mark.parametrize("lang", ["en", "zh-Hans"])
+def test_on_a_1280x720_projector_the_first_chart_starts_in_the_top_half_of_the_first_screen(
+    new_page, server: StreamlitServer, path: str, lang: str
+) -> None:
+    page: Page = new_page(viewport=PROJECTOR)
+    goto(page, server.url_for(path) + f"?pm=1&lang={lang}")
+    wait_for_plotly(page, count=1)
+    place = page.evaluate(_FIRST_CHART_JS)
+    screenshot(page, f"projector_{path}_{lang}", full_page=False)
+    assert place["scrolled"] == 0 and place["top"] < PROJECTOR["height"] / 2, place
+    assert exceptions(page) == []
+
+
+def _masked_cells(figures: list) -> int:
+    masked = next(f for f in figures if f["data"] and f["data"][0]["name"] == "weights")["data"][0]["z"]
+    return sum(value is None for row in masked for value in row)
+
+
+def test_the_batch_row_beside_the_chart_loads_that_row_on_a_projector(new_page, server: StreamlitServer) -> None:
+    """d2l's batch: row 1 may see 2 of its 10 keys, row 2 sees 6. The batch row sits beside the chart (the sidebar
+    is folded away on a projector), and changing it redraws the chart from that row's inputs and lengths."""
+    page: Page = new_page(viewport=PROJECTOR)
+    goto(page, server.url_for("Cross_attention") + "?pm=1&p=d2l_dot_product")
+    assert _masked_cells(wait_for_plotly(page, count=1)) == 8
+    set_number(page, t("widget.batch_row", "en", last=1), "1")
+    assert _masked_cells(wait_for_figures(page, lambda figs: _masked_cells(figs) != 8)) == 4
+    assert "b=1" in page.url
     assert exceptions(page) == []
