@@ -201,12 +201,13 @@ def weights_heatmap(
     palette: str = WEIGHTS_PALETTE,
     show_values: bool | None = None,
     colour_range: str = "unit",
+    data_range: tuple[float, float] | None = None,
     lang: str = DEFAULT_LANGUAGE,
 ) -> go.Figure:
     """Attention weights (Q, K) as a heatmap; masked cells marked, raw scores in the hover.
 
-    `colour_range`: "unit" (fixed 0-1, for comparing charts), "data" (this chart's smallest to largest weight) or
-    "row" (each row's own range); the colour bar says which."""
+    `colour_range`: "unit" (fixed 0-1, for comparing charts), "data" (this chart's smallest to largest weight, or
+    `data_range` when charts shown together share one) or "row" (each row's own range); the colour bar says which."""
     title = word("attention_weights", lang) if title is None else title
     values = as_array(weights, "weights", 2)  # (Q, K)
     allowed = allowed_mask(mask, values.shape)
@@ -219,6 +220,8 @@ def weights_heatmap(
         if values.size > MAX_HOVER_SCORE_CELLS:
             raw = None
     z, extra, shown, low, high = _weights_values(values, allowed, colour_range, raw)
+    if colour_range == "data" and data_range is not None:
+        low, high = data_range
     if cells_printed(show_values, values.shape):
         extra.update(_cell_texts(values, allowed))
     hover = _hover(with_scores=raw is not None, lang=lang, shown=shown)
@@ -281,6 +284,25 @@ def heads_grid(
     return make_figure(data, layout)
 
 
+def _comparison_geometry(stacked: bool) -> tuple[list[tuple[list[float], list[float]]], dict, dict]:
+    """Where the comparison's three panels and two colour bars go (paper coordinates): A and B side by side above
+    A − B, or (`stacked`, on a projector) one above the other. Each bar sits beside the panels it colours, so the
+    two never meet, and each panel's title has a row of its own above it."""
+    if stacked:
+        gap, height = 0.1, 0.8 / 3
+        rows = [(1.0 - r * (height + gap), max(0.0, 1.0 - r * (height + gap) - height)) for r in range(3)]
+        panels = [([0.0, 0.82], [low, top]) for top, low in rows]
+        weights_bar = {"x": 0.86, "y": (rows[0][0] + rows[1][1]) / 2, "len": 2 * height + gap, "yanchor": "middle"}
+        difference_bar = {"x": 0.86, "y": (rows[2][0] + rows[2][1]) / 2, "len": height, "yanchor": "middle"}
+        return panels, weights_bar, difference_bar
+    gap, height = 0.16, 0.42
+    top_row, bottom_row = [1.0 - height, 1.0], [0.0, height]
+    panels = [([0.0, 0.4], top_row), ([0.47, 0.87], top_row), ([0.0, 0.4], bottom_row)]
+    weights_bar = {"x": 0.9, "y": 1.0 - height / 2, "len": height, "yanchor": "middle"}
+    difference_bar = {"x": 0.43, "y": height / 2, "len": height, "yanchor": "middle"}
+    return panels, weights_bar, difference_bar
+
+
 def comparison_figure(
     weights_a: Any,
     weights_b: Any,
@@ -292,10 +314,13 @@ def comparison_figure(
     key_labels: Labels = None,
     palette: str = WEIGHTS_PALETTE,
     colour_range: str = "unit",
+    stacked: bool = False,
     lang: str = DEFAULT_LANGUAGE,
 ) -> go.Figure:
-    """Weights A, weights B (on one colour axis, `colour_range` as in weights_heatmap over both) and their
-    difference A − B (diverging, fixed to [-1, 1]) side by side."""
+    """Weights A and weights B (on one colour axis, `colour_range` as in weights_heatmap over both) side by side,
+    their difference A − B below (diverging: on -1..1 with the 0-1 range, else on ±its largest size); `stacked`:
+    all three in one column (a projector).
+    Every token labels its row and column (none is skipped to make room)."""
     first, second = as_array(weights_a, "weights_a", 2), as_array(weights_b, "weights_b", 2)  # (Q, K) each
     if first.shape != second.shape:
         raise ValueError(f"weights_a shape {first.shape} differs from weights_b shape {second.shape}")
@@ -303,7 +328,8 @@ def comparison_figure(
     y, x = unique_labels(query_labels, first.shape[0], "q"), unique_labels(key_labels, first.shape[1], "k")
     name_a, name_b = (html.escape(str(label), quote=False) for label in (label_a, label_b))
     names = [name_a, name_b, f"{name_a} − {name_b}"]
-    layout = _grid_layout(3, 3, names, 0.04, 0.0)
+    geometry, weights_bar, difference_bar = _comparison_geometry(stacked)
+    layout: dict[str, Any] = {"annotations": []}
     printed = cells_printed(None, first.shape)
     weight = word("weight", lang)
     both = np.stack([first, second])  # (2, Q, K)
@@ -321,20 +347,34 @@ def comparison_figure(
         hover = _hover(f"{names[panel - 1]}<br>", quantity, lang=lang, shown=shown)
         style = {"coloraxis": axis, "hovertemplate": hover, **axes(panel), **extra}
         data.append(_heatmap(colour, allowed, x, y, name=names[panel - 1], **style))
+        (left, right), (bottom, top) = geometry[panel - 1]
+        x_name, y_name = axis_keys(panel)
+        refs = axes(panel)
+        every = {"tickmode": "linear", "dtick": 1}  # every token's label; Plotly would skip some when crowded
+        queries = word("queries", lang) if panel != 2 or stacked else ""
+        layout[x_name] = matrix_axis(word("keys", lang), domain=[left, right], anchor=refs["yaxis"], **every)
+        layout[y_name] = matrix_axis(
+            queries, domain=[bottom, top], anchor=refs["xaxis"], autorange="reversed", showticklabels=bool(queries),
+            **every,
+        )  # fmt: skip
+        title = {"text": names[panel - 1], "x": (left + right) / 2, "y": top, "xref": "paper", "yref": "paper"}
+        layout["annotations"].append(
+            {**title, "xanchor": "center", "yanchor": "bottom", "yshift": 6, "showarrow": False, "font": {"size": 16}}
+        )
     if allowed is not None:
         data += _mask_traces([(allowed, panel) for panel in (1, 2, 3)], x, y, layout, lang)
-    for panel in (1, 2, 3):
-        x_name, y_name = axis_keys(panel)
-        left = panel == 1
-        layout[x_name].update(matrix_axis(word("keys", lang)))
-        queries = word("queries", lang) if left else ""
-        layout[y_name].update(matrix_axis(queries, showticklabels=left, autorange="reversed"))
-    difference_bar = {"title": {"text": "A − B"}, "x": 1.12}
-    difference_axis = {"colorscale": colorscale(DIVERGING_PALETTE), "cmin": -1.0, "cmax": 1.0}
+    weights_axis = _weights_colours(palette, colour_range, low, high, lang)
+    weights_axis["colorbar"] = {**weights_axis["colorbar"], **weights_bar}
+    bound = 1.0  # on 0-1, the difference on its whole range, -1..1; else on its own, around 0
+    if colour_range != "unit":
+        usable = np.isfinite(first - second) if allowed is None else allowed & np.isfinite(first - second)
+        bound = max(float(np.abs((first - second)[usable]).max()) if usable.any() else 0.0, 1e-3)
+    difference_axis = {"colorscale": colorscale(DIVERGING_PALETTE), "cmin": -bound, "cmax": bound}
+    rows = 3 if stacked else 2
     layout.update(
-        coloraxis=_weights_colours(palette, colour_range, low, high, lang),
-        coloraxis2={**difference_axis, "colorbar": difference_bar},
-        height=_height(first.shape[0]),
+        coloraxis=weights_axis,
+        coloraxis2={**difference_axis, "colorbar": {"title": {"text": "A − B"}, **difference_bar}},
+        height=int(rows * max(260, 22 * first.shape[0] + 110) + 80),
         plot_bgcolor="white",
     )
     return make_figure(data, layout)

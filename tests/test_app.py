@@ -315,14 +315,18 @@ def first_weights_heads(at: AppTest) -> list:
 def test_a_comparison_link_opens_the_more_section_and_draws_both_scores_and_their_difference():
     at = run_page(SELF, cmp="additive")
     assert at.selectbox(key="w:self:compare").value == "additive"
-    comparison = next(fig for fig in figures(at) if len(fig["data"]) >= 3 and " − " in fig["data"][2]["name"])
-    assert [trace["name"] for trace in comparison["data"][:2]] == ["Scaled dot product", "Additive (Bahdanau)"]
-    first, second, difference = (_array(trace["z"]) for trace in comparison["data"][:3])
+    titles = [fig["layout"]["title"]["text"] for fig in figures(at)]
+    a, b, d = (titles.index(name) for name in ("Scaled dot product", "Additive (Bahdanau)",
+                                                "Scaled dot product − Additive (Bahdanau)"))  # fmt: skip
+    first, second, difference = (_array(figures(at)[i]["data"][0]["z"]) for i in (a, b, d))
     np.testing.assert_allclose(first, first_weights(at), atol=1e-6)
     np.testing.assert_allclose(first - second, difference, atol=1e-6)
+    both = [figures(at)[i]["data"][0] for i in (a, b)]  # one colour range for A and B: the range of both
+    assert both[0]["zmin"] == both[1]["zmin"] == pytest.approx(min(first.min(), second.min()))
+    assert both[0]["zmax"] == both[1]["zmax"] == pytest.approx(max(first.max(), second.max()))
     at.session_state["self:open:more"] = False  # closed, the comparison stays
     at.run()
-    assert not at.exception and len(figures(at)) == 2 and at.query_params["cmp"] == "additive"
+    assert not at.exception and len(figures(at)) == 4 and at.query_params["cmp"] == "additive"
 
 
 @pytest.mark.parametrize(

@@ -146,7 +146,10 @@ def test_heads_and_comparison_share_one_colour_range():
     np.testing.assert_array_equal(rows.data[1].customdata, SOFT * 0.5)
     compare = figures.comparison_figure(SOFT, SOFT[::-1], label_a="a", label_b="b", colour_range="data")
     assert (compare.layout.coloraxis.cmin, compare.layout.coloraxis.cmax) == (0.0, pytest.approx(0.56))
-    assert (compare.layout.coloraxis2.cmin, compare.layout.coloraxis2.cmax) == (-1.0, 1.0)  # A − B stays ±1
+    largest = float(np.abs(SOFT - SOFT[::-1]).max())  # A − B on its own range, around 0
+    assert (compare.layout.coloraxis2.cmin, compare.layout.coloraxis2.cmax) == (-largest, largest)
+    fixed = figures.comparison_figure(SOFT, SOFT[::-1], label_a="a", label_b="b", colour_range="unit")
+    assert (fixed.layout.coloraxis2.cmin, fixed.layout.coloraxis2.cmax) == (-1.0, 1.0)
     with pytest.raises(ValueError, match="colour_range"):
         figures.weights_heatmap(SOFT, colour_range="log")
 
@@ -327,6 +330,34 @@ def test_comparison_difference_panel_is_a_minus_b(causal_3x4):
     assert fig.data[2].coloraxis == "coloraxis2"
     assert (fig.layout.coloraxis2.cmin, fig.layout.coloraxis2.cmax) == (-1.0, 1.0)
     assert [annotation.text for annotation in fig.layout.annotations] == ["dot", "additive", "dot − additive"]
+
+
+@pytest.mark.parametrize("stacked", [False, True])
+def test_comparison_panels_titles_and_colour_bars_never_overlap(stacked):
+    """Issue 14, point 10: three panels, three titles, two colour bars, each in its own place; every token labels
+    its row and its column (Plotly skipped every second one of 16)."""
+    weights = RNG.dirichlet(np.ones(16), size=16).astype(np.float32)
+    fig = figures.comparison_figure(weights, weights[::-1], label_a="Scaled dot product", label_b="Additive",
+                                    stacked=stacked)  # fmt: skip
+    boxes = []
+    for panel in (1, 2, 3):
+        x_name, y_name = plotting.axis_keys(panel)
+        x_axis, y_axis = fig.layout[x_name], fig.layout[y_name]
+        boxes.append((*x_axis.domain, *y_axis.domain))
+        assert x_axis.tickmode == "linear" and x_axis.dtick == 1 and y_axis.dtick == 1
+    for i, first in enumerate(boxes):  # panels apart, with room between them for tick labels and titles
+        for second in boxes[i + 1 :]:
+            apart_x = first[1] <= second[0] or second[1] <= first[0]
+            apart_y = first[3] + 0.05 <= second[2] or second[3] + 0.05 <= first[2]
+            assert apart_x or apart_y, (first, second)
+    bars = [fig.layout.coloraxis.colorbar, fig.layout.coloraxis2.colorbar]
+    spans = [(bar.x, bar.y - bar.len / 2, bar.y + bar.len / 2) for bar in bars]
+    assert spans[0][0] != spans[1][0] or spans[0][1] >= spans[1][2] or spans[1][1] >= spans[0][2]  # apart
+    for (x, low, high), panels in zip(spans, ([boxes[0], boxes[1]], [boxes[2]]), strict=True):
+        assert all(x > box[1] for box in panels)  # right of the panels it colours
+        assert low >= min(box[2] for box in panels) - 1e-9 and high <= max(box[3] for box in panels) + 1e-9
+    titles = [(note.x, note.y) for note in fig.layout.annotations]
+    assert len(set(titles)) == 3 and all(note.yanchor == "bottom" for note in fig.layout.annotations)
 
 
 def test_comparison_rejects_different_shapes():

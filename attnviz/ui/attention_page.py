@@ -269,5 +269,5 @@ def _controls_and_results(session: PageSession, state: AttentionState, inputs: A
                         (side or st).caption(tr("attention.repeated_tokens"))
                     results = draw_results(session, state, inputs, side=side)
     if results is not None:
-        results.show_work()
+        results.below()
     share_box(session, params, lambda p: decode_attention(p, session.page), extra=results and results.export)

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 import torch.nn.functional as F
@@ -27,11 +28,11 @@ from attnviz.pipeline import (
     run_attention,
     total_variation,
 )
-from attnviz.plotting import unique_labels
+from attnviz.plotting import colour_positions, unique_labels
 from attnviz.state import AttentionState, attention_fields, encode_attention
 from attnviz.ui.common import chart, chart_tables, lazy_expander
 from attnviz.ui.session import PageSession
-from attnviz.ui.settings import current_language, error_text, palette, tr
+from attnviz.ui.settings import current_language, error_text, palette, presenting, tr
 from attnviz.ui.turns import ServerBusyError, busy_note, turn
 from attnviz.ui.widgets import colour_range_picker, selected_row, show_error, work_panel
 
@@ -178,7 +179,8 @@ def _numbers_section(
 
 
 def _comparison(page: str, state: AttentionState, trace: MultiHeadTrace, inputs: AttentionInputs) -> None:
-    """The weights of a second score beside the chosen one."""
+    """The weights of a second score beside the chosen one, and their difference: three charts, two side by side
+    above the difference (the columns stack on a phone), or one above the other on a projector."""
     try:
         other = run_attention(state, inputs, score=state.compare)
     except ValueError as exc:
@@ -186,19 +188,29 @@ def _comparison(page: str, state: AttentionState, trace: MultiHeadTrace, inputs:
         st.error(tr("attention.comparison_error", score=score, error=error_text(exc)), icon="🚫")
         return
     st.subheader(tr("attention.side_by_side"))
-    fig = figures.comparison_figure(
-        trace.mean_weights.numpy(),
-        other.mean_weights.numpy(),
-        label_a=tr(f"score.{state.score}.label"),
-        label_b=tr(f"score.{state.compare}.label"),
-        mask=trace.heads[0].mask.numpy(),
-        query_labels=inputs.query_labels,
-        key_labels=inputs.key_labels,
-        palette=palette(),
-        colour_range=state.crange,
-        lang=current_language(),
-    )
-    chart(fig, f"{page}_compare_{state.score}_{state.compare}")
+    mask, lang = trace.heads[0].mask.numpy(), current_language()
+    first, second = trace.mean_weights.numpy(), other.mean_weights.numpy()
+    _, low, high = colour_positions(np.stack([first, second]), np.stack([mask, mask]), state.crange)
+    labels = {"query_labels": inputs.query_labels, "key_labels": inputs.key_labels, "mask": mask, "lang": lang}
+    names = (tr(f"score.{state.score}.label"), tr(f"score.{state.compare}.label"))
+    panels = [
+        figures.weights_heatmap(
+            weights, title=name, palette=palette(), colour_range=state.crange, data_range=(low, high), **labels
+        )
+        for weights, name in zip((first, second), names, strict=True)
+    ]
+    difference = first - second
+    bound = max(float(np.abs(difference[mask]).max()) if mask.any() else 0.0, 1e-3)  # its own range, around 0
+    title = f"{names[0]} − {names[1]}"
+    panels.append(
+        figures.matrix_heatmap(difference, row_labels=inputs.query_labels, col_labels=inputs.key_labels, title=title,
+                               zmin=-bound, zmax=bound, x_title=tr("fig.keys"), y_title=tr("fig.queries"), mask=mask,
+                               lang=lang)
+    )  # fmt: skip
+    slots = [st.container()] * 3 if presenting() else [*st.columns(2), st.columns(2)[0]]
+    for slot, fig, part in zip(slots, panels, ("a", "b", "difference"), strict=True):
+        with slot:
+            chart(fig, f"{page}_compare_{state.score}_{state.compare}_{part}")
 
 
 def _budget_note(state: AttentionState, inputs: AttentionInputs, fit: Plan) -> None:
@@ -220,10 +232,11 @@ def _budget_note(state: AttentionState, inputs: AttentionInputs, fit: Plan) -> N
 
 @dataclass(frozen=True)
 class Results:
-    """What the page draws after the charts' column: show-your-work (full width) and the exports (share box)."""
+    """What the page draws after the charts' column: the comparison and show-your-work (full width), and the
+    exports (share box)."""
 
     export: Callable[[], None]
-    show_work: Callable[[], None]
+    below: Callable[[], None]
 
 
 def draw_results(
@@ -261,10 +274,10 @@ def _compute_and_draw(
             return None  # the weights stay hidden until the student's guess is in
     shown = _weights_charts(session, state, trace, inputs, side)  # their tables are in the numbers section
     _numbers_section(session, state, trace, inputs, shown)
-    if state.compare and fit.compare:
-        _comparison(session.page, computed_state, trace, inputs)
 
-    def show_work() -> None:  # full width, below the controls and the charts: its table has a column per quantity
+    def below() -> None:  # full width, below the controls and the charts: three panels; a column per quantity
+        if state.compare and fit.compare:
+            _comparison(session.page, computed_state, trace, inputs)
         st.subheader(tr("attention.show_work"))
         row = selected_row(session, q_labels, tr("widget.query_row")) if guessed_row is None else guessed_row
         head_index = 0
@@ -289,4 +302,4 @@ def _compute_and_draw(
         )
         st.code(python_snippet(state), language="python")
 
-    return Results(export, show_work)
+    return Results(export, below)
