@@ -20,8 +20,10 @@ from attnviz.plotting import (
     BLUE,
     DIVERGING_PALETTE,
     GREEN,
-    MASK_GREY,
+    MASK_COLOUR,
     MAX_HOVER_SCORE_CELLS,
+    MAX_PANEL_TICKS,
+    MAX_TICKS,
     ORANGE,
     SEQUENTIAL_PALETTE,
     VERMILLION,
@@ -33,6 +35,7 @@ from attnviz.plotting import (
     as_vector,
     axes,
     axis_keys,
+    category_ticks,
     cells_printed,
     colorscale,
     colour_positions,
@@ -51,19 +54,20 @@ from attnviz.plotting import (
 
 
 def _heatmap(values: np.ndarray, allowed: np.ndarray | None, x: list[str], y: list[str], **kwargs: Any) -> Trace:
-    """A heatmap of (Q, K) values, NaN where masked (the grey mask trace shows there instead)."""
+    """A heatmap of (Q, K) values, NaN where masked (the mask trace shows there instead)."""
     z = values if allowed is None else np.where(allowed, values, np.float32(np.nan))  # (Q, K)
     return {"type": "heatmap", "z": z.astype(np.float32), "x": x, "y": y, "hoverongaps": False, **kwargs}
 
 
 def _mask_trace(allowed: np.ndarray, x: list[str], y: list[str], text: bool, lang: str = DEFAULT_LANGUAGE) -> Trace:
-    """Masked cells (allowed False) in flat grey, with "×" when small, no colour bar; transparent elsewhere."""
+    """Masked cells (allowed False) in the mask colour (in no palette), with "×" when small, no colour bar;
+    transparent elsewhere."""
     z = np.where(allowed, np.float32(np.nan), np.float32(1.0)).astype(np.float32)  # (Q, K)
-    grey = {"colorscale": [[0.0, MASK_GREY], [1.0, MASK_GREY]], "zmin": 0.0, "zmax": 1.0, "showscale": False}
+    flat = {"colorscale": [[0.0, MASK_COLOUR], [1.0, MASK_COLOUR]], "zmin": 0.0, "zmax": 1.0, "showscale": False}
     crosses = np.where(allowed, "", "×").astype(object)
     cells = {"text": crosses, "texttemplate": "%{text}", "textfont": {"color": BLACK}} if text else {}
     hover = f"{word('query', lang)}: %{{y}}<br>{word('key', lang)}: %{{x}}<br>{word('masked', lang)}<extra></extra>"
-    return _heatmap(z, None, x, y, name="masked", hovertemplate=hover, **grey, **cells)
+    return _heatmap(z, None, x, y, name="masked", hovertemplate=hover, **flat, **cells)
 
 
 def _mask_traces(
@@ -73,13 +77,13 @@ def _mask_traces(
     layout: dict[str, Any],
     lang: str = DEFAULT_LANGUAGE,
 ) -> list[Trace]:
-    """Grey mask traces on each (allowed, panel) that has masked cells, plus one legend entry; updates the layout."""
+    """Mask traces on each (allowed, panel) that has masked cells, plus one legend entry; updates the layout."""
     masked = [(allowed, panel) for allowed, panel in panels if not allowed.all()]
     if not masked:
         return []
     text = cells_printed(None, masked[0][0].shape)
     data = [{**_mask_trace(allowed, x, y, text, lang), **axes(panel)} for allowed, panel in masked]
-    square = {"symbol": "square", "size": 14, "color": MASK_GREY, "line": {"color": "#7f7f7f", "width": 1}}
+    square = {"symbol": "square", "size": 14, "color": MASK_COLOUR, "line": {"color": "#7f7f7f", "width": 1}}
     legend_entry = {"type": "scatter", "x": [None], "y": [None], "mode": "markers", "name": word("masked", lang)}
     data.append({**legend_entry, "marker": square, "hoverinfo": "skip", **axes(panels[0][1])})
     # above the plot; with subplots, above their titles too (container coordinates)
@@ -106,13 +110,16 @@ def _hover(
     return f"{prefix}{query}: %{{y}}<br>{key}: %{{x}}<br>{quantity}: {shown}{score}<extra></extra>"
 
 
-def _matrix_layout(title: str, height: int, x_title: str = "", y_title: str = "") -> dict[str, Any]:
-    """Layout of a one-panel matrix figure: y reversed so that row 1 is at the top, white behind NaN cells."""
+def _matrix_layout(
+    title: str, height: int, x_title: str = "", y_title: str = "", x: Labels = (), y: Labels = ()
+) -> dict[str, Any]:
+    """Layout of a one-panel matrix figure: y reversed so that row 1 is at the top, white behind NaN cells; every
+    label of `x` and `y` up to MAX_TICKS, then every k-th."""
     return {
         "title": {"text": title},
         "height": height,
-        "xaxis": matrix_axis(x_title),
-        "yaxis": matrix_axis(y_title, autorange="reversed"),
+        "xaxis": matrix_axis(x_title, **category_ticks(x or (), MAX_TICKS)),
+        "yaxis": matrix_axis(y_title, autorange="reversed", **category_ticks(y or (), MAX_TICKS)),
         "plot_bgcolor": "white",  # NaN cells read as empty, not as a tinted cell
     }
 
@@ -227,7 +234,7 @@ def weights_heatmap(
     hover = _hover(with_scores=raw is not None, lang=lang, shown=shown)
     colours = _as_trace_colours(_weights_colours(palette, colour_range, low, high, lang))
     trace = _heatmap(z, allowed, x, y, name="weights", hovertemplate=hover, **colours, **extra)
-    layout = _matrix_layout(title, _height(values.shape[0]), word("keys", lang), word("queries", lang))
+    layout = _matrix_layout(title, _height(values.shape[0]), word("keys", lang), word("queries", lang), x, y)
     masks = _mask_traces([(allowed, 1)], x, y, layout, lang) if allowed is not None else []
     return make_figure([trace, *masks], layout)
 
@@ -275,9 +282,10 @@ def heads_grid(
     for head in range(heads):
         x_name, y_name = axis_keys(head + 1)
         bottom, left = head + cols >= heads, head % cols == 0  # the bottom panels carry the key labels
-        layout[x_name].update(matrix_axis(word("keys", lang) if bottom else "", showticklabels=bottom))
+        ticks_x, ticks_y = category_ticks(x, MAX_PANEL_TICKS), category_ticks(y, MAX_PANEL_TICKS)
+        layout[x_name].update(matrix_axis(word("keys", lang) if bottom else "", showticklabels=bottom, **ticks_x))
         queries = word("queries", lang) if left else ""
-        layout[y_name].update(matrix_axis(queries, showticklabels=left, autorange="reversed"))
+        layout[y_name].update(matrix_axis(queries, showticklabels=left, autorange="reversed", **ticks_y))
     height = int(min(1400, rows * max(220, 14 * n_queries + 120) + 120))
     axis = _weights_colours(palette, colour_range, low, high, lang)
     layout.update(coloraxis=axis, height=height, plot_bgcolor="white")
@@ -350,12 +358,12 @@ def comparison_figure(
         (left, right), (bottom, top) = geometry[panel - 1]
         x_name, y_name = axis_keys(panel)
         refs = axes(panel)
-        every = {"tickmode": "linear", "dtick": 1}  # every token's label; Plotly would skip some when crowded
         queries = word("queries", lang) if panel != 2 or stacked else ""
-        layout[x_name] = matrix_axis(word("keys", lang), domain=[left, right], anchor=refs["yaxis"], **every)
+        ticks_x, ticks_y = category_ticks(x, MAX_TICKS), category_ticks(y, MAX_TICKS)  # chosen, not dropped by Plotly
+        layout[x_name] = matrix_axis(word("keys", lang), domain=[left, right], anchor=refs["yaxis"], **ticks_x)
         layout[y_name] = matrix_axis(
             queries, domain=[bottom, top], anchor=refs["xaxis"], autorange="reversed", showticklabels=bool(queries),
-            **every,
+            **ticks_y,
         )  # fmt: skip
         title = {"text": names[panel - 1], "x": (left + right) / 2, "y": top, "xref": "paper", "yref": "paper"}
         layout["annotations"].append(
@@ -440,7 +448,7 @@ def matrix_heatmap(
     scale = colorscale(palette or (DIVERGING_PALETTE if symmetric else SEQUENTIAL_PALETTE))
     colours = {"colorscale": scale, "zmin": low, "zmax": high}
     trace = _heatmap(colour, allowed, x, y, name=title or "matrix", hovertemplate=hover, **colours, **extra)
-    layout = _matrix_layout(title, _height(values.shape[0]), x_title, y_title)
+    layout = _matrix_layout(title, _height(values.shape[0]), x_title, y_title, x, y)
     masks = _mask_traces([(allowed, 1)], x, y, layout, lang) if allowed is not None else []
     return make_figure([trace, *masks], layout)
 
@@ -598,11 +606,13 @@ def figure_tables(fig: go.Figure) -> list[tuple[str, list[str], list[list[object
     """A figure's numbers as tables, its text alternative: (trace name, columns, rows) per trace.
 
     A heatmap gives a row per y label and a column per x label (empty where masked); points and lines give their
-    x and y. Traces drawn only for looks (the grey mask, legend entries) are left out; a heatmap over
+    x and y. Traces drawn only for looks (the mask, legend entries) are left out; a heatmap over
     MAX_TABLE_CELLS cells gives no rows (too large to read as a table)."""
     tables: list[tuple[str, list[str], list[list[object]]]] = []
     for trace in fig.data:
         name = str(trace.name or "")
+        if isinstance(trace.meta, dict) and trace.meta.get("table") is False:
+            continue
         if trace.type == "heatmap" and name != "masked":
             z = np.asarray(trace.z, dtype=np.float64)
             if isinstance(trace.meta, dict) and trace.meta.get("weights") == "customdata":  # z is a colour position

@@ -20,10 +20,13 @@ from attnviz.i18n import t
 WEIGHTS_PALETTE = "Cividis"  # sequential and colour-blind safe
 SEQUENTIAL_PALETTE = "Viridis"
 DIVERGING_PALETTE = "RdBu_r"  # ColorBrewer RdBu is colour-blind safe; reversed so that positive = red
-MASK_GREY = "#d9d9d9"
+MASK_COLOUR = "#ee66ee"  # masked cells: a colour of no palette here (see tests/test_figures.py), never read as a weight
 MASK_NAME = "masked: cannot attend (weight exactly 0)"  # the English legend entries (catalogue: fig.masked, ...)
 NO_SUPPORT_NAME = "no key inside the kernel window"
-MAX_TEXT_CELLS = 144  # numbers are printed in the cells only up to 12 x 12
+MAX_TEXT_CELLS = 144  # numbers are printed in the cells only up to 12 x 12 ...
+MAX_TEXT_COLUMNS = 12  # ... and 12 columns
+MAX_TICKS = 24  # a matrix chart labels every token up to this many, then every k-th (all are in the hover)
+MAX_PANEL_TICKS = 12  # the same for a small panel of a grid
 MAX_HOVER_SCORE_CELLS = 64 * 64  # above this, raw scores stay out of the hover (they would double the payload)
 POSITION_MARK = "·"  # "the·1", "the·5": duplicate tokens stay distinct categories
 ORANGE, BLUE, VERMILLION, BLACK = "#E69F00", "#0072B2", "#D55E00", "#000000"  # Okabe–Ito, colour-blind safe
@@ -85,9 +88,19 @@ def unique_labels(labels: Labels, count: int, prefix: str = "") -> list[str]:
 
 
 def cells_printed(show_values: bool | None, shape: tuple[int, ...]) -> bool:
-    """Print numbers in the cells? Auto when None; never for more than MAX_TEXT_CELLS cells."""
-    small = math.prod(shape) <= MAX_TEXT_CELLS
+    """Print numbers in the cells? Auto when None; only where they fit: at most MAX_TEXT_CELLS cells and
+    MAX_TEXT_COLUMNS columns (a 1 x 32 row printed 32 numbers over each other)."""
+    small = math.prod(shape) <= MAX_TEXT_CELLS and (len(shape) < 2 or shape[-1] <= MAX_TEXT_COLUMNS)
     return small if show_values is None else bool(show_values) and small
+
+
+def category_ticks(labels: Sequence[str], most: int) -> dict[str, Any]:
+    """Tick settings of a category axis: every label up to `most`, else every k-th, chosen here on purpose (Plotly
+    drops labels by itself where they crowd); the hover names every cell either way."""
+    if len(labels) <= most:
+        return {"tickmode": "linear", "dtick": 1}
+    step = math.ceil(len(labels) / most)
+    return {"tickmode": "array", "tickvals": list(labels[::step])}  # a category's label is its own text
 
 
 # ---------------------------------------------------------------- shared pieces

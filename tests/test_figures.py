@@ -55,10 +55,10 @@ def test_masked_trace_marks_exactly_the_masked_cells(causal_3x4):
     (masked,) = traces(fig, "masked")
     np.testing.assert_array_equal(~np.isnan(masked.z), ~allowed)
     assert masked.showscale is False
-    assert {color for _, color in masked.colorscale} == {plotting.MASK_GREY}
+    assert {color for _, color in masked.colorscale} == {plotting.MASK_COLOUR}
     assert list(masked.text[~allowed]) == ["×"] * int((~allowed).sum())  # small: a cross in each masked cell
     (legend,) = traces(fig, plotting.MASK_NAME)
-    assert legend.type == "scatter" and legend.marker.color == plotting.MASK_GREY
+    assert legend.type == "scatter" and legend.marker.color == plotting.MASK_COLOUR
 
 
 def test_no_mask_trace_when_nothing_is_masked(causal_3x4):
@@ -580,3 +580,38 @@ def test_neuron_view_products_sum_to_the_dot_products():
         model_figures.neuron_view(query[:3], keys, scaled, weights)
     with pytest.raises(ValueError, match="one score and one weight per key"):
         model_figures.neuron_view(query, keys, scaled[:2], weights)
+
+
+def _rgb(colour: str) -> np.ndarray:
+    return np.array(
+        plotly.colors.hex_to_rgb(colour) if colour.startswith("#") else plotly.colors.unlabel_rgb(colour), dtype=float
+    )
+
+
+@pytest.mark.parametrize("palette", ["Cividis", "Viridis", "Magma", "Greys", "RdBu_r"])
+def test_masked_cells_have_a_colour_that_no_weight_has_in_any_palette(palette):
+    """Issue 14, point 11: in Greys, the old light grey of masked cells was the colour of a weight of 0.25."""
+    stops = [list(stop) for stop in go.Heatmap(colorscale=palette).colorscale]
+    colours = np.array([_rgb(c) for c in plotly.colors.sample_colorscale(stops, list(np.linspace(0, 1, 201)))])
+    distance = np.linalg.norm(colours - _rgb(plotting.MASK_COLOUR), axis=1).min()
+    assert distance > 100, (palette, distance)  # of 441 between black and white
+
+
+def test_numbers_are_printed_in_cells_only_where_they_fit():
+    """The 1 x 32 concat heatmap printed 32 overlapping numbers."""
+    assert figures.weights_heatmap(RNG.dirichlet(np.ones(32), size=1)).data[0].texttemplate is None
+    assert figures.weights_heatmap(RNG.dirichlet(np.ones(12), size=12)).data[0].texttemplate == "%{text}"
+    assert figures.matrix_heatmap(RNG.normal(size=(2, 13))).data[0].texttemplate is None
+    assert figures.matrix_heatmap(RNG.normal(size=(6, 8))).data[0].texttemplate == "%{text}"
+
+
+def test_tick_labels_are_thinned_on_purpose_and_all_stay_in_the_hover():
+    few = figures.weights_heatmap(RNG.dirichlet(np.ones(16), size=16))
+    assert few.layout.xaxis.tickmode == "linear" and few.layout.xaxis.dtick == 1  # every one of 16 tokens
+    labels = [f"t{i}" for i in range(64)]
+    many = figures.weights_heatmap(RNG.dirichlet(np.ones(64), size=64), query_labels=labels, key_labels=labels)
+    for axis in (many.layout.xaxis, many.layout.yaxis):
+        assert axis.tickmode == "array" and list(axis.tickvals) == labels[::3]  # 22 of 64, evenly
+    assert list(many.data[0].x) == labels and "%{x}" in many.data[0].hovertemplate  # every label in the hover
+    grid = figures.heads_grid(RNG.dirichlet(np.ones(20), size=(2, 20)), key_labels=labels[:20])
+    assert list(grid.layout.xaxis.tickvals) == labels[:20:2]  # small panels: at most 12 labels
