@@ -63,6 +63,29 @@ class BertConfig:
         return self.hidden_size // self.num_heads
 
 
+UNKNOWN = "[UNK]"  # the token of text the vocabulary has no piece for (most Chinese characters, emoji, ...)
+
+
+def unknown_label(text: str) -> str:
+    """The label of an unknown token: the text it stands for, marked ("[UNK:猫]"), so that a chart says what the
+    model could not read instead of six identical "[UNK]"."""
+    return f"[UNK:{text}]"
+
+
+def _marked_unknowns(encoding: Any, text: str, pair: str | None) -> list[str]:
+    """The encoding's tokens, each unknown one labelled with the text it stands for (its offsets in its sentence)."""
+    tokens = []
+    for token, (start, end), sequence in zip(encoding.tokens, encoding.offsets, encoding.sequence_ids, strict=True):
+        source = pair if sequence == 1 else text
+        tokens.append(unknown_label(source[start:end]) if token == UNKNOWN and source else token)
+    return tokens
+
+
+def unknown_count(tokens: list[str]) -> int:
+    """How many of the tokens the model could not read (marked by `unknown_label`)."""
+    return sum(token.startswith("[UNK:") and token.endswith("]") for token in tokens)
+
+
 @dataclass(frozen=True)
 class Encoded:
     """A sentence (or a pair) as the model reads it."""
@@ -135,7 +158,7 @@ class BertEncoder:
         if count > max_tokens:
             raise AttnvizError("input_long", count=count, limit=max_tokens)
         return Encoded(
-            tokens=list(encoding.tokens),
+            tokens=_marked_unknowns(encoding, text, pair),
             ids=torch.tensor(encoding.ids, dtype=torch.long),
             type_ids=torch.tensor(encoding.type_ids, dtype=torch.long),
         )

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from typing import Any
+
+import torch
 
 from attnviz.i18n import DEFAULT_LANGUAGE, t
 from attnviz.scores import SCORES
@@ -95,7 +98,54 @@ def score_working(trace: AttentionTrace, row: int, key: int) -> str:
         sigma = trace.score_params.get("bandwidth", 1.0)
         lhs = rf"{a} = -\frac{{\lVert \mathbf q - \mathbf k_{{{j}}} \rVert^2}}{{2\sigma^2}}"
         return rf"{lhs} = -\frac{{{number_tex(sq)}}}{{2 \times {number_tex(sigma)}^2}} = {s}"
+    module = _score_module(trace)
+    if module is not None:
+        worked = _learned_working(trace.score, module, trace.queries[row], trace.keys[key], j)
+        if worked:
+            return f"{worked}{LINE}{a} = {s}"
     return rf"{a} = {s}"
+
+
+MAX_VECTOR = 8  # entries of an intermediate vector written out before "…"
+LINE = " \n "  # between the lines of a worked score (each becomes its own formula)
+
+
+def _vector_tex(values: list[float]) -> str:
+    shown = ", ".join(number_tex(x) for x in values[:MAX_VECTOR])
+    more = r", \dots" if len(values) > MAX_VECTOR else ""
+    return f"[{shown}{more}]"
+
+
+def _score_module(trace: AttentionTrace) -> Any:
+    """The learned score's module with its weights, rebuilt from the trace's seed and sizes (None for the others)."""
+    spec = SCORES.get(trace.score)
+    if spec is None or spec.module is None:
+        return None
+    return spec.module(trace.queries.shape[-1], trace.keys.shape[-1], **trace.score_params)
+
+
+def _learned_working(name: str, module: Any, q: Any, k: Any, j: int) -> str:
+    """A learned score's intermediates for one pair (LaTeX lines joined by LINE), with the weights they use."""
+    with torch.no_grad():
+        if name == "general":
+            wk = module.W(k).tolist()
+            return rf"\mathbf W \mathbf k_{{{j}}} = {_vector_tex(wk)}"
+        if name == "additive":
+            hidden = (module.W_q(q) + module.W_k(k)).tolist()
+            squashed = [math.tanh(x) for x in hidden]
+            w_v = module.w_v.weight[0].tolist()
+            return (
+                rf"\mathbf W_q \mathbf q + \mathbf W_k \mathbf k_{{{j}}} = {_vector_tex(hidden)}{LINE}"
+                rf"\tanh(\cdot) = {_vector_tex(squashed)}{LINE}\mathbf w_v = {_vector_tex(w_v)}"
+            )
+        if name == "concat":
+            weights, bias = module.W.weight[0].tolist(), float(module.W.bias[0])
+            return rf"\mathbf w = {_vector_tex(weights)}, \quad b = {number_tex(bias)}"
+        if name == "concat_tanh":
+            hidden = module.W(torch.cat([q, k])).tolist()
+            squashed = [math.tanh(x) for x in hidden]
+            return rf"\tanh(\mathbf W [\mathbf q; \mathbf k_{{{j}}}] + \mathbf b) = {_vector_tex(squashed)}"
+    return ""
 
 
 def explain_row(
@@ -118,11 +168,12 @@ def explain_row(
     allowed = trace.mask[row].tolist()
     weights = trace.weights[row].tolist()
     q_label = _tex_label(query_label)
+    working = score_working(trace, row, 0)  # its lines, each its own formula
     steps = [
         Step(
             tr("explain.score", query=query_label),
             formula,
-            note=f"{tr('explain.first_key')} ${score_working(trace, row, 0)}$",
+            note=tr("explain.first_key") + "\n\n".join(f" ${line}$" for line in working.split(LINE)),
             columns=[tr("explain.key"), tr("explain.score_column")],
             rows=[[k, s] for k, s in zip(key_labels, scores, strict=True)],
             note_is_latex=True,
@@ -244,3 +295,72 @@ def explain_kernel_row(
         )
     )
     return _numbered(steps)
+
+
+def _vector_text(values: list[float]) -> str:
+    shown = ", ".join(number_text(x) for x in values[:MAX_VECTOR])
+    return f"[{shown}{', …' if len(values) > MAX_VECTOR else ''}]"
+
+
+def _dot_text(weights: list[float], inputs: list[float]) -> str:
+    """w · x written out: 0.5 × 1 + (-0.2) × 3 + …"""
+    terms = [f"{factor(w, tex=False)} × {factor(x, tex=False)}" for w, x in zip(weights, inputs, strict=True)]
+    return " + ".join(terms[:MAX_TERMS]) + (" + …" if len(terms) > MAX_TERMS else "")
+
+
+def explain_attention(
+    trace: Any, head: int, row: int, query_label: str, key_labels: list[str], lang: str = DEFAULT_LANGUAGE
+) -> list[Step]:
+    """Show-your-work for one query row of an unbatched multi-head trace (attnviz.multihead.MultiHeadTrace):
+    step 0 projects the inputs with W_q, W_k, W_v (when they are not the identity, or there are several heads), the
+    head's steps 1-5 follow, then the heads are joined by W_o and, when it is on, the residual is added."""
+
+    def tr(key: str, **params: object) -> str:
+        return t(key, lang, **params)
+
+    steps = explain_row(trace.heads[head], row, query_label, key_labels, lang)
+    projected = trace.projections != "identity" or trace.num_heads > 1
+    before: list[Step] = []
+    if projected:
+        width = trace.heads[head].queries.shape[-1]
+        start = head * width  # this head's features of the projected q, k and v
+        x, x_key, x_value = trace.queries[row].tolist(), trace.keys[0].tolist(), trace.values[0].tolist()
+        w_q = trace.W_q[start].tolist()
+        q = (trace.W_q @ trace.queries[row]).tolist()[start : start + width]
+        k = (trace.W_k @ trace.keys[0]).tolist()[start : start + width]
+        v = (trace.W_v @ trace.values[0]).tolist()[start : start + width]
+        note = tr(
+            "explain.project_note",
+            x=_vector_text(x),
+            n=start + 1,
+            first=_dot_text(w_q, x),
+            q1=number_text(q[0]),
+            q=_vector_text(q),
+            k=_vector_text(k),
+            v=_vector_text(v),
+            key_x=_vector_text(x_key),
+            value_x=_vector_text(x_value),
+            features=f"{start + 1}–{start + width}",
+        )
+        formula = (
+            r"\mathbf q = \mathbf W_q \mathbf x, \quad \mathbf k_j = \mathbf W_k \mathbf x_j, \quad "
+            r"\mathbf v_j = \mathbf W_v \mathbf x_j"
+        )
+        before.append(Step(tr("explain.project"), formula, note=note))
+    after: list[Step] = []
+    if projected:
+        concat, delta = trace.concat[row].tolist(), trace.delta[row].tolist()
+        note = tr("explain.combine_note", concat=_vector_text(concat), delta=_vector_text(delta))
+        formula = r"\Delta\mathbf e = \mathbf W_o [\mathbf o^{(1)}; \dots; \mathbf o^{(h)}]"
+        after.append(Step(tr("explain.combine"), formula, note=note))
+    if trace.residual:
+        own, delta, out = trace.queries[row].tolist(), trace.delta[row].tolist(), trace.output[row].tolist()
+        terms = ", ".join(
+            f"{number_text(a)} + {factor(b, tex=False)}" for a, b in zip(own[:MAX_VECTOR], delta, strict=False)
+        )
+        note = tr(
+            "explain.residual_note", e=_vector_text(own), delta=_vector_text(delta), terms=terms, out=_vector_text(out)
+        )
+        after.append(Step(tr("explain.residual"), r"\mathbf e' = \mathbf e + \Delta\mathbf e", note=note))
+    numbered = [replace(step, number=0) for step in before] + steps
+    return numbered + [replace(step, number=len(steps) + i) for i, step in enumerate(after, start=1)]

@@ -89,6 +89,22 @@ def model_view(
         "name": "model view",
         "hovertemplate": "%{y}<br>%{x}<extra></extra>",
     }
+    # One point at the centre of every thumbnail, to click: a heatmap reports no selection to the page (Streamlit
+    # passes on the points of scatter traces only). Nearly invisible; the hover and the click name the head.
+    centres = [(layer, head) for layer in range(layers) for head in range(heads)]
+    targets = {
+        "type": "scatter",
+        "mode": "markers",
+        "x": [x[head * cols + cols // 2] for _, head in centres],
+        "y": [y[layer * rows + rows // 2] for layer, _ in centres],
+        "customdata": [[layer + 1, head + 1] for layer, head in centres],
+        "marker": {"size": 18, "color": "rgba(255, 255, 255, 0.01)"},
+        "name": "heads",
+        "meta": {"table": False},  # a click target, not data: no table of its own in the text alternative
+        "showlegend": False,
+        "hovertemplate": t("fig.open_head", lang, layer="%{customdata[0]}", head="%{customdata[1]}")
+        + "<extra></extra>",
+    }
     axis = {"type": "category", "showgrid": False, "zeroline": False, "ticks": ""}
     layout = {
         # the title at the very top and the rotated head labels below it: on a phone they overlapped
@@ -117,7 +133,8 @@ def model_view(
         "plot_bgcolor": "white",
         "margin": {"t": 140},
     }
-    return make_figure([trace], layout)
+    layout["clickmode"] = "event+select"  # a click selects a head's point: the page opens that head
+    return make_figure([trace, targets], layout)
 
 
 def neuron_view(

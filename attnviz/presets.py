@@ -244,6 +244,16 @@ _BUILDERS: dict[str, Callable[[], Preset]] = {
         key_labels=[f"k{i + 1}" for i in range(32)],
         runner=_run_attend,
     ),
+    "concat_tanh": lambda: Preset(
+        "concat_tanh",
+        _seeded_normal(3, 1, 1, 32),
+        _seeded_normal(4, 1, 32, 32),
+        _seeded_normal(5, 1, 32, 64),
+        {"score": "concat_tanh", "seed": 0, "num_hiddens": 8},
+        query_labels=["q"],
+        key_labels=[f"k{i + 1}" for i in range(32)],
+        runner=_run_attend,
+    ),
     "cross_residual": lambda: Preset(
         "cross_residual",
         _shared()["target"][1],
@@ -274,6 +284,7 @@ PRESET_PAGES: dict[str, str] = {
     "decoder_state": "cross",
     "decoder_state_cosine": "cross",
     "concat_linear": "cross",
+    "concat_tanh": "cross",
     "cross_residual": "cross",
     "d2l_toy_regression": "kernel",
 }

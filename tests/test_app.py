@@ -13,6 +13,7 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 import attnviz
+from attnviz.i18n import t as t_
 from attnviz.state import decode_attention
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -384,3 +385,31 @@ def test_temperature_is_a_log_slider_beside_its_exact_value():
     at.number_input(key="w:self:temperature").set_value(0.25).run()
     assert at.select_slider(key="w:self:temperature_log").value == pytest.approx(0.3)
     assert at.number_input(key="w:self:temperature").value == pytest.approx(0.25)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh-Hans"])
+def test_learning_sigma_says_why_it_is_off(lang):
+    """Issue 14, point 21: the greyed-out button said why only in a tooltip."""
+    at = run_page(KERNEL, kn="boxcar", lang=lang)
+    button = next(b for b in at.button if b.label == t_("kernel.learn_button", lang))
+    assert button.disabled
+    assert any(
+        t_("kernel.learn_off_boxcar", lang, kernel=t_("kernel.boxcar.label", lang)) == c.value for c in at.caption
+    )
+    at = run_page(KERNEL, lang=lang)  # the Gaussian kernel: on, and nothing to explain
+    assert not next(b for b in at.button if b.label == t_("kernel.learn_button", lang)).disabled
+    assert not any(t_("kernel.learn_off_points", lang) == c.value for c in at.caption)
+
+
+@pytest.mark.parametrize("key", ["d2l_additive", "d2l_dot_product"])
+def test_d2l_presets_show_every_batch_row_as_show_heatmaps_does(key):
+    """Issue 14, point 16: d2l's show_heatmaps(attention_weights.reshape((1, 1, 2, 10))) draws both batch rows."""
+    at = run_page(CROSS, p=key)
+    fig = next(f for f in figures(at) if f["layout"]["title"]["text"].startswith("Every batch row"))
+    z = _array(fig["data"][0]["z"])
+    assert z.shape == (2, 10) and fig["data"][0]["y"] == ["row 0: q1", "row 1: q1"]
+    expected = attnviz.PRESETS[key].run().weights.numpy().reshape(2, 10)  # d2l's valid_lens [2, 6]
+    np.testing.assert_allclose(np.nan_to_num(z), expected, atol=1e-6)
+    assert np.isnan(z[0, 2:]).all() and np.isnan(z[1, 6:]).all()  # masked beyond each row's valid length
+    at = run_page(CROSS, p="concat_linear")  # one batch row: no such chart
+    assert not [f for f in figures(at) if f["layout"]["title"]["text"].startswith("Every batch row")]

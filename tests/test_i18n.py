@@ -223,7 +223,8 @@ def _texts(at) -> list[str]:
     texts = []
     for kind in ("markdown", "caption", "header", "subheader", "title", "error", "warning", "info", "success"):
         texts += [element.value for element in getattr(at, kind)]
-    for kind in ("selectbox", "radio", "toggle", "number_input", "text_input", "slider", "button", "multiselect"):
+    kinds = ("selectbox", "radio", "toggle", "number_input", "text_input", "slider", "select_slider", "button", "pills")
+    for kind in kinds:
         for widget in getattr(at, kind):
             texts += [widget.label, getattr(widget, "help", "") or ""]
             texts += [str(o) for o in getattr(widget, "options", [])]

@@ -67,12 +67,12 @@ def test_a_pair_link_shows_one_sentence_attending_to_the_other_renormalised(mode
 def test_moving_a_control_updates_the_view_and_the_link(model):
     at = run_page(MODEL)
     at.selectbox(key="w:model:layer").set_value(1).run()
-    at.multiselect(key="w:model:heads").set_value([3]).run()
+    at.pills(key="w:model:heads").set_value([3]).run()
     assert not at.exception
     assert at.query_params["l"] == "1" and at.query_params["hd"] == "3"
     trace = model.run("The cat sat on the mat because it was tired.")
     np.testing.assert_allclose(head_z(at), trace.attentions[0, 2].numpy(), atol=1e-7)
-    at.multiselect(key="w:model:heads").set_value([]).run()  # nothing chosen: say so, keep the last heads
+    at.pills(key="w:model:heads").set_value([]).run()  # nothing chosen: say so, keep the last heads
     assert any("at least one head" in w.value for w in at.warning)
     np.testing.assert_allclose(head_z(at), trace.attentions[0, 2].numpy(), atol=1e-7)
 
@@ -184,3 +184,34 @@ def test_markup_in_a_sentence_is_shown_as_text():
     assert any(r"Neuron view: '\*·1'" in h for h in headers), headers  # the first "*", escaped for markdown
     head = charts(at)["Head view"]["data"][0]
     assert "&lt;·4" in head["x"] and not any("<" in label for label in head["x"])  # Plotly reads <b> as markup
+
+
+@pytest.mark.parametrize("lang", ["en", "zh-Hans"])
+def test_chinese_text_is_said_to_be_unreadable_and_its_unknown_tokens_are_marked(model, lang):
+    """Issue 14, point 18: "猫坐在垫子上" became four identical [UNK] tokens with no word of warning."""
+    at = run_page(MODEL, s="猫坐在垫子上 on the mat", lang=lang)
+    warning = next(w.value for w in at.warning if "[UNK:猫]" in w.value.replace("\\", ""))
+    assert ("4" in warning and "11" in warning) and ("English" in warning or "英文" in warning)
+    labels = charts(at)
+    head = next(fig for title, fig in labels.items() if title.startswith(("Head view", "单头视图")))
+    assert head["data"][0]["x"][1:5] == ["[UNK:猫]", "[UNK:坐]", "[UNK:在]", "[UNK:垫]"]
+    assert "子" in head["data"][0]["x"] and "mat" in head["data"][0]["x"]  # pieces it knows keep their own text
+    assert not [w for w in run_page(MODEL).warning if "[UNK" in w.value]  # an English sentence: no warning
+
+
+def test_unknown_tokens_of_a_pair_are_marked_with_their_own_sentences_text(model):
+    encoded = model.encode("a 猫", "b 🙂")
+    assert encoded.tokens == ["[CLS]", "a", "[UNK:猫]", "[SEP]", "b", "[UNK:🙂]", "[SEP]"]
+
+
+def test_each_head_worth_a_look_has_a_button_that_opens_it(model):
+    """Issue 14, point 19: the list of heads worth a look did nothing when clicked."""
+    at = run_page(MODEL)
+    buttons = [b for b in at.button if b.key and b.key.startswith("model:open_head:")]
+    assert buttons, "the finder lists at least one head for the default sentence"
+    layer, head = (int(n) for n in buttons[0].key.split(":")[2:4])
+    assert f"layer {layer}, head {head}" in buttons[0].label
+    buttons[0].click().run()
+    assert at.selectbox(key="w:model:layer").value == layer and at.pills(key="w:model:heads").value == [head]
+    assert charts(at)["Head view"]["layout"]["title"]["text"].endswith(f"layer {layer}, head {head}")
+    assert at.query_params["l"] == str(layer)

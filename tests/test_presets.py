@@ -259,3 +259,21 @@ def test_the_unit_sentences_preset_says_how_far_from_the_notes_print_it_is():
     assert (diffs > 5e-5).sum() >= 3  # not rounding noise: these read differently at 4 decimals
     for lang in LANGUAGES:
         assert "0.0001" in t("preset.unit_sentences.description", lang)
+
+
+def test_note_000_tanh_rule_has_its_own_preset_computed_as_the_note_writes_it():
+    """Issue 14, point 14: Softmax(sum(tanh(Linear([Q, K])))) · V, on the Linear([Q, K]) preset's numbers."""
+    import torch
+
+    tanh_rule, linear_rule = attnviz.PRESETS["concat_tanh"], attnviz.PRESETS["concat_linear"]
+    for name in ("queries", "keys", "values"):
+        assert torch.equal(getattr(tanh_rule, name), getattr(linear_rule, name))
+    trace = tanh_rule.run()
+    layer = attnviz.make_score_module("concat_tanh", 32, 32, seed=0, num_hiddens=8).W  # the note's nn.Linear
+    q, keys, values = tanh_rule.queries[0, 0], tanh_rule.keys[0], tanh_rule.values[0]
+    with torch.no_grad():
+        scores = torch.stack([torch.tanh(layer(torch.cat([q, k]))).sum() for k in keys])  # one [q; k] at a time
+    weights = torch.softmax(scores, dim=0)
+    np.testing.assert_allclose(ref.to_np(trace.weights)[0, 0], weights.numpy(), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(ref.to_np(trace.output)[0, 0], (weights @ values).numpy(), rtol=1e-5, atol=1e-6)
+    assert attnviz.presets.PRESET_PAGES["concat_tanh"] == "cross"

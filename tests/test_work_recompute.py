@@ -42,6 +42,29 @@ def numbers_in(text: str) -> list[float]:
     return [float(n) for n in re.findall(r"-?\d+(?:\.\d+)?(?:e-?\d+)?", text)]
 
 
+def vectors(note: str) -> list[list[float]]:
+    """The bracketed vectors of a worked line, in order ("[0.5, -1.2]" -> [0.5, -1.2])."""
+    found = re.findall(r"(?:= |: |：)\[(\(?-?\d[^\]]*)\]", note.replace(r"\dots", ""))  # not q[3]'s index
+    return [numbers_in(body) for body in found]
+
+
+def learned_score(name: str, note: str, q: np.ndarray, k: np.ndarray) -> float | None:
+    """a(q, k_1) by hand from the intermediates and weights that step 1 shows for a learned score."""
+    shown = vectors(note)
+    if name == "general":  # W k_1, then q · (W k_1)
+        return float(q @ np.array(shown[0]))
+    if name == "additive":  # W_q q + W_k k_1, tanh of it, w_v; then w_v · tanh(·)
+        hidden, squashed, w_v = (np.array(v) for v in shown[:3])
+        np.testing.assert_allclose(squashed, np.tanh(hidden), rtol=2e-3, atol=2e-4)
+        return float(w_v @ squashed)
+    if name == "concat":  # w and b; then w · [q; k_1] + b
+        bias = numbers_in(note.split("b =")[1])[0]
+        return float(np.array(shown[0]) @ np.concatenate([q, k]) + bias)
+    if name == "concat_tanh":  # tanh(W [q; k_1] + b); then its sum
+        return float(np.sum(shown[0]))
+    return None
+
+
 def hand_score(name: str, q: np.ndarray, k: np.ndarray, params: dict) -> float | None:
     """a(q, k) by hand for the scores whose inputs are all on the screen (the learned ones need their W's)."""
     if name in ("dot", "scaled_dot"):
@@ -81,6 +104,8 @@ def test_every_number_of_the_panel_follows_from_the_numbers_before_it(score, mas
             if by_hand is not None:
                 assert close(a[j], by_hand), (score, row, j, a[j], by_hand)
         assert "\\sqrt" not in steps[0].formula  # a is the score itself; the 1/√d belongs to step 2 only
+        if SCORES[score].learned:  # its intermediates and weights are on the screen: a follows from them
+            assert close(learned_score(score, steps[0].note, Q[row], K[0]), a[0], abs_=2e-3), (score, row)
         assert close(numbers_in(steps[0].note)[-1], a[0])
         # 2. scale and temperature: z = a × scale / T, with the scale and T the note states
         scale, temperature, *worked = numbers_in(steps[1].note)
@@ -108,3 +133,49 @@ def test_every_number_of_the_panel_follows_from_the_numbers_before_it(score, mas
         by_hand = np.array(weights) @ values
         for got, want in zip(output, by_hand, strict=True):
             assert close(got, want, abs_=2e-3), (score, row, output, by_hand)
+
+
+def shown_matrix(matrix: torch.Tensor) -> np.ndarray:
+    """A projection matrix as the numbers section prints it in its cells (3 significant digits)."""
+    return np.array([[float(f"{x:.3g}") for x in row] for row in matrix.tolist()])
+
+
+@pytest.mark.parametrize("heads", [1, 2])
+def test_projections_heads_and_the_residual_follow_from_the_numbers_shown(heads):
+    """Step 0 (W_q, W_k, W_v), the join by W_o and the residual E + ΔE: each number recomputed from the inputs and
+    the matrices as the page shows them."""
+    from attnviz.explain import explain_attention
+    from attnviz.multihead import multi_head_attend
+
+    x = torch.tensor(Q, dtype=torch.float32)
+    source = torch.tensor(K, dtype=torch.float32)
+    trace = multi_head_attend(x, source, source, num_heads=heads, projections="random", proj_seed=3, residual=True)
+    w_q, w_k, w_o = (shown_matrix(getattr(trace, name)) for name in ("W_q", "W_k", "W_o"))
+    width = Q.shape[1] // heads
+    for head in range(heads):
+        for row in range(Q.shape[0]):
+            steps = explain_attention(trace, head, row, f"q{row + 1}", [f"k{j + 1}" for j in range(K.shape[0])])
+            assert [s.number for s in steps] == [0, 1, 2, 3, 4, 5, 6, 7]
+            project, combine, residual = steps[0].note, steps[-2].note, steps[-1].note
+            # step 0: the first feature worked out, then q, k_1 of this head's features
+            x_row, first_q, first_k = (vectors(project)[i] for i in (0, 1, 3))  # x, q, (x_1,) k_1
+            assert x_row == pytest.approx(Q[row].tolist())
+            terms, result = re.search(r"· x = (.+?) = (\S+?)\. ", project).groups()
+            pairs = [(numbers_in(a)[0], numbers_in(b)[0]) for a, b in re.findall(r"(\S+) × (\S+)", terms)]
+            assert close(float(result), sum(a * b for a, b in pairs))  # the worked feature adds up
+            start = head * width
+            assert f"q[{start + 1}]" in project and [a for a, _ in pairs] == pytest.approx(
+                w_q[start].tolist(), rel=2e-3
+            )
+            np.testing.assert_allclose(first_q, (w_q @ Q[row])[start : start + width], rtol=0.01, atol=0.01)
+            np.testing.assert_allclose(first_k, (w_k @ K[0])[start : start + width], rtol=0.01, atol=0.01)
+            assert close(float(result), first_q[0])
+            # the join: ΔE = W_o [o(1); ...; o(h)], with this head's o as step 5 printed it
+            concat, delta = vectors(combine)[:2]
+            output = numbers_in(steps[5].note.split("= [")[-1])
+            np.testing.assert_allclose(concat[start : start + width], output, rtol=2e-3, atol=2e-4)
+            np.testing.assert_allclose(delta, w_o @ np.array(concat), rtol=0.01, atol=0.01)
+            # the residual: e + ΔE, with the query's own input
+            own, delta_again, result = vectors(residual)[0], vectors(residual)[1], vectors(residual)[-1]
+            assert own == pytest.approx(Q[row].tolist()) and delta_again == pytest.approx(delta)
+            np.testing.assert_allclose(result, np.array(own) + np.array(delta), rtol=2e-3, atol=2e-4)

@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from attnviz import figures
 from attnviz.bert_views import pooled_labels
 from attnviz.budget import BUDGET_SECONDS, DRAW_CELLS, Plan, plan, pool_factor
-from attnviz.explain import explain_row
+from attnviz.explain import explain_attention
 from attnviz.exports import python_snippet, weights_csv
 from attnviz.fields import field
 from attnviz.i18n import t
@@ -25,11 +25,13 @@ from attnviz.pipeline import (
     attention_request,
     first_rows,
     parse_guess,
+    resolve_inputs,
     run_attention,
     total_variation,
+    valid_lens_for,
 )
 from attnviz.plotting import colour_positions, unique_labels
-from attnviz.state import AttentionState, attention_fields, encode_attention
+from attnviz.state import AttentionState, apply_preset, attention_fields, encode_attention, preset_batches
 from attnviz.ui.common import chart, chart_tables, lazy_expander
 from attnviz.ui.session import PageSession
 from attnviz.ui.settings import current_language, error_text, palette, presenting, tr
@@ -146,6 +148,34 @@ def _weights_charts(
     ]
 
 
+def _batch_rows(page: str, state: AttentionState, inputs: AttentionInputs) -> None:
+    """A batched preset's every batch row in one chart, as d2l's show_heatmaps draws its (2, 10) weights: one row
+    per batch row's query, with that row's inputs and valid lengths and the page's scoring controls."""
+    weights, masks, labels = [], [], []
+    for batch in range(preset_batches(state.preset)):
+        row_state = apply_preset(state, state.preset, batch=batch, keep_controls=True)
+        try:
+            row_inputs = resolve_inputs(replace(row_state, lens_mode="none"))
+            lens = valid_lens_for(row_state, row_inputs.queries.shape[0], row_inputs.keys.shape[0])
+            row = run_attention(row_state, replace(row_inputs, valid_lens=lens))
+        except ValueError:
+            return  # the page's own chart already says what is wrong with these controls
+        weights.append(row.mean_weights.numpy())
+        masks.append(row.heads[0].mask.numpy())
+        labels += [tr("attention.batch_row_label", row=batch, query=q) for q in row_inputs.query_labels]
+    fig = figures.weights_heatmap(
+        np.concatenate(weights),
+        mask=np.concatenate(masks),
+        query_labels=labels,
+        key_labels=inputs.key_labels,
+        title=tr("attention.batch_rows_title"),
+        palette=palette(),
+        colour_range=state.crange,
+        lang=current_language(),
+    )
+    chart(fig, f"{page}_{state.preset}_batch_rows")
+
+
 def _numbers_section(
     session: PageSession, state: AttentionState, trace: MultiHeadTrace, inputs: AttentionInputs, shown: list[go.Figure]
 ) -> None:
@@ -173,8 +203,8 @@ def _numbers_section(
             for col, name in zip(st.columns(4), ("W_q", "W_k", "W_v", "W_o"), strict=True):
                 with col:
                     matrix = figures.matrix_heatmap(
-                        getattr(trace, name).numpy(), title=name, show_values=False, lang=lang
-                    )
+                        getattr(trace, name).numpy(), title=name, lang=lang
+                    )  # numbers when small
                     chart(matrix, f"{page}_{name}")
 
 
@@ -273,6 +303,8 @@ def _compute_and_draw(
         if guessed_row is None:
             return None  # the weights stay hidden until the student's guess is in
     shown = _weights_charts(session, state, trace, inputs, side)  # their tables are in the numbers section
+    if state.preset and preset_batches(state.preset) > 1:
+        _batch_rows(session.page, state, inputs)
     _numbers_section(session, state, trace, inputs, shown)
 
     def below() -> None:  # full width, below the controls and the charts: three panels; a column per quantity
@@ -288,7 +320,7 @@ def _compute_and_draw(
                 format_func=_head_label(),
                 key=session.key("workhead"),
             )
-        work_panel(explain_row(trace.heads[head_index], row, q_labels[row], k_labels, current_language()))
+        work_panel(explain_attention(trace, head_index, row, q_labels[row], k_labels, current_language()))
 
     head = trace.heads[0]
 

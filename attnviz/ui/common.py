@@ -80,10 +80,11 @@ def _page_links() -> None:
             return
 
 
-def chart(fig: go.Figure, name: str, key: str | None = None, table: str = "folded") -> go.Figure:
+def chart(fig: go.Figure, name: str, key: str | None = None, table: str = "folded", **select: Any) -> go.Figure:
     """A Plotly chart with the PNG export named after what it shows; larger type in presentation mode; and its text
     alternative, the same numbers as tables: below it in a section built only while opened ("folded"), right below
-    it ("inline"), or shown by the caller elsewhere ("elsewhere": `chart_tables`)."""
+    it ("inline"), or shown by the caller elsewhere ("elsewhere": `chart_tables`). `select`: st.plotly_chart's
+    on_select and selection_mode, for a chart that takes clicks."""
     if settings.presenting():
         height = fig.layout.height or 450
         size = settings.PRESENTATION_FONT
@@ -94,7 +95,7 @@ def chart(fig: go.Figure, name: str, key: str | None = None, table: str = "folde
         fig.update_xaxes(tickfont_size=size, title_font_size=size)
         fig.update_yaxes(tickfont_size=size, title_font_size=size)
         fig.update_layout(legend_font_size=size, hoverlabel_font_size=size)
-    st.plotly_chart(fig, width="stretch", config=chart_config(name), key=key)
+    st.plotly_chart(fig, width="stretch", config=chart_config(name), key=key, **select)  # select: on_select, ...
     if table == "inline":
         chart_tables(fig)
     elif table == "folded":

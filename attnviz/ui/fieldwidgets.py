@@ -42,17 +42,17 @@ def log_number(session: PageSession, f: Field, slider_label: str) -> float:
     """A positive number on a log scale: a slider over six steps per decade of the field's range (0.1 and 10 are as
     far from 1 as each other), beside the exact value, which stays typeable. Both show one value, the field's; the
     slider sits on the step nearest a typed value."""
-    key = session.bound(f.name)
     stops = tuple(s for s in (float(f"{stop:.3g}") for stop in LOG_STOPS) if f.low <= s <= f.high)
     slider_key = session.key(f"{f.name}_log")
-    # the slider follows the exact value (typed, or from a link) unless it was the slider that just moved
-    st.session_state[slider_key] = _nearest_stop(float(st.session_state[key]), stops)
 
     def slid() -> None:
-        st.session_state[key] = st.session_state[slider_key]
+        st.session_state[session.key(f.name)] = st.session_state[slider_key]
 
     exact, scale = st.columns([2, 3], vertical_alignment="bottom")
+    # The exact value first: its widget holds the value (typed, from a link, or sent by a reconnecting browser,
+    # which only the drawn widget knows); the slider then sits on its nearest step.
     value = number(session, f, where=exact)
+    st.session_state[slider_key] = _nearest_stop(float(value), stops)
     scale.select_slider(slider_label, stops, key=slider_key, on_change=slid, format_func=lambda v: f"{v:g}")
     return value
 

@@ -220,11 +220,11 @@ def _draw(state: KernelState, side: Any = None) -> None:
     )
     st.subheader(tr("kernel.learn_heading"))
     st.caption(tr("kernel.learn_caption"))
-    if st.button(
-        tr("kernel.learn_button"),
-        disabled=state.kernel == "boxcar" or len(state.keys) < 2,
-        help=tr("kernel.learn_help"),
-    ):
+    why_not = "boxcar" if state.kernel == "boxcar" else "points" if len(state.keys) < 2 else None
+    clicked = st.button(tr("kernel.learn_button"), disabled=why_not is not None, help=tr("kernel.learn_help"))
+    if why_not is not None:  # said beside the greyed-out button, not only in its tooltip
+        st.caption(tr(f"kernel.learn_off_{why_not}", kernel=tr(f"kernel.{state.kernel}.label")))
+    if clicked:
         lang = current_language()
 
         def epoch_text(**params: object) -> str:

@@ -12,7 +12,7 @@ import cachetools
 import streamlit as st
 
 from attnviz import figures, model_figures
-from attnviz.bert import MAX_MODEL_TOKENS, BertTrace, ModelUnavailableError
+from attnviz.bert import MAX_MODEL_TOKENS, BertTrace, ModelUnavailableError, unknown_count
 from attnviz.bert_views import (
     attentions_npz,
     find_heads,
@@ -27,7 +27,6 @@ from attnviz.bert_views import (
 )
 from attnviz.budget import model_seconds
 from attnviz.explain import explain_row
-from attnviz.i18n import t
 from attnviz.model_state import NUM_HEADS, NUM_LAYERS, PARTS, ModelState, decode_model, encode_model
 from attnviz.plotting import POSITION_MARK
 from attnviz.state import MAX_TEXT
@@ -83,10 +82,15 @@ def model_page() -> None:
     )
     state = replace(state, sentence=sentence, pair=pair)
     try:
-        tokens = len(get_model().encode(sentence, pair).tokens)  # ~1 ms: prices the run before it is computed
+        encoded = get_model().encode(sentence, pair).tokens  # ~1 ms: prices the run before it is computed
     except ValueError as exc:
         st.error(tr("model.sentence_error", error=error_text(exc)), icon="🚫")
-        tokens = 0
+        encoded = []
+    tokens = len(encoded)
+    unknown = [token for token in encoded if unknown_count([token])]
+    if unknown:  # Chinese, emoji, ...: the vocabulary is English WordPiece; say so, and what it could not read
+        shown = md_escape(" ".join(unknown[:8]) + (" …" if len(unknown) > 8 else ""))
+        st.warning(tr("model.unknown", count=len(unknown), total=tokens, tokens=shown), icon="⚠️")
     _controls_and_results(state, model_seconds(tokens))
 
 
@@ -102,20 +106,16 @@ def _trace(state: ModelState) -> BertTrace | None:
         return None
 
 
-def _head_label() -> Callable[[int], str]:
-    """Head 1, 2, ... as "head 1", ... in this run's language."""
-    lang = current_language()
-    return lambda head: t("model.head_n", lang, n=head)
-
-
 def _controls(state: ModelState, trace: BertTrace | None) -> ModelState:
     """Layer, heads, token filters and the followed token."""
     layer = st.selectbox(tr("model.layer"), list(range(1, NUM_LAYERS + 1)), key=SESSION.key("layer"))
-    heads = st.multiselect(
+    # One pill per head, all twelve in view: a multiselect's chips ("head 12 ×") were cut off in this column
+    heads = st.pills(
         tr("model.heads"),
         list(range(1, NUM_HEADS + 1)),
+        selection_mode="multi",
         key=SESSION.key("heads"),
-        format_func=_head_label(),
+        format_func=str,
     )
     if not heads:
         st.warning(tr("model.no_head", head=state.heads[0]))
@@ -157,20 +157,40 @@ def _controls(state: ModelState, trace: BertTrace | None) -> ModelState:
     )
 
 
+VIEW_KEY = "model:view"  # the model view's chart: a click on a head's thumbnail opens that head
+
+
+def _open_head(layer: int, head: int) -> None:
+    """Show one head in the head view and the neuron view (a click on its thumbnail, or its button)."""
+    st.session_state[SESSION.key("layer")] = int(layer)
+    st.session_state[SESSION.key("heads")] = [int(head)]
+
+
+def _open_clicked_head() -> None:
+    """Callback of the model view: the clicked thumbnail's head, from its point's (layer, head)."""
+    event = st.session_state.get(VIEW_KEY)
+    points = event.selection.points if event is not None else []
+    if points and points[0].get("customdata"):
+        layer, head = points[0]["customdata"][:2]
+        _open_head(layer, head)
+
+
 def _finder(trace: BertTrace) -> None:
-    """The heads of this sentence that do something recognisable, as a small table."""
-    lines = [
-        tr(
-            "model.finder_line",
-            target=md_escape(tr(f"model.pattern.{pattern}")),
-            layer=layer,
-            head=head,
-            weight=f"{weight:.2f}",
+    """The heads of this sentence that do something recognisable, each with a button that opens it."""
+    found = find_heads(trace)
+    if not found:
+        return
+    st.markdown(tr("model.finder"))
+    for pattern, layer, head, weight in found:
+        label = tr("model.finder_button", target=tr(f"model.pattern.{pattern}"), layer=layer, head=head,
+                   weight=f"{weight:.2f}")  # fmt: skip
+        st.button(
+            label,
+            key=SESSION.part("open_head", layer, head),
+            on_click=_open_head,
+            args=(layer, head),
+            help=tr("model.open_head_help"),
         )
-        for pattern, layer, head, weight in find_heads(trace)
-    ]
-    if lines:
-        st.markdown(tr("model.finder") + "\n\n" + "\n".join(lines))
 
 
 def _draw(state: ModelState, trace: BertTrace) -> Callable[[], None]:
@@ -193,6 +213,9 @@ def _draw(state: ModelState, trace: BertTrace) -> Callable[[], None]:
                 lang=current_language(),
             ),
             "model_view",
+            key=VIEW_KEY,
+            on_select=_open_clicked_head,
+            selection_mode="points",
         )
         if pooled:
             st.caption(tr("model.pooled", count=len(tokens), size=size))

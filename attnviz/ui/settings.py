@@ -194,7 +194,8 @@ def sidebar_controls() -> None:
 
 # Every page: a wide table (show-your-work with many value columns) scrolls inside its own box instead of pushing
 # the page sideways (on a phone), and its headers stay on one line; compact cells, so that show-your-work's table
-# (key, five quantities and eight value columns) fits the page's full width at 1400 px. A fixed style sheet of the app's
+# (key, five quantities and eight value columns) fits the page's full width at 1400 px. A button's label and a row
+# of pills wrap onto more lines instead of being cut off in a narrow column. A fixed style sheet of the app's
 # own, never user text.
 PAGE_CSS = """
 <style>
@@ -202,6 +203,8 @@ PAGE_CSS = """
   [data-testid="stMarkdownContainer"] th, [data-testid="stMarkdownContainer"] td {
     white-space: nowrap; padding: 0.3rem 0.4rem; font-size: 0.9rem;
   }
+  [data-testid="stButton"] [data-testid="stMarkdownContainer"], [data-testid="stButton"] p { white-space: normal; }
+  [data-testid="stButtonGroup"] div:has(> button) { flex-wrap: wrap; }
 </style>
 """
 
