@@ -54,6 +54,11 @@ class Preset:
         return multi_head_attend(self.queries, self.keys, self.values, **self.settings)
 
 
+def _note_004_scores() -> Tensor:
+    """Note 004's torch.rand(2, 2, 4) score tensor, seeded (the note's own numbers were not printed with a seed)."""
+    return torch.rand(2, 2, 4, generator=torch.Generator().manual_seed(4))
+
+
 def _seeded_normal(seed: int, *shape: int) -> Tensor:
     return torch.normal(0.0, 1.0, shape, generator=torch.Generator().manual_seed(seed))
 
@@ -254,6 +259,24 @@ _BUILDERS: dict[str, Callable[[], Preset]] = {
         key_labels=[f"k{i + 1}" for i in range(32)],
         runner=_run_attend,
     ),
+    "masked_softmax": lambda: Preset(
+        "masked_softmax",
+        torch.zeros(2, 2, 1),
+        torch.zeros(2, 4, 1),
+        torch.eye(4).expand(2, 4, 4).clone(),  # the values are the identity: each output row is its weights
+        {"score": "given", "scores": _note_004_scores(), "valid_lens": [2, 3]},
+        query_labels=["q1", "q2"],
+        key_labels=["k1", "k2", "k3", "k4"],
+    ),
+    "masked_softmax_per_query": lambda: Preset(
+        "masked_softmax_per_query",
+        torch.zeros(2, 2, 1),
+        torch.zeros(2, 4, 1),
+        torch.eye(4).expand(2, 4, 4).clone(),
+        {"score": "given", "scores": _note_004_scores(), "valid_lens": [[1, 3], [2, 4]]},
+        query_labels=["q1", "q2"],
+        key_labels=["k1", "k2", "k3", "k4"],
+    ),
     "cross_residual": lambda: Preset(
         "cross_residual",
         _shared()["target"][1],
@@ -285,6 +308,8 @@ PRESET_PAGES: dict[str, str] = {
     "decoder_state_cosine": "cross",
     "concat_linear": "cross",
     "concat_tanh": "cross",
+    "masked_softmax": "cross",
+    "masked_softmax_per_query": "cross",
     "cross_residual": "cross",
     "d2l_toy_regression": "kernel",
 }

@@ -28,6 +28,10 @@ HIDDENS = Field("num_hiddens", "nh", "int", 8, 1, 256, label="widget.hidden_unit
 BANDWIDTH = Field(
     "bandwidth", "bw", "float", 1.0, 0.001, 10_000.0, label="widget.bandwidth", help="param.bandwidth.help", fmt="%.4g"
 )
+# Typed scores (note 004's masked softmax starts from a score tensor): one row per query, one column per key
+SCORE_MATRIX = Field(
+    "scores", "S", "matrix", ((0.0,),), max_len=64, max_cols=64, label="widget.score_matrix", help="param.scores.help"
+)
 ParamSpec = Field  # the name the public API has used for a parameter's declaration
 
 
@@ -156,6 +160,19 @@ class ConcatTanhScore(LearnedScore):
         return by_query_chunks(pairwise, queries, keys, width)
 
 
+def given_scores(queries: Tensor, keys: Tensor, scores: Any = ((0.0,),)) -> Tensor:
+    """Scores typed directly: (Q, K), or (B, Q, K) for a batch, one row per query and one column per key."""
+    given = torch.as_tensor(scores, dtype=queries.dtype)
+    given = given.unsqueeze(0) if given.dim() == 2 else given
+    batch, num_queries, num_keys = queries.shape[0], queries.shape[1], keys.shape[1]
+    if given.dim() != 3 or given.shape[-2:] != (num_queries, num_keys) or given.shape[0] not in (1, batch):
+        rows, cols = (given.shape[-2], given.shape[-1]) if given.dim() >= 2 else (0, 0)
+        raise AttnvizError("given_shape", rows=rows, cols=cols, queries=num_queries, keys=num_keys)
+    if not torch.isfinite(given).all():
+        raise AttnvizError("given_finite")
+    return given.expand(batch, num_queries, num_keys)
+
+
 def dot_scores(queries: Tensor, keys: Tensor) -> Tensor:
     """q·k for every pair: (B, Q, K)."""
     return queries @ keys.transpose(-1, -2)
@@ -268,6 +285,13 @@ SCORES: dict[str, ScoreSpec] = {
             r"a(\mathbf q, \mathbf k) = -\frac{\lVert \mathbf q - \mathbf k \rVert^2}{2\sigma^2}",
             params=(BANDWIDTH,),
             fn=gaussian_scores,
+        ),
+        ScoreSpec(
+            "given",
+            r"a(\mathbf q_i, \mathbf k_j) = S_{ij}",
+            params=(SCORE_MATRIX,),
+            same_dim=False,
+            fn=given_scores,
         ),
     )
 }

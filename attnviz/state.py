@@ -65,6 +65,7 @@ class AttentionState:
     values: Matrix = DEFAULT_X
     score: str = "scaled_dot"
     score_seed: int = 0
+    score_matrix: Matrix = ((0.0,),)  # the typed scores (score "given"): one row per query, one column per key
     num_hiddens: int = 8
     bandwidth: float = 1.0
     temperature: float = 1.0
@@ -123,7 +124,7 @@ COLOUR_RANGE = Field(
 
 # The scores' parameters are declared once, in attnviz.scores; the page state keeps each under its own name, except
 # a score's seed, kept as `score_seed` beside the embedding and projection seeds.
-SCORE_PARAM_ATTRS = {"seed": "score_seed"}
+SCORE_PARAM_ATTRS = {"seed": "score_seed", "scores": "score_matrix"}
 
 
 @functools.cache
@@ -333,7 +334,10 @@ def preset_lens(key: str, batch: int) -> tuple[str, tuple[int, ...]]:
     lens = PRESETS[key].settings.get("valid_lens")
     if lens is None:
         return "none", ()
-    return "all", (int(lens[min(batch, len(lens) - 1)]),)
+    row = lens[min(batch, len(lens) - 1)]
+    if isinstance(row, list | tuple):  # one length per query of the row (note 004's [[1, 3], [2, 4]])
+        return "per_query", tuple(int(n) for n in row)
+    return "all", (int(row),)
 
 
 def apply_preset(state: AttentionState, key: str, batch: int = 0, keep_controls: bool = False) -> AttentionState:
@@ -357,6 +361,8 @@ def apply_preset(state: AttentionState, key: str, batch: int = 0, keep_controls:
         lens_mode=lens_mode,
         lens=lens,
     )
+    if "scores" in settings:  # typed scores belong to the batch row, like its inputs
+        changes["score_matrix"] = _rows(settings["scores"], batch)
     if not keep_controls:
         defaults = default_attention_state(state.page)
         changes.update(

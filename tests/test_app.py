@@ -67,11 +67,38 @@ def test_home_page_runs_and_works_the_waist_example():
     np.testing.assert_allclose(weights, [[0.0, 0.5, 0.5]], atol=1e-6)
 
 
+TYPED_8X8 = ";".join(",".join(str((i * 3 + j * 5) % 7 - 3) for j in range(8)) for i in range(8))  # the 8 tokens
+
+
 @pytest.mark.parametrize("score", list(attnviz.SCORES))
 def test_self_attention_chart_matches_core_for_every_score(score):
-    at = run_page(SELF, sc=score)
-    state = decode_attention({"sc": score}, "self").state
+    params = {"sc": score, **({"S": TYPED_8X8} if score == "given" else {})}
+    at = run_page(SELF, **params)
+    state = decode_attention(params, "self").state
     np.testing.assert_allclose(first_weights(at), core_weights(state), atol=1e-6)
+
+
+def test_typed_scores_of_the_wrong_shape_are_reported_and_the_page_keeps_working():
+    at = run_page(SELF, sc="given", S="1,2;3,4")
+    assert any("2 rows and 2 columns" in e.value and "8 queries and 8 keys" in e.value for e in at.error)
+    at = run_page(SELF, sc="given", S=TYPED_8X8, lang="zh-Hans")
+    assert not at.error and first_weights(at).shape == (8, 8)
+
+
+@pytest.mark.parametrize(
+    ("key", "lens"), [("masked_softmax", [[2, 2], [3, 3]]), ("masked_softmax_per_query", [[1, 3], [2, 4]])]
+)
+def test_note_004_masked_softmax_presets_show_the_notes_valid_lengths(key, lens):
+    """Issue 14, point 13: note 004's mask_softmax on a typed (2, 2, 4) score tensor, with valid_lens [2, 3] and
+    [[1, 3], [2, 4]]; each batch row's weights are the softmax of its first n scores, exactly 0 beyond."""
+    scores = attnviz.PRESETS[key].settings["scores"].numpy()
+    for batch in (0, 1):
+        at = run_page(CROSS, p=key, b=str(batch))
+        assert at.selectbox(key="w:cross:score").value == "given"
+        weights = np.nan_to_num(first_weights(at))
+        for query, n in enumerate(lens[batch]):
+            row = np.exp(scores[batch, query, :n]) / np.exp(scores[batch, query, :n]).sum()
+            np.testing.assert_allclose(weights[query], np.concatenate([row, np.zeros(4 - n)]), atol=1e-6)
 
 
 def test_self_attention_causal_mask_is_drawn_as_masked():

@@ -209,7 +209,7 @@ def test_each_head_worth_a_look_has_a_button_that_opens_it(model):
     at = run_page(MODEL)
     buttons = [b for b in at.button if b.key and b.key.startswith("model:open_head:")]
     assert buttons, "the finder lists at least one head for the default sentence"
-    layer, head = (int(n) for n in buttons[0].key.split(":")[2:4])
+    layer, head = (int(n) for n in buttons[0].key.split(":")[3:5])  # model:open_head:<pattern>:<layer>:<head>
     assert f"layer {layer}, head {head}" in buttons[0].label
     buttons[0].click().run()
     assert at.selectbox(key="w:model:layer").value == layer and at.pills(key="w:model:heads").value == [head]

@@ -24,6 +24,7 @@ Q = np.array([[0.5, -1.0, 2.0, 0.25], [1.5, 0.0, -0.5, 1.0], [-0.75, 0.5, 1.0, -
 K = np.array([[1.0, 0.5, -0.5, 0.0], [0.0, 2.0, 1.0, -1.0], [-1.0, 0.25, 0.5, 1.5], [0.5, -0.5, -1.0, 2.0]])
 V = np.array([[1.0, -2.0, 0.5], [0.0, 1.5, -1.0], [2.5, 0.5, 0.0], [-1.0, 1.0, 3.0]])
 TEMPERATURE = 0.7
+TYPED = [[0.5, -1.25, 2.0, 0.0], [1.5, 0.75, -0.5, 3.0], [-2.0, 0.25, 1.0, -0.75]]  # the "given" score's S
 MASKS = {"none": {}, "causal": {"causal": True}, "valid_lens": {"valid_lens": torch.tensor([3, 1, 2])}}
 
 
@@ -79,6 +80,7 @@ def hand_score(name: str, q: np.ndarray, k: np.ndarray, params: dict) -> float |
 @pytest.mark.parametrize("mask", list(MASKS))
 @pytest.mark.parametrize("score", list(SCORES))
 def test_every_number_of_the_panel_follows_from_the_numbers_before_it(score, mask):
+    typed = {"scores": TYPED} if score == "given" else {}
     trace = attend(
         torch.tensor(Q, dtype=torch.float32),
         torch.tensor(K, dtype=torch.float32),
@@ -86,6 +88,7 @@ def test_every_number_of_the_panel_follows_from_the_numbers_before_it(score, mas
         score=score,
         temperature=TEMPERATURE,
         **MASKS[mask],
+        **typed,
     )
     for row in range(Q.shape[0]):
         keys = [f"k{j + 1}" for j in range(K.shape[0])]
@@ -100,7 +103,7 @@ def test_every_number_of_the_panel_follows_from_the_numbers_before_it(score, mas
 
         # 1. the score: by hand where the inputs are on the screen; the worked line ends on the table's a
         for j in range(K.shape[0]):
-            by_hand = hand_score(score, Q[row], K[j], trace.score_params)
+            by_hand = TYPED[row][j] if score == "given" else hand_score(score, Q[row], K[j], trace.score_params)
             if by_hand is not None:
                 assert close(a[j], by_hand), (score, row, j, a[j], by_hand)
         assert "\\sqrt" not in steps[0].formula  # a is the score itself; the 1/√d belongs to step 2 only

@@ -105,6 +105,7 @@ DYNAMIC_IDS = (
     N_("field.page_self"),
     N_("field.points"),
     N_("field.query_size"),
+    N_("field.score_matrix"),
     N_("field.score_seed"),
     N_("field.value_size"),
 )

@@ -11,6 +11,7 @@ import streamlit as st
 
 from attnviz import figures
 from attnviz.budget import BUDGET_SECONDS, fit_rows, fit_seconds
+from attnviz.errors import AttnvizError, Name
 from attnviz.explain import explain_kernel_row, number_text
 from attnviz.fields import MAX_POINTS, field, format_number
 from attnviz.i18n import t
@@ -107,7 +108,10 @@ def _query_points() -> tuple[float, ...] | None:
     queries = field(KERNEL_FIELDS, "queries")
     text = st.text_input(tr(queries.label), key=SESSION.bound("queries"), max_chars=MAX_VECTOR_TEXT)
     try:
-        return queries.parse(text)
+        points = queries.parse(text)
+        if not points:  # an empty box (or a link's empty q=): nothing to predict at
+            raise AttnvizError("empty", name=Name(queries.name))
+        return points
     except ValueError as exc:
         st.error(tr("kernel.queries_example", error=error_text(exc)), icon="🚫")
         return None

@@ -186,7 +186,7 @@ def _finder(trace: BertTrace) -> None:
                    weight=f"{weight:.2f}")  # fmt: skip
         st.button(
             label,
-            key=SESSION.part("open_head", layer, head),
+            key=SESSION.part("open_head", pattern, layer, head),  # one head may do two things
             on_click=_open_head,
             args=(layer, head),
             help=tr("model.open_head_help"),

@@ -90,11 +90,16 @@ def score_picker(session: PageSession, f: Field) -> str:
 
 
 def score_params(session: PageSession, fields: tuple[Field, ...], name: str) -> dict[str, Any]:
-    """Inputs for the chosen score's parameters (seed, hidden units, bandwidth), drawn from their fields."""
+    """Inputs for the chosen score's parameters (seed, hidden units, bandwidth, typed scores), drawn from their
+    fields."""
     values = {}
     for param in SCORES[name].params:
         f = next(f for f in fields if f.key == param.key)  # the page's field of this parameter (same link key)
-        values[f.name] = number(session, f)
+        if f.kind == "matrix":  # typed scores: a row per query, a column per key; the last good ones on an error
+            matrix = matrix_editor(session, f.name, tr(f.label), tr(f.help))
+            values[f.name] = matrix if matrix is not None else session.value(f.name)
+        else:
+            values[f.name] = number(session, f)
     return values
 
 
