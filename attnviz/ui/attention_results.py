@@ -20,6 +20,7 @@ from attnviz.exports import python_snippet, weights_csv
 from attnviz.fields import field
 from attnviz.i18n import t
 from attnviz.multihead import MultiHeadTrace
+from attnviz.note_attn import Attn, bmm_rule, shape_steps
 from attnviz.pipeline import (
     AttentionInputs,
     attention_request,
@@ -36,7 +37,7 @@ from attnviz.ui.common import chart, chart_tables, lazy_expander
 from attnviz.ui.session import PageSession
 from attnviz.ui.settings import current_language, error_text, palette, presenting, tr
 from attnviz.ui.turns import ServerBusyError, busy_note, turn
-from attnviz.ui.widgets import colour_range_picker, selected_row, show_error, work_panel
+from attnviz.ui.widgets import colour_range_picker, markdown_table, selected_row, show_error, work_panel
 
 
 def _head_label() -> Callable[[int], str]:
@@ -176,6 +177,32 @@ def _batch_rows(page: str, state: AttentionState, inputs: AttentionInputs) -> No
     chart(fig, f"{page}_{state.preset}_batch_rows")
 
 
+def _note_attn_module(page: str, state: AttentionState, inputs: AttentionInputs) -> None:
+    """Note 000's Attn module as written (typos fixed), on this preset's first query, first key and values: its
+    shapes step by step, torch.bmm's rule with the letters filled in, and the weights it puts on V's rows."""
+    st.subheader(tr("note_attn.heading"))
+    st.caption(tr("note_attn.caption"))
+    q, k, v = inputs.queries[:1].unsqueeze(0), inputs.keys[:1].unsqueeze(0), inputs.values.unsqueeze(0)
+    module = Attn(q.shape[-1], k.shape[-1], v.shape[1], v.shape[2], v.shape[2], seed=state.score_seed)
+    steps = shape_steps(module, q, k, v)
+    rows = [[step.code, " · ".join(map(str, step.shapes_in)), str(step.shape_out)] for step in steps]
+    columns = [tr("note_attn.code"), tr("note_attn.shapes_in"), tr("note_attn.shape_out")]
+    st.markdown(markdown_table(columns, rows))
+    bmm = next(step for step in steps if step.code.startswith("torch.bmm"))
+    st.markdown(tr("note_attn.bmm", **bmm_rule(*bmm.shapes_in)))
+    weights = next(step for step in steps if step.code.startswith("F.softmax")).value
+    fig = figures.weights_heatmap(
+        weights.numpy(),
+        query_labels=["q"],
+        key_labels=[f"v{i + 1}" for i in range(weights.shape[-1])],
+        title=tr("note_attn.weights_title"),
+        palette=palette(),
+        colour_range=state.crange,
+        lang=current_language(),
+    )
+    chart(fig, f"{page}_note_attn_weights")
+
+
 def _numbers_section(
     session: PageSession, state: AttentionState, trace: MultiHeadTrace, inputs: AttentionInputs, shown: list[go.Figure]
 ) -> None:
@@ -310,6 +337,8 @@ def _compute_and_draw(
     def below() -> None:  # full width, below the controls and the charts: three panels; a column per quantity
         if state.compare and fit.compare:
             _comparison(session.page, computed_state, trace, inputs)
+        if state.preset == "concat_linear":
+            _note_attn_module(session.page, state, inputs)
         st.subheader(tr("attention.show_work"))
         row = selected_row(session, q_labels, tr("widget.query_row")) if guessed_row is None else guessed_row
         head_index = 0
