@@ -440,3 +440,18 @@ def test_d2l_presets_show_every_batch_row_as_show_heatmaps_does(key):
     assert np.isnan(z[0, 2:]).all() and np.isnan(z[1, 6:]).all()  # masked beyond each row's valid length
     at = run_page(CROSS, p="concat_linear")  # one batch row: no such chart
     assert not [f for f in figures(at) if f["layout"]["title"]["text"].startswith("Every batch row")]
+
+
+def test_random_projections_show_w_q_w_k_w_v_with_the_heads_rows_marked():
+    """Issue 14, point 1: step 1 multiplied numbers that appeared nowhere; the W's are beside step 0 now."""
+    at = run_page(SELF, pr="random", h="2", ps="5")
+    box = next(e for e in at.expander if e.label.startswith("W_q, W_k and W_v"))
+    text = " ".join(m.value for m in box.markdown).replace("\\", "")
+    state = decode_attention({"pr": "random", "h": "2", "ps": "5"}, "self").state
+    inputs = attnviz.pipeline.resolve_inputs(state)
+    trace = attnviz.pipeline.run_attention(state, inputs)
+    first = f"{float(trace.W_q[0, 0]):.4g}"
+    assert "▶ 1" in text and "▶ 4" in text and "▶ 5" not in text  # head 1 of 2: rows 1-4 of 8
+    assert first in text and text.count("**W_") == 3
+    work = " ".join(m.value for m in at.markdown).replace("\\", "")
+    assert "q[1] = (row 1 of W_q)" in work

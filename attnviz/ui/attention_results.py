@@ -33,7 +33,7 @@ from attnviz.pipeline import (
 )
 from attnviz.plotting import colour_positions, unique_labels
 from attnviz.state import AttentionState, apply_preset, attention_fields, encode_attention, preset_batches
-from attnviz.ui.common import chart, chart_tables, lazy_expander
+from attnviz.ui.common import arrow_table, chart, chart_tables, lazy_expander
 from attnviz.ui.session import PageSession
 from attnviz.ui.settings import current_language, error_text, palette, presenting, tr
 from attnviz.ui.turns import ServerBusyError, busy_note, turn
@@ -203,6 +203,33 @@ def _note_attn_module(page: str, state: AttentionState, inputs: AttentionInputs)
     chart(fig, f"{page}_note_attn_weights")
 
 
+SMALL_MATRIX = 8  # W's of up to 8 columns are shown open, in full; larger ones folded
+
+
+def _projection_matrices(trace: MultiHeadTrace, head: int) -> None:
+    """W_q, W_k and W_v, the numbers step 0 multiplies: open when small, folded when large, each with the rows of
+    the head being explained marked (step 0 works out the first of them)."""
+    width = trace.heads[head].queries.shape[-1]
+    small = trace.W_q.shape[1] <= SMALL_MATRIX
+    with st.expander(tr("explain.matrices", first=head * width + 1, last=(head + 1) * width), expanded=small):
+        for name in ("W_q", "W_k", "W_v"):
+            matrix = getattr(trace, name)
+            rows = head_rows(matrix.shape[0], head, trace.num_heads)
+            columns = ["", *[str(j + 1) for j in range(matrix.shape[1])]]
+            table = [[f"▶ {i + 1}" if i in rows else str(i + 1), *values] for i, values in enumerate(matrix.tolist())]
+            st.markdown(f"**{name}**")
+            if small:
+                st.markdown(markdown_table(columns, table))
+            else:
+                st.dataframe(arrow_table(columns, table), hide_index=True, width="stretch")
+
+
+def head_rows(rows: int, head: int, heads: int) -> range:
+    """The rows of a projection matrix that make this head's features (W_q, W_k, W_v are split by head)."""
+    width = rows // heads
+    return range(head * width, (head + 1) * width)
+
+
 def _numbers_section(
     session: PageSession, state: AttentionState, trace: MultiHeadTrace, inputs: AttentionInputs, shown: list[go.Figure]
 ) -> None:
@@ -350,6 +377,8 @@ def _compute_and_draw(
                 key=session.key("workhead"),
             )
         work_panel(explain_attention(trace, head_index, row, q_labels[row], k_labels, current_language()))
+        if trace.projections != "identity":
+            _projection_matrices(trace, head_index)
 
     head = trace.heads[0]
 

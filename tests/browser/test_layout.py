@@ -84,3 +84,38 @@ def test_the_batch_row_beside_the_chart_loads_that_row_on_a_projector(new_page, 
     assert _masked_cells(wait_for_figures(page, lambda figs: _masked_cells(figs) != 8)) == 4
     assert "b=1" in page.url
     assert exceptions(page) == []
+
+
+_COMPARISON_JS = """() => {
+  const boxes = (el) => { const r = el.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+  const charts = [...document.querySelectorAll('.js-plotly-plot')].filter((gd) => (gd.layout.title || {}).text);
+  const compared = charts.slice(-3);  // the two scores and their difference, drawn last
+  return compared.map((gd) => ({
+    chart: boxes(gd),
+    title: boxes(gd.querySelector('.gtitle')),
+    bar: boxes(gd.querySelector('.colorbar')),
+    ticks: gd.querySelectorAll('.xtick').length,
+  }));
+}"""
+
+
+def _overlap(a: list[float], b: list[float]) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def test_the_comparison_view_at_1400_px_has_every_title_colour_bar_and_label_apart(new_page, server) -> None:
+    """Issue 14, point 10, with 16 tokens: three charts apart, each title clear of its colour bar, every key
+    labelled (the one-figure view overlapped its titles, ran its colour bars together and dropped every second
+    label)."""
+    sentence = "the+quick+brown+fox+jumps+over+the+lazy+dog+and+runs+far+into+the+green+wood"
+    page: Page = new_page(viewport=DESK)
+    goto(page, server.url_for("Self_attention") + f"?cmp=additive&s={sentence}")
+    wait_for_plotly(page, count=4)
+    parts = page.evaluate(_COMPARISON_JS)
+    screenshot(page, "layout_comparison_16_tokens")
+    assert len(parts) == 3
+    for i, part in enumerate(parts):
+        assert not _overlap(part["title"], part["bar"]), part
+        assert part["ticks"] == 16, part  # every one of the 16 keys
+        for other in parts[i + 1 :]:
+            assert not _overlap(part["chart"], other["chart"]), (part, other)
