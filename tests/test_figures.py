@@ -546,7 +546,10 @@ def test_model_view_tiles_every_head_as_bytes_and_outlines_the_chosen_ones():
     views = RNG.dirichlet(np.ones(5), size=(6, 12, 4)).astype(np.float32)  # (L, h, r, c): 4 queries, 5 keys
     queries, keys = ["[CLS]", "a", "b", "[SEP]"], ["[CLS]", "a", "b", "c", "[SEP]"]
     fig = model_figures.model_view(views, row_labels=queries, col_labels=keys, selected_layer=3, selected_heads=(2, 7))
-    assert len(fig.data) == 1
+    assert [trace.type for trace in fig.data] == ["heatmap", "scatter"]  # the tiles, and a point per head to click
+    targets = fig.data[1]
+    assert len(targets.x) == 6 * 12 and list(targets.customdata[13]) == [2, 2]  # layer 2, head 2
+    assert targets.x[13] == fig.data[0].x[1 * 5 + 2] and targets.y[13] == fig.data[0].y[1 * 4 + 2]  # its centre
     z = np.asarray(fig.data[0].z)
     assert z.dtype == np.uint8 and z.shape == (6 * 4, 12 * 5)
     tile = z[2 * 4 : 3 * 4, 6 * 5 : 7 * 5]  # layer 3, head 7
