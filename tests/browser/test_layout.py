@@ -94,7 +94,7 @@ _COMPARISON_JS = """() => {
     chart: boxes(gd),
     title: boxes(gd.querySelector('.gtitle')),
     bar: boxes(gd.querySelector('.colorbar')),
-    ticks: gd.querySelectorAll('.xtick').length,
+    ticks: gd.querySelectorAll('g.xtick text').length,
   }));
 }"""
 
