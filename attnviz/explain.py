@@ -9,10 +9,11 @@ from typing import Any
 import torch
 
 from attnviz.i18n import DEFAULT_LANGUAGE, t
-from attnviz.scores import SCORES
+from attnviz.scores import SCORES, make_score_module
 from attnviz.trace import AttentionTrace
 
 MAX_TERMS = 6  # coordinates written out in a worked sum before eliding with "…"
+MAX_VECTOR = 8  # entries of an intermediate vector written out before "…"
 
 
 @dataclass(frozen=True)
@@ -73,11 +74,19 @@ def _tex_label(text: str) -> str:
     return r"\text{" + "".join(specials.get(ch, ch) for ch in text[:20]) + "}"
 
 
-def _sum_terms(a: list[float], b: list[float], op: str = r"\times") -> str:
-    terms = [f"{factor(x)} {op} {factor(y)}" for x, y in zip(a[:MAX_TERMS], b[:MAX_TERMS], strict=False)]
+def _products(a: list[float], b: list[float], tex: bool = True) -> str:
+    """a_1 × b_1 + a_2 × b_2 + … written out (LaTeX, or text), negative factors in brackets, MAX_TERMS of them."""
+    times, more = (r"\times", r"\dots") if tex else ("×", "…")
+    terms = [f"{factor(x, tex)} {times} {factor(y, tex)}" for x, y in zip(a[:MAX_TERMS], b[:MAX_TERMS], strict=False)]
     if len(a) > MAX_TERMS:
-        terms.append(r"\dots")
+        terms.append(more)
     return " + ".join(terms)
+
+
+def _vector(values: list[float], tex: bool = True) -> str:
+    """[v_1, v_2, …] (LaTeX, or text), MAX_VECTOR entries of it."""
+    number, more = (number_tex, r", \dots") if tex else (number_text, ", …")
+    return "[" + ", ".join(number(x) for x in values[:MAX_VECTOR]) + (more if len(values) > MAX_VECTOR else "") + "]"
 
 
 def score_working(trace: AttentionTrace, row: int, key: int) -> str:
@@ -88,7 +97,7 @@ def score_working(trace: AttentionTrace, row: int, key: int) -> str:
     j = key + 1
     a = rf"a(\mathbf q, \mathbf k_{{{j}}})"
     if trace.score in ("dot", "scaled_dot"):
-        return rf"{a} = \mathbf q \cdot \mathbf k_{{{j}}} = {_sum_terms(q, k)} = {s}"
+        return rf"{a} = \mathbf q \cdot \mathbf k_{{{j}}} = {_products(q, k)} = {s}"
     if trace.score == "cosine":
         nq, nk = math.sqrt(sum(x * x for x in q)), math.sqrt(sum(x * x for x in k))
         dot = sum(x * y for x, y in zip(q, k, strict=True))
@@ -98,30 +107,15 @@ def score_working(trace: AttentionTrace, row: int, key: int) -> str:
         sigma = trace.score_params.get("bandwidth", 1.0)
         lhs = rf"{a} = -\frac{{\lVert \mathbf q - \mathbf k_{{{j}}} \rVert^2}}{{2\sigma^2}}"
         return rf"{lhs} = -\frac{{{number_tex(sq)}}}{{2 \times {number_tex(sigma)}^2}} = {s}"
-    module = _score_module(trace)
-    if module is not None:
+    spec = SCORES.get(trace.score)
+    if spec is not None and spec.module is not None:  # its weights, rebuilt from the trace's seed, as attend built them
+        module = make_score_module(trace.score, trace.queries.shape[-1], trace.keys.shape[-1], **trace.score_params)
         worked = _learned_working(trace.score, module, trace.queries[row], trace.keys[key], j)
-        if worked:
-            return f"{worked}{LINE}{a} = {s}"
+        return f"{worked}{LINE}{a} = {s}"
     return rf"{a} = {s}"
 
 
-MAX_VECTOR = 8  # entries of an intermediate vector written out before "…"
 LINE = " \n "  # between the lines of a worked score (each becomes its own formula)
-
-
-def _vector_tex(values: list[float]) -> str:
-    shown = ", ".join(number_tex(x) for x in values[:MAX_VECTOR])
-    more = r", \dots" if len(values) > MAX_VECTOR else ""
-    return f"[{shown}{more}]"
-
-
-def _score_module(trace: AttentionTrace) -> Any:
-    """The learned score's module with its weights, rebuilt from the trace's seed and sizes (None for the others)."""
-    spec = SCORES.get(trace.score)
-    if spec is None or spec.module is None:
-        return None
-    return spec.module(trace.queries.shape[-1], trace.keys.shape[-1], **trace.score_params)
 
 
 def _learned_working(name: str, module: Any, q: Any, k: Any, j: int) -> str:
@@ -129,22 +123,22 @@ def _learned_working(name: str, module: Any, q: Any, k: Any, j: int) -> str:
     with torch.no_grad():
         if name == "general":
             wk = module.W(k).tolist()
-            return rf"\mathbf W \mathbf k_{{{j}}} = {_vector_tex(wk)}"
+            return rf"\mathbf W \mathbf k_{{{j}}} = {_vector(wk)}"
         if name == "additive":
             hidden = (module.W_q(q) + module.W_k(k)).tolist()
             squashed = [math.tanh(x) for x in hidden]
             w_v = module.w_v.weight[0].tolist()
             return (
-                rf"\mathbf W_q \mathbf q + \mathbf W_k \mathbf k_{{{j}}} = {_vector_tex(hidden)}{LINE}"
-                rf"\tanh(\cdot) = {_vector_tex(squashed)}{LINE}\mathbf w_v = {_vector_tex(w_v)}"
+                rf"\mathbf W_q \mathbf q + \mathbf W_k \mathbf k_{{{j}}} = {_vector(hidden)}{LINE}"
+                rf"\tanh(\cdot) = {_vector(squashed)}{LINE}\mathbf w_v = {_vector(w_v)}"
             )
         if name == "concat":
             weights, bias = module.W.weight[0].tolist(), float(module.W.bias[0])
-            return rf"\mathbf w = {_vector_tex(weights)}, \quad b = {number_tex(bias)}"
+            return rf"\mathbf w = {_vector(weights)}, \quad b = {number_tex(bias)}"
         if name == "concat_tanh":
             hidden = module.W(torch.cat([q, k])).tolist()
             squashed = [math.tanh(x) for x in hidden]
-            return rf"\tanh(\mathbf W [\mathbf q; \mathbf k_{{{j}}}] + \mathbf b) = {_vector_tex(squashed)}"
+            return rf"\tanh(\mathbf W [\mathbf q; \mathbf k_{{{j}}}] + \mathbf b) = {_vector(squashed)}"
     return ""
 
 
@@ -297,17 +291,6 @@ def explain_kernel_row(
     return _numbered(steps)
 
 
-def _vector_text(values: list[float]) -> str:
-    shown = ", ".join(number_text(x) for x in values[:MAX_VECTOR])
-    return f"[{shown}{', …' if len(values) > MAX_VECTOR else ''}]"
-
-
-def _dot_text(weights: list[float], inputs: list[float]) -> str:
-    """w · x written out: 0.5 × 1 + (-0.2) × 3 + …"""
-    terms = [f"{factor(w, tex=False)} × {factor(x, tex=False)}" for w, x in zip(weights, inputs, strict=True)]
-    return " + ".join(terms[:MAX_TERMS]) + (" + …" if len(terms) > MAX_TERMS else "")
-
-
 def explain_attention(
     trace: Any, head: int, row: int, query_label: str, key_labels: list[str], lang: str = DEFAULT_LANGUAGE
 ) -> list[Step]:
@@ -318,28 +301,34 @@ def explain_attention(
     def tr(key: str, **params: object) -> str:
         return t(key, lang, **params)
 
+    def vec(values: list[float]) -> str:  # the notes are plain text
+        return _vector(values, tex=False)
+
     steps = explain_row(trace.heads[head], row, query_label, key_labels, lang)
     projected = trace.projections != "identity" or trace.num_heads > 1
     before: list[Step] = []
     if projected:
-        width = trace.heads[head].queries.shape[-1]
-        start = head * width  # this head's features of the projected q, k and v
+        projected_head = trace.heads[head]  # its inputs are this head's features of W_q x, W_k x_j and W_v x_j
+        width = projected_head.queries.shape[-1]
+        start = head * width
         x, x_key, x_value = trace.queries[row].tolist(), trace.keys[0].tolist(), trace.values[0].tolist()
         w_q = trace.W_q[start].tolist()
-        q = (trace.W_q @ trace.queries[row]).tolist()[start : start + width]
-        k = (trace.W_k @ trace.keys[0]).tolist()[start : start + width]
-        v = (trace.W_v @ trace.values[0]).tolist()[start : start + width]
+        q, k, v = (
+            projected_head.queries[row].tolist(),
+            projected_head.keys[0].tolist(),
+            projected_head.values[0].tolist(),
+        )
         note = tr(
             "explain.project_note",
-            x=_vector_text(x),
+            x=vec(x),
             n=start + 1,
-            first=_dot_text(w_q, x),
+            first=_products(w_q, x, tex=False),
             q1=number_text(q[0]),
-            q=_vector_text(q),
-            k=_vector_text(k),
-            v=_vector_text(v),
-            key_x=_vector_text(x_key),
-            value_x=_vector_text(x_value),
+            q=vec(q),
+            k=vec(k),
+            v=vec(v),
+            key_x=vec(x_key),
+            value_x=vec(x_value),
             features=f"{start + 1}–{start + width}",
         )
         formula = (
@@ -350,7 +339,7 @@ def explain_attention(
     after: list[Step] = []
     if projected:
         concat, delta = trace.concat[row].tolist(), trace.delta[row].tolist()
-        note = tr("explain.combine_note", concat=_vector_text(concat), delta=_vector_text(delta))
+        note = tr("explain.combine_note", concat=vec(concat), delta=vec(delta))
         formula = r"\Delta\mathbf e = \mathbf W_o [\mathbf o^{(1)}; \dots; \mathbf o^{(h)}]"
         after.append(Step(tr("explain.combine"), formula, note=note))
     if trace.residual:
@@ -359,7 +348,11 @@ def explain_attention(
             f"{number_text(a)} + {factor(b, tex=False)}" for a, b in zip(own[:MAX_VECTOR], delta, strict=False)
         )
         note = tr(
-            "explain.residual_note", e=_vector_text(own), delta=_vector_text(delta), terms=terms, out=_vector_text(out)
+            "explain.residual_note",
+            e=vec(own),
+            delta=vec(delta),
+            terms=terms,
+            out=vec(out),
         )
         after.append(Step(tr("explain.residual"), r"\mathbf e' = \mathbf e + \Delta\mathbf e", note=note))
     numbered = [replace(step, number=0) for step in before] + steps
