@@ -170,28 +170,32 @@ def _as_trace_colours(axis: dict[str, Any]) -> dict[str, Any]:
     return {"colorscale": axis["colorscale"], "zmin": axis["cmin"], "zmax": axis["cmax"], "colorbar": axis["colorbar"]}
 
 
-def _weights_values(
-    values: np.ndarray, allowed: np.ndarray | None, colour_range: str, scores: np.ndarray | None = None
-) -> tuple[np.ndarray, dict[str, Any], str, float, float]:
-    """What a weights heatmap draws: (z, extra trace settings, the hover's weight variable, zmin, zmax).
-
-    On a row's range, z holds each weight's place on its row (0..1), so the weight itself travels as customdata
-    (with the score after it when given) and as the cells' text; `figure_tables` reads the weights from there."""
-    z, low, high = colour_positions(values, allowed, colour_range)
+def _carried(values: np.ndarray, colour_range: str, scores: np.ndarray | None = None) -> tuple[dict[str, Any], str]:
+    """Where a weights trace keeps its weights (and raw scores) for the hover: (extra trace settings, the hover's
+    weight variable). On a row's range z holds each weight's place on its row (0..1, plotting.colour_positions), so
+    the weight itself travels as customdata, the score after it; `figure_tables` reads the weights from there."""
     if colour_range != "row":
-        extra = {} if scores is None else {"customdata": scores}
-        return z, extra, "%{z:.6~g}", low, high
+        return ({} if scores is None else {"customdata": scores}), "%{z:.6~g}"
     data = values if scores is None else np.stack([values, scores], axis=-1)
     extra = {"customdata": data.astype(np.float32), "meta": {"weights": "customdata"}}
-    return z, extra, "%{customdata:.6~g}" if scores is None else "%{customdata[0]:.6~g}", low, high
+    return extra, "%{customdata:.6~g}" if scores is None else "%{customdata[0]:.6~g}"
 
 
 def _cell_texts(values: np.ndarray, allowed: np.ndarray | None) -> dict[str, Any]:
     """The weights printed in their cells to 2 decimals (masked cells stay empty: the mask trace shows "×")."""
-    text = np.array([[f"{v:.2f}" for v in row] for row in values.tolist()], dtype=object)
+    text = np.char.mod("%.2f", values).astype(object)
     if allowed is not None:
         text = np.where(allowed, text, "")
     return {"text": text, "texttemplate": "%{text}"}
+
+
+def _difference_bound(first: np.ndarray, second: np.ndarray, allowed: np.ndarray | None, colour_range: str) -> float:
+    """The colour range ±bound of weights A − B: the whole -1..1 with the 0-1 range, else the difference's own."""
+    if colour_range == "unit":
+        return 1.0
+    difference = first - second
+    usable = np.isfinite(difference) if allowed is None else allowed & np.isfinite(difference)
+    return max(float(np.abs(difference[usable]).max()) if usable.any() else 0.0, 1e-3)
 
 
 # ---------------------------------------------------------------- attention weights
@@ -226,7 +230,8 @@ def weights_heatmap(
             raise ValueError(f"scores shape {raw.shape} differs from weights shape {values.shape}")
         if values.size > MAX_HOVER_SCORE_CELLS:
             raw = None
-    z, extra, shown, low, high = _weights_values(values, allowed, colour_range, raw)
+    z, low, high = colour_positions(values, allowed, colour_range)
+    extra, shown = _carried(values, colour_range, raw)
     if colour_range == "data" and data_range is not None:
         low, high = data_range
     if cells_printed(show_values, values.shape):
@@ -264,14 +269,12 @@ def heads_grid(
     cols = min(columns, heads)
     rows = math.ceil(heads / cols)
     layout = _grid_layout(heads, cols, titles, 0.03, min(0.12, 0.5 / max(rows - 1, 1)))
-    z, _, _, low, high = _weights_values(values, allowed, colour_range)
+    z, low, high = colour_positions(values, allowed, colour_range)
     printed = cells_printed(None, (n_queries, n_keys))
     data = []
     for head in range(heads):
         head_allowed = None if allowed is None else allowed[head]
-        _, extra, shown, _, _ = _weights_values(values[head], head_allowed, "unit")
-        if colour_range == "row":
-            extra, shown = {"customdata": values[head], "meta": {"weights": "customdata"}}, "%{customdata:.6~g}"
+        extra, shown = _carried(values[head], colour_range)
         if printed:
             extra.update(_cell_texts(values[head], head_allowed))
         hover = _hover(prefix=f"{titles[head]}<br>", lang=lang, shown=shown)
@@ -341,15 +344,12 @@ def comparison_figure(
     printed = cells_printed(None, first.shape)
     weight = word("weight", lang)
     both = np.stack([first, second])  # (2, Q, K)
-    z, _, _, low, high = _weights_values(both, None if allowed is None else np.stack([allowed, allowed]), colour_range)
+    z, low, high = colour_positions(both, None if allowed is None else np.stack([allowed, allowed]), colour_range)
     panels = [(first, z[0], "coloraxis", weight), (second, z[1], "coloraxis", weight)]
     panels.append((first - second, first - second, "coloraxis2", "A − B"))
     data = []
     for panel, (values, colour, axis, quantity) in enumerate(panels, start=1):
-        extra: dict[str, Any] = {}
-        shown = "%{z:.6~g}"
-        if colour_range == "row" and panel < 3:
-            extra, shown = {"customdata": values, "meta": {"weights": "customdata"}}, "%{customdata:.6~g}"
+        extra, shown = _carried(values, colour_range if panel < 3 else "unit")  # A − B is drawn as it is
         if printed:
             extra.update(_cell_texts(values, allowed))
         hover = _hover(f"{names[panel - 1]}<br>", quantity, lang=lang, shown=shown)
@@ -373,10 +373,7 @@ def comparison_figure(
         data += _mask_traces([(allowed, panel) for panel in (1, 2, 3)], x, y, layout, lang)
     weights_axis = _weights_colours(palette, colour_range, low, high, lang)
     weights_axis["colorbar"] = {**weights_axis["colorbar"], **weights_bar}
-    bound = 1.0  # on 0-1, the difference on its whole range, -1..1; else on its own, around 0
-    if colour_range != "unit":
-        usable = np.isfinite(first - second) if allowed is None else allowed & np.isfinite(first - second)
-        bound = max(float(np.abs((first - second)[usable]).max()) if usable.any() else 0.0, 1e-3)
+    bound = _difference_bound(first, second, allowed, colour_range)
     difference_axis = {"colorscale": colorscale(DIVERGING_PALETTE), "cmin": -bound, "cmax": bound}
     rows = 3 if stacked else 2
     layout.update(
@@ -386,6 +383,42 @@ def comparison_figure(
         plot_bgcolor="white",
     )
     return make_figure(data, layout)
+
+
+def comparison_charts(
+    weights_a: Any,
+    weights_b: Any,
+    *,
+    label_a: str,
+    label_b: str,
+    mask: Any = None,
+    query_labels: Labels = None,
+    key_labels: Labels = None,
+    palette: str = WEIGHTS_PALETTE,
+    colour_range: str = "unit",
+    lang: str = DEFAULT_LANGUAGE,
+) -> list[go.Figure]:
+    """The comparison as three charts, for a page that lays them out itself (side by side on a wide screen, one
+    above the other on a phone or a projector): weights A and weights B on one shared colour range, and A − B, on
+    the same ranges as `comparison_figure`."""
+    first, second = as_array(weights_a, "weights_a", 2), as_array(weights_b, "weights_b", 2)  # (Q, K) each
+    if first.shape != second.shape:
+        raise ValueError(f"weights_a shape {first.shape} differs from weights_b shape {second.shape}")
+    allowed = allowed_mask(mask, first.shape)
+    both_allowed = None if allowed is None else np.stack([allowed, allowed])
+    _, low, high = colour_positions(np.stack([first, second]), both_allowed, colour_range)
+    labels = {"query_labels": query_labels, "key_labels": key_labels, "mask": mask, "lang": lang}
+    charts = [
+        weights_heatmap(weights, title=label, palette=palette, colour_range=colour_range, data_range=(low, high),
+                        **labels)
+        for weights, label in ((first, label_a), (second, label_b))
+    ]  # fmt: skip
+    bound = _difference_bound(first, second, allowed, colour_range)
+    difference = matrix_heatmap(
+        first - second, row_labels=query_labels, col_labels=key_labels, title=f"{label_a} − {label_b}",
+        zmin=-bound, zmax=bound, x_title=word("keys", lang), y_title=word("queries", lang), mask=mask, lang=lang,
+    )  # fmt: skip
+    return [*charts, difference]
 
 
 # ---------------------------------------------------------------- generic matrices

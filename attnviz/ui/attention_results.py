@@ -31,7 +31,7 @@ from attnviz.pipeline import (
     total_variation,
     valid_lens_for,
 )
-from attnviz.plotting import colour_positions, unique_labels
+from attnviz.plotting import unique_labels
 from attnviz.state import AttentionState, apply_preset, attention_fields, encode_attention, preset_batches
 from attnviz.ui.common import arrow_table, chart, chart_tables, lazy_expander
 from attnviz.ui.session import PageSession
@@ -272,25 +272,18 @@ def _comparison(page: str, state: AttentionState, trace: MultiHeadTrace, inputs:
         st.error(tr("attention.comparison_error", score=score, error=error_text(exc)), icon="🚫")
         return
     st.subheader(tr("attention.side_by_side"))
-    mask, lang = trace.heads[0].mask.numpy(), current_language()
-    first, second = trace.mean_weights.numpy(), other.mean_weights.numpy()
-    _, low, high = colour_positions(np.stack([first, second]), np.stack([mask, mask]), state.crange)
-    labels = {"query_labels": inputs.query_labels, "key_labels": inputs.key_labels, "mask": mask, "lang": lang}
-    names = (tr(f"score.{state.score}.label"), tr(f"score.{state.compare}.label"))
-    panels = [
-        figures.weights_heatmap(
-            weights, title=name, palette=palette(), colour_range=state.crange, data_range=(low, high), **labels
-        )
-        for weights, name in zip((first, second), names, strict=True)
-    ]
-    difference = first - second
-    bound = max(float(np.abs(difference[mask]).max()) if mask.any() else 0.0, 1e-3)  # its own range, around 0
-    title = f"{names[0]} − {names[1]}"
-    panels.append(
-        figures.matrix_heatmap(difference, row_labels=inputs.query_labels, col_labels=inputs.key_labels, title=title,
-                               zmin=-bound, zmax=bound, x_title=tr("fig.keys"), y_title=tr("fig.queries"), mask=mask,
-                               lang=lang)
-    )  # fmt: skip
+    panels = figures.comparison_charts(
+        trace.mean_weights.numpy(),
+        other.mean_weights.numpy(),
+        label_a=tr(f"score.{state.score}.label"),
+        label_b=tr(f"score.{state.compare}.label"),
+        mask=trace.heads[0].mask.numpy(),
+        query_labels=inputs.query_labels,
+        key_labels=inputs.key_labels,
+        palette=palette(),
+        colour_range=state.crange,
+        lang=current_language(),
+    )
     slots = [st.container()] * 3 if presenting() else [*st.columns(2), st.columns(2)[0]]
     for slot, fig, part in zip(slots, panels, ("a", "b", "difference"), strict=True):
         with slot:
