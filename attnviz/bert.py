@@ -81,9 +81,9 @@ def _marked_unknowns(encoding: Any, text: str, pair: str | None) -> list[str]:
     return tokens
 
 
-def unknown_count(tokens: list[str]) -> int:
-    """How many of the tokens the model could not read (marked by `unknown_label`)."""
-    return sum(token.startswith("[UNK:") and token.endswith("]") for token in tokens)
+def unknown_tokens(tokens: list[str]) -> list[str]:
+    """The tokens the model could not read (as `unknown_label` marks them)."""
+    return [token for token in tokens if token.startswith("[UNK:") and token.endswith("]")]
 
 
 @dataclass(frozen=True)

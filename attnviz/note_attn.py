@@ -78,3 +78,11 @@ def bmm_rule(a: tuple[int, ...], b: tuple[int, ...]) -> dict[str, int]:
     if len(a) != 3 or len(b) != 3 or a[0] != b[0] or a[2] != b[1]:
         raise ValueError(f"torch.bmm needs (b, n, m) and (b, m, p); got {a} and {b}")
     return {"b": a[0], "n": a[1], "m": a[2], "p": b[2]}
+
+
+def note_attn_steps(queries: Tensor, keys: Tensor, values: Tensor, seed: int = 0) -> list[ShapeStep]:
+    """The note's module, seeded, on a page's inputs: its first query and first key as the note's Q and K
+    (1, 1, d), and the values (K, p) as V (1, K, p), so value_size1 = K and value_size2 = output_size = p."""
+    q, k, v = queries[:1].unsqueeze(0), keys[:1].unsqueeze(0), values.unsqueeze(0)
+    module = Attn(q.shape[-1], k.shape[-1], v.shape[1], v.shape[2], v.shape[2], seed=seed)
+    return shape_steps(module, q, k, v)

@@ -150,6 +150,33 @@ def run_attention(state: AttentionState, inputs: AttentionInputs, score: str | N
     )
 
 
+class BatchRows(NamedTuple):
+    """Every batch row of a batched preset in one matrix, as d2l's show_heatmaps draws its (2, 10) weights."""
+
+    weights: Tensor  # (rows × queries, K), the heads' mean
+    mask: Tensor  # (rows × queries, K), True where a query may attend
+    batches: list[int]  # the batch row of each matrix row
+    queries: list[str]  # the query label of each matrix row
+
+
+def batch_rows(state: AttentionState) -> BatchRows:
+    """The state's scoring controls on every batch row of its preset: each row's own inputs and valid lengths
+    (ValueError as for one row)."""
+    from attnviz.state import apply_preset, preset_batches
+
+    weights, masks, batches, queries = [], [], [], []
+    for batch in range(preset_batches(state.preset)):
+        row_state = apply_preset(state, state.preset, batch=batch, keep_controls=True)
+        inputs = resolve_inputs(replace(row_state, lens_mode="none"))
+        lens = valid_lens_for(row_state, inputs.queries.shape[0], inputs.keys.shape[0])
+        trace = run_attention(row_state, replace(inputs, valid_lens=lens))
+        weights.append(trace.mean_weights)
+        masks.append(trace.heads[0].mask)
+        batches += [batch] * len(inputs.query_labels)
+        queries += inputs.query_labels
+    return BatchRows(torch.cat(weights), torch.cat(masks), batches, queries)
+
+
 def attention_request(state: AttentionState, inputs: AttentionInputs) -> Request:
     """The sizes that price a rerun of `state` on `inputs` (attnviz/budget.py)."""
     heads = max(1, state.heads)

@@ -277,3 +277,13 @@ def test_note_000_tanh_rule_has_its_own_preset_computed_as_the_note_writes_it():
     np.testing.assert_allclose(ref.to_np(trace.weights)[0, 0], weights.numpy(), rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(ref.to_np(trace.output)[0, 0], (weights @ values).numpy(), rtol=1e-5, atol=1e-6)
     assert attnviz.presets.PRESET_PAGES["concat_tanh"] == "cross"
+
+
+def test_batch_rows_runs_every_row_of_a_batched_preset_with_its_own_lengths():
+    from attnviz.pipeline import batch_rows
+    from attnviz.state import decode_attention
+
+    rows = batch_rows(decode_attention({"p": "d2l_dot_product"}, "cross").state)
+    expected = ref.to_np(attnviz.PRESETS["d2l_dot_product"].run().weights).reshape(2, 10)
+    np.testing.assert_allclose(rows.weights.numpy(), expected, atol=1e-6)
+    assert rows.mask.sum(dim=-1).tolist() == [2, 6] and rows.batches == [0, 1]

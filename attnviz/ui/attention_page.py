@@ -34,6 +34,7 @@ from attnviz.ui.widgets import (
     lens_editor,
     matrix_editor,
     preset_label,
+    preset_note,
     score_params,
     score_picker,
     share_box,
@@ -66,11 +67,10 @@ def _scoring_values(session: PageSession) -> dict[str, object]:
     return {name: session.value(name) for name in names}
 
 
-def _preset_note(session: PageSession, state: AttentionState) -> None:
+def _preset_note_and_batch(session: PageSession, state: AttentionState) -> None:
     """The preset's source and what it shows, and its batch row: in the sidebar, or beside the chart on a projector."""
     if state.preset:
-        source, description = tr(f"preset.{state.preset}.source"), tr(f"preset.{state.preset}.description")
-        st.caption(f"**{source}** · {description}")
+        preset_note(state.preset)
         fields = attention_fields(session.page)
         batch_selector(
             session, field(fields, "batch"), preset_batches(state.preset), on_change=lambda: _load_batch(session)
@@ -82,7 +82,7 @@ def _sidebar(session: PageSession, state: AttentionState) -> None:
     with st.sidebar:
         fieldwidgets.choice(session, field(fields, "preset"), preset_label(), on_change=_load_preset, args=(session,))
         if not presenting():  # the sidebar is folded away on a projector: the note sits beside the chart there
-            _preset_note(session, state)
+            _preset_note_and_batch(session, state)
         st.button(
             tr("frame.reset"),
             on_click=session.reset,
@@ -255,7 +255,7 @@ def _controls_and_results(session: PageSession, state: AttentionState, inputs: A
         charts, side = beside_chart()
         if side is not None:
             with side:
-                _preset_note(session, state)
+                _preset_note_and_batch(session, state)
         with charts:
             if inputs is not None:
                 try:

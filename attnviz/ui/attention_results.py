@@ -7,7 +7,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 import torch.nn.functional as F
@@ -20,19 +19,18 @@ from attnviz.exports import python_snippet, weights_csv
 from attnviz.fields import field
 from attnviz.i18n import t
 from attnviz.multihead import MultiHeadTrace
-from attnviz.note_attn import Attn, bmm_rule, shape_steps
+from attnviz.note_attn import bmm_rule, note_attn_steps
 from attnviz.pipeline import (
     AttentionInputs,
     attention_request,
+    batch_rows,
     first_rows,
     parse_guess,
-    resolve_inputs,
     run_attention,
     total_variation,
-    valid_lens_for,
 )
 from attnviz.plotting import unique_labels
-from attnviz.state import AttentionState, apply_preset, attention_fields, encode_attention, preset_batches
+from attnviz.state import AttentionState, attention_fields, encode_attention, preset_batches
 from attnviz.ui.common import arrow_table, chart, chart_tables, lazy_expander
 from attnviz.ui.session import PageSession
 from attnviz.ui.settings import current_language, error_text, palette, presenting, tr
@@ -152,22 +150,16 @@ def _weights_charts(
 def _batch_rows(page: str, state: AttentionState, inputs: AttentionInputs) -> None:
     """A batched preset's every batch row in one chart, as d2l's show_heatmaps draws its (2, 10) weights: one row
     per batch row's query, with that row's inputs and valid lengths and the page's scoring controls."""
-    weights, masks, labels = [], [], []
-    for batch in range(preset_batches(state.preset)):
-        row_state = apply_preset(state, state.preset, batch=batch, keep_controls=True)
-        try:
-            row_inputs = resolve_inputs(replace(row_state, lens_mode="none"))
-            lens = valid_lens_for(row_state, row_inputs.queries.shape[0], row_inputs.keys.shape[0])
-            row = run_attention(row_state, replace(row_inputs, valid_lens=lens))
-        except ValueError:
-            return  # the page's own chart already says what is wrong with these controls
-        weights.append(row.mean_weights.numpy())
-        masks.append(row.heads[0].mask.numpy())
-        labels += [tr("attention.batch_row_label", row=batch, query=q) for q in row_inputs.query_labels]
+    try:
+        rows = batch_rows(state)
+    except ValueError:
+        return  # the page's own chart already says what is wrong with these controls
     fig = figures.weights_heatmap(
-        np.concatenate(weights),
-        mask=np.concatenate(masks),
-        query_labels=labels,
+        rows.weights.numpy(),
+        mask=rows.mask.numpy(),
+        query_labels=[
+            tr("attention.batch_row_label", row=b, query=q) for b, q in zip(rows.batches, rows.queries, strict=True)
+        ],
         key_labels=inputs.key_labels,
         title=tr("attention.batch_rows_title"),
         palette=palette(),
@@ -182,9 +174,7 @@ def _note_attn_module(page: str, state: AttentionState, inputs: AttentionInputs)
     shapes step by step, torch.bmm's rule with the letters filled in, and the weights it puts on V's rows."""
     st.subheader(tr("note_attn.heading"))
     st.caption(tr("note_attn.caption"))
-    q, k, v = inputs.queries[:1].unsqueeze(0), inputs.keys[:1].unsqueeze(0), inputs.values.unsqueeze(0)
-    module = Attn(q.shape[-1], k.shape[-1], v.shape[1], v.shape[2], v.shape[2], seed=state.score_seed)
-    steps = shape_steps(module, q, k, v)
+    steps = note_attn_steps(inputs.queries, inputs.keys, inputs.values, seed=state.score_seed)
     rows = [[step.code, " · ".join(map(str, step.shapes_in)), str(step.shape_out)] for step in steps]
     columns = [tr("note_attn.code"), tr("note_attn.shapes_in"), tr("note_attn.shape_out")]
     st.markdown(markdown_table(columns, rows))
@@ -257,8 +247,8 @@ def _numbers_section(
             for col, name in zip(st.columns(4), ("W_q", "W_k", "W_v", "W_o"), strict=True):
                 with col:
                     matrix = figures.matrix_heatmap(
-                        getattr(trace, name).numpy(), title=name, lang=lang
-                    )  # numbers when small
+                        getattr(trace, name).numpy(), title=name, show_values=False, lang=lang
+                    )  # an overview: the numbers are in step 0's tables, full width
                     chart(matrix, f"{page}_{name}")
 
 

@@ -35,6 +35,7 @@ from attnviz.ui.widgets import (
     colour_range_picker,
     editor_cells,
     preset_label,
+    preset_note,
     selected_row,
     share_box,
     show_warning,
@@ -124,8 +125,8 @@ def kernel_page() -> None:
         show_warning(warning)
     with st.sidebar:
         fieldwidgets.choice(SESSION, field(KERNEL_FIELDS, "preset"), preset_label(), on_change=_load_preset)
-        if not presenting():  # on a projector the note sits beside the chart
-            _preset_note(state)
+        if state.preset and not presenting():  # on a projector the note sits beside the chart
+            preset_note(state.preset)
         if state.preset == TOY:
             fieldwidgets.number(SESSION, field(KERNEL_FIELDS, "toy_seed"), on_change=_reload_toy)
             fieldwidgets.number(SESSION, field(KERNEL_FIELDS, "toy_n"), on_change=_reload_toy)
@@ -160,19 +161,13 @@ def _controls_and_results(state: KernelState, ready: bool) -> None:
     state = replace(state, kernel=kernel, bandwidth=bandwidth, row=row, crange=crange)
     with right:
         charts, side = beside_chart()
-        if side is not None:
+        if side is not None and state.preset:
             with side:
-                _preset_note(state)
+                preset_note(state.preset)
         if ready:
             with charts:
                 _draw(state, side)
         share_box(SESSION, SESSION.publish(state, encode_kernel), decode_kernel)
-
-
-def _preset_note(state: KernelState) -> None:
-    """The preset's source and what it shows."""
-    if state.preset:
-        st.caption(f"**{tr(f'preset.{state.preset}.source')}** · {tr(f'preset.{state.preset}.description')}")
 
 
 def _draw(state: KernelState, side: Any = None) -> None:

@@ -12,7 +12,7 @@ import cachetools
 import streamlit as st
 
 from attnviz import figures, model_figures
-from attnviz.bert import MAX_MODEL_TOKENS, BertTrace, ModelUnavailableError, unknown_count
+from attnviz.bert import MAX_MODEL_TOKENS, BertTrace, ModelUnavailableError, unknown_tokens
 from attnviz.bert_views import (
     attentions_npz,
     find_heads,
@@ -87,7 +87,7 @@ def model_page() -> None:
         st.error(tr("model.sentence_error", error=error_text(exc)), icon="🚫")
         encoded = []
     tokens = len(encoded)
-    unknown = [token for token in encoded if unknown_count([token])]
+    unknown = unknown_tokens(encoded)
     if unknown:  # Chinese, emoji, ...: the vocabulary is English WordPiece; say so, and what it could not read
         shown = md_escape(" ".join(unknown[:8]) + (" …" if len(unknown) > 8 else ""))
         st.warning(tr("model.unknown", count=len(unknown), total=tokens, tokens=shown), icon="⚠️")

@@ -280,6 +280,11 @@ def batch_selector(session: PageSession, f: Field, batches: int, on_change: Call
         )
 
 
+def preset_note(key: str) -> None:
+    """A preset's source and what it shows (in the sidebar, or beside the chart on a projector)."""
+    st.caption(f"**{tr(f'preset.{key}.source')}** · {tr(f'preset.{key}.description')}")
+
+
 def colour_range_picker(session: PageSession, f: Field, where: Any = st) -> str:
     """The colour range of the weights chart below it: this chart's range, 0-1 or each row's (its colour bar says
     which); kept in the page state and the link."""
