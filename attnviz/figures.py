@@ -76,12 +76,13 @@ def _mask_traces(
     y: list[str],
     layout: dict[str, Any],
     lang: str = DEFAULT_LANGUAGE,
+    across: int = 1,
 ) -> list[Trace]:
     """Mask traces on each (allowed, panel) that has masked cells, plus one legend entry; updates the layout."""
     masked = [(allowed, panel) for allowed, panel in panels if not allowed.all()]
     if not masked:
         return []
-    text = cells_printed(None, masked[0][0].shape)
+    text = cells_printed(None, masked[0][0].shape, across)  # the "×" marks, where numbers would fit
     data = [{**_mask_trace(allowed, x, y, text, lang), **axes(panel)} for allowed, panel in masked]
     square = {"symbol": "square", "size": 14, "color": MASK_COLOUR, "line": {"color": "#7f7f7f", "width": 1}}
     legend_entry = {"type": "scatter", "x": [None], "y": [None], "mode": "markers", "name": word("masked", lang)}
@@ -270,7 +271,7 @@ def heads_grid(
     rows = math.ceil(heads / cols)
     layout = _grid_layout(heads, cols, titles, 0.03, min(0.12, 0.5 / max(rows - 1, 1)))
     z, low, high = colour_positions(values, allowed, colour_range)
-    printed = cells_printed(None, (n_queries, n_keys))
+    printed = cells_printed(None, (n_queries, n_keys), across=cols)
     data = []
     for head in range(heads):
         head_allowed = None if allowed is None else allowed[head]
@@ -281,7 +282,7 @@ def heads_grid(
         style = {"coloraxis": "coloraxis", "hovertemplate": hover, **axes(head + 1), **extra}
         data.append(_heatmap(z[head], head_allowed, x, y, name=titles[head], **style))
     if allowed is not None:
-        data += _mask_traces([(allowed[head], head + 1) for head in range(heads)], x, y, layout, lang)
+        data += _mask_traces([(allowed[head], head + 1) for head in range(heads)], x, y, layout, lang, across=cols)
     for head in range(heads):
         x_name, y_name = axis_keys(head + 1)
         bottom, left = head + cols >= heads, head % cols == 0  # the bottom panels carry the key labels
@@ -341,7 +342,8 @@ def comparison_figure(
     names = [name_a, name_b, f"{name_a} − {name_b}"]
     geometry, weights_bar, difference_bar = _comparison_geometry(stacked)
     layout: dict[str, Any] = {"annotations": []}
-    printed = cells_printed(None, first.shape)
+    across = 1 if stacked else 2  # A and B side by side
+    printed = cells_printed(None, first.shape, across)
     weight = word("weight", lang)
     both = np.stack([first, second])  # (2, Q, K)
     z, low, high = colour_positions(both, None if allowed is None else np.stack([allowed, allowed]), colour_range)
@@ -370,7 +372,7 @@ def comparison_figure(
             {**title, "xanchor": "center", "yanchor": "bottom", "yshift": 6, "showarrow": False, "font": {"size": 16}}
         )
     if allowed is not None:
-        data += _mask_traces([(allowed, panel) for panel in (1, 2, 3)], x, y, layout, lang)
+        data += _mask_traces([(allowed, panel) for panel in (1, 2, 3)], x, y, layout, lang, across=across)
     weights_axis = _weights_colours(palette, colour_range, low, high, lang)
     weights_axis["colorbar"] = {**weights_axis["colorbar"], **weights_bar}
     bound = _difference_bound(first, second, allowed, colour_range)

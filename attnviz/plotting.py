@@ -87,10 +87,12 @@ def unique_labels(labels: Labels, count: int, prefix: str = "") -> list[str]:
     return texts
 
 
-def cells_printed(show_values: bool | None, shape: tuple[int, ...]) -> bool:
+def cells_printed(show_values: bool | None, shape: tuple[int, ...], across: int = 1) -> bool:
     """Print numbers in the cells? Auto when None; only where they fit: at most MAX_TEXT_CELLS cells and
-    MAX_TEXT_COLUMNS columns (a 1 x 32 row printed 32 numbers over each other)."""
-    small = math.prod(shape) <= MAX_TEXT_CELLS and (len(shape) < 2 or shape[-1] <= MAX_TEXT_COLUMNS)
+    MAX_TEXT_COLUMNS columns across the figure's width, counting the columns of `across` panels side by side (a 1 x 32
+    row printed 32 numbers over each other, and so did two heads of 10 keys each)."""
+    columns = shape[-1] * across if len(shape) >= 2 else 0
+    small = math.prod(shape) <= MAX_TEXT_CELLS and columns <= MAX_TEXT_COLUMNS
     return small if show_values is None else bool(show_values) and small
 
 

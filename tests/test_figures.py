@@ -618,3 +618,13 @@ def test_tick_labels_are_thinned_on_purpose_and_all_stay_in_the_hover():
     assert list(many.data[0].x) == labels and "%{x}" in many.data[0].hovertemplate  # every label in the hover
     grid = figures.heads_grid(RNG.dirichlet(np.ones(20), size=(2, 20)), key_labels=labels[:20])
     assert list(grid.layout.xaxis.tickvals) == labels[:20:2]  # small panels: at most 12 labels
+
+
+def test_a_grid_prints_numbers_only_where_they_fit_across_its_panels():
+    """Two heads of 10 keys side by side printed "0.500.50×××" over each other in two narrow panels."""
+    allowed = np.tile(np.arange(10) < 2, (1, 1))
+    wide = figures.heads_grid(np.stack([np.full((1, 10), 0.1, np.float32)] * 2), mask=allowed, columns=4)
+    assert all(trace.text is None for trace in wide.data if trace.type == "heatmap")  # neither numbers nor "×"
+    narrow = figures.heads_grid(np.stack([np.full((2, 4), 0.25, np.float32)] * 2), columns=4)
+    assert narrow.data[0].texttemplate == "%{text}"  # 8 columns across: they fit
+    assert figures.weights_heatmap(np.full((1, 10), 0.1, np.float32)).data[0].texttemplate == "%{text}"
