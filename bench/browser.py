@@ -162,6 +162,59 @@ def cold_start(browser: Browser, scenario: str = "self") -> tuple[float, float]:
         server.stop()
 
 
+# Installed before any of the page's own scripts: the time (ms since navigation started) of the first animation frame
+# at which a Plotly chart is drawn with its data.
+_FIRST_CHART_JS = """
+(() => {
+  window.__firstChart = null;
+  const poll = () => {
+    const gd = document.querySelector('.js-plotly-plot');
+    if (gd && gd._fullLayout && gd.data && gd.data.length) {
+      window.__firstChart = performance.now();
+    } else {
+      requestAnimationFrame(poll);
+    }
+  };
+  requestAnimationFrame(poll);
+})();
+"""
+
+FIRST_VISIT_PAGES = ("minimal", "self", "model")  # the minimal page first: the others are measured against it
+
+
+def first_chart(browser: Browser, server: StreamlitServer, path: str) -> float:
+    """Seconds from navigation to the first drawn chart for a new visitor (a fresh browser profile, nothing cached)
+    opening `path` on a warm server."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    context.add_init_script(_FIRST_CHART_JS)
+    page = context.new_page()
+    try:
+        page.goto(server.url_for(path), timeout=60_000)
+        page.wait_for_function("() => window.__firstChart !== null", timeout=60_000, polling=50)
+        return float(page.evaluate("window.__firstChart")) / 1000
+    finally:
+        context.close()
+
+
+def first_visits(browser: Browser, visits: int = 5) -> dict[str, dict]:
+    """A new visitor's navigation -> first chart on each of FIRST_VISIT_PAGES, on warm servers, the pages taken in
+    turn `visits` times (so that a drifting machine weighs on all alike); medians in seconds."""
+    scenarios = [SCENARIOS[name] for name in FIRST_VISIT_PAGES]
+    servers = [start_server(scenario) for scenario in scenarios]
+    samples: dict[str, list[float]] = {name: [] for name in FIRST_VISIT_PAGES}
+    try:
+        paths = [f"{s.page}?{s.query}" if s.query else s.page for s in scenarios]
+        for server, path in zip(servers, paths, strict=True):
+            first_chart(browser, server, path)  # warm: imports, caches, the model's first sentence
+        for _ in range(visits):
+            for scenario, server, path in zip(scenarios, servers, paths, strict=True):
+                samples[scenario.name].append(first_chart(browser, server, path))
+    finally:
+        for server in servers:
+            server.stop()
+    return {name: {"samples": values, "median_s": statistics.median(values)} for name, values in samples.items()}
+
+
 def run_browser(changes: int = 20, large_changes: int = 5, cold_runs: int = 3) -> dict:
     """All browser figures: small and large change timings, and cold starts (median of `cold_runs`)."""
     with sync_playwright() as playwright:
@@ -174,6 +227,7 @@ def run_browser(changes: int = 20, large_changes: int = 5, cold_runs: int = 3) -
                 large = measure_changes(server, browser, 512, large_changes)
                 models = [measure_model(server, browser, tokens, large_changes) for tokens in (16, 128)]
             floor = measure_minimal(browser, changes)
+            visits = first_visits(browser, 5 if changes > 5 else 2)
         finally:
             browser.close()
     return {
@@ -185,4 +239,5 @@ def run_browser(changes: int = 20, large_changes: int = 5, cold_runs: int = 3) -
         "cold_minimal_render_s": statistics.median(r for _, r in cold_floor),
         "minimal": {"label": floor.label, "p50_ms": floor.p50, "p95_ms": floor.p95, "samples": floor.samples},
         "model": [{"label": m.label, "p50_ms": m.p50, "p95_ms": m.p95, "samples": m.samples} for m in models],
+        "first_chart": visits,
     }

@@ -29,6 +29,7 @@ from streamlit.proto.WidgetStates_pb2 import WidgetState
 from websockets.asyncio.client import ClientConnection, connect
 
 FINISHED_OK = (ForwardMsg.FINISHED_SUCCESSFULLY, ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY)
+MAX_CACHED_MESSAGE_AGE = 2  # Streamlit's global.maxCachedMessageAge, which the server sends the browser
 WIDGET_KINDS = ("double", "int", "string", "bool", "double_array")
 
 
@@ -120,6 +121,11 @@ class SimulatedUser:
         self.chart_bytes: list[int] = []  # sizes of the Plotly chart messages of the last run, uncompressed
         self.chart_wire_bytes: list[int] = []  # the same deflated as permessage-deflate sends them (if negotiated)
         self.measure_wire = False  # deflating every chart costs the client CPU: only for payload measurements
+        # The browser's message cache, as Streamlit's frontend keeps it: a large element message (>= 10 kB) is kept
+        # by its hash, and the hashes go with every rerun request, so the server sends a reference instead of an
+        # element the browser already has. Each entry's age is the runs since it was last used; older than
+        # MAX_CACHED_MESSAGE_AGE, it is dropped (Streamlit's global.maxCachedMessageAge).
+        self.message_ages: dict[str, int] = {}
 
     async def open(self) -> float:
         """Connect and load the page; return the seconds the first run took."""
@@ -162,7 +168,13 @@ class SimulatedUser:
         rerun.widget_states.widgets.extend(self.widget_states.values())
         rerun.widget_states.widgets.extend(triggers)
         rerun.fragment_id = fragment_id
+        rerun.cached_message_hashes.extend(self.message_ages)
         return msg.SerializeToString()
+
+    def _age_messages(self, used: set[str]) -> None:
+        """After a run: the messages it used are new again, the others a run older; too old ones are dropped."""
+        ages = {digest: age + 1 for digest, age in self.message_ages.items()} | dict.fromkeys(used, 0)
+        self.message_ages = {digest: age for digest, age in ages.items() if age <= MAX_CACHED_MESSAGE_AGE}
 
     async def rerun(self, fragment_id: str = "") -> float:
         """Send one rerun request with the current client state and read messages until the script finishes."""
@@ -171,11 +183,16 @@ class SimulatedUser:
         await self.ws.send(self.rerun_message(fragment_id))
         problem: str | None = None
         self.chart_bytes, self.chart_wire_bytes = [], []
+        used: set[str] = set()
         while True:
             frame = await self.ws.recv()
             fwd = ForwardMsg()
             fwd.ParseFromString(frame)
             kind = fwd.WhichOneof("type")
+            if kind == "ref_hash":
+                used.add(fwd.ref_hash)
+            elif fwd.metadata.cacheable and fwd.hash:
+                used.add(fwd.hash)
             if kind == "delta" and fwd.metadata.active_script_hash:
                 # The page that ran (pages/ discovery serves every page under one main script hash); a browser
                 # sends this hash back on its next rerun.
@@ -198,6 +215,7 @@ class SimulatedUser:
                 self.query = fwd.page_info_changed.query_string  # the app rewrote the URL, as a browser sees
             elif kind == "script_finished":
                 elapsed = time.perf_counter() - started
+                self._age_messages(used)
                 if fwd.script_finished not in FINISHED_OK:
                     problem = problem or f"script finished with status {fwd.script_finished}"
                 if problem:

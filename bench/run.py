@@ -37,6 +37,19 @@ TARGETS = {
         "<=",
         1.3,
     ),
+    "cost_ratio_cross": ("Cross-attention / minimal page, server CPU per rerun (as above)", "<=", 1.3),
+    "cost_ratio_kernel": ("Kernel attention / minimal page, server CPU per rerun (as above)", "<=", 1.3),
+    "cost_ratio_model": (
+        "Pretrained model, 128 tokens, a view control / minimal page, server CPU per rerun (as above)",
+        "<=",
+        3.0,
+    ),
+    "first_chart_self": (
+        "Browser: a new visitor opens a link, first chart drawn, self-attention / minimal page (median)",
+        "<=",
+        1.2,
+    ),
+    "first_chart_model": ("Browser: the same, pretrained-model page (128 tokens) / minimal page", "<=", 1.2),
     "change_small": ("Browser: control change -> heatmap, 8 tokens, p50 (ms)", "<=", 100.0),
     "change_large": ("Browser: control change -> heatmap, 512 tokens, p50 (s)", "<=", 1.5),
     "payload_large": ("512-token heatmap payload on the wire (MB, permessage-deflate)", "<=", 1.2),
@@ -93,28 +106,45 @@ def load_page(scenario: Scenario, users: tuple[int, ...], seconds: float, **opti
     return rows
 
 
-def paired_rounds(rounds: int, seconds: float, users: int = 30) -> list[dict[str, Any]]:
-    """The target comparison, made robust to a machine whose speed drifts (a shared VM does): the minimal page and
-    the self-attention page, each on its own server, measured in alternating windows, `rounds` times."""
-    pages = [SCENARIOS["minimal"], SCENARIOS["self"]]
-    servers = [start_server(scenario) for scenario in pages]
+PAIRED_PAGES = ("self", "cross", "kernel", "model", "model_sentence")
+
+
+def paired_rounds(
+    rounds: int, seconds: float, users: int = 30, pages: tuple[str, ...] = PAIRED_PAGES
+) -> list[dict[str, Any]]:
+    """The target comparisons, made robust to a machine whose speed drifts (a shared VM does): the minimal page and
+    each of `pages`, each on its own server, measured in turn, `rounds` times. A page's cost ratio is taken against
+    the minimal page of the same round."""
+    scenarios = [SCENARIOS["minimal"], *(SCENARIOS[name] for name in pages)]
+    servers = []
     rows = []
     try:
-        for scenario, server in zip(pages, servers, strict=True):
-            warm_up(server, scenario)
+        for scenario in scenarios:
+            servers.append(start_server(scenario))
+            warm_up(servers[-1], scenario)
         for index in range(rounds):
-            for scenario, server in zip(pages, servers, strict=True):
+            for scenario, server in zip(scenarios, servers, strict=True):
                 row = {"round": index + 1, **measure_window(server, scenario, users, seconds)}
                 rows.append(row)
                 print(
-                    f"  round {index + 1} {scenario.name:8s}: {row['reruns_per_s']:7.1f} reruns/s, "
-                    f"p95 {row['p95_ms']:7.1f} ms, {row['cpu_ms_per_rerun']:.1f} ms CPU/rerun",
+                    f"  round {index + 1} {scenario.name:14s}: {row['reruns_per_s']:7.1f} reruns/s, "
+                    f"p95 {row['p95_ms']:7.1f} ms, {row['cpu_ms_per_rerun']:.1f} ms CPU/rerun, {row['errors']} errors",
                     flush=True,
                 )
     finally:
         for server in servers:
             server.stop()
     return rows
+
+
+def cost_ratios(paired: list[dict[str, Any]], page: str) -> list[float]:
+    """Server CPU per rerun of `page` over the minimal page's in the same round, one ratio a round."""
+    floors = {row["round"]: row["cpu_ms_per_rerun"] for row in paired if row["page"] == "minimal"}
+    return [
+        row["cpu_ms_per_rerun"] / floors[row["round"]]
+        for row in paired
+        if row["page"] == page and row["round"] in floors and floors[row["round"]] > 0
+    ]
 
 
 def memory_over_reruns(total: int = 2000, users: int = 10, **options: object) -> dict[str, Any]:
@@ -211,7 +241,7 @@ def verdict(key: str, measured: float | None) -> tuple[str, str, str]:
 
 def figures_from(results: dict[str, Any]) -> dict[str, float | None]:
     """The measured value behind each target."""
-    rows = results["load"]
+    rows = results.get("load", [])
     paired = results.get("paired") or []
 
     def median_of(page: str, field: str) -> float | None:
@@ -220,11 +250,12 @@ def figures_from(results: dict[str, Any]) -> dict[str, float | None]:
 
     by = {(row["page"], row["users"]): row for row in rows}
     self30, minimal30 = by.get(("self", 30)), by.get(("minimal", 30))
-    ratios = [
-        mine["cpu_ms_per_rerun"] / floor["cpu_ms_per_rerun"]
-        for floor, mine in zip(paired[::2], paired[1::2], strict=False)
-        if floor["page"] == "minimal" and mine["page"] == "self"
-    ]
+    ratios = cost_ratios(paired, "self")
+
+    def ratio(page: str) -> float | None:
+        values = cost_ratios(paired, page)
+        return statistics.median(values) if values else None
+
     browser = results.get("browser") or {}
     payload = results.get("payload") or {}
     memory = results.get("memory") or {}
@@ -235,15 +266,28 @@ def figures_from(results: dict[str, Any]) -> dict[str, float | None]:
         "cost_ratio": statistics.median(ratios)
         if ratios
         else (self30["cpu_ms_per_rerun"] / minimal30["cpu_ms_per_rerun"] if self30 and minimal30 else None),
+        "cost_ratio_cross": ratio("cross"),
+        "cost_ratio_kernel": ratio("kernel"),
+        "cost_ratio_model": ratio("model"),
         "change_small": browser.get("small", {}).get("p50_ms"),
         "change_large": browser["large"]["p50_ms"] / 1000 if browser.get("large") else None,
         "payload_large": max(payload["chart_wire_bytes"]) / 1e6 if payload.get("chart_wire_bytes") else None,
+        "first_chart_self": _first_chart_ratio(browser, "self"),
+        "first_chart_model": _first_chart_ratio(browser, "model"),
         "cold_start": browser.get("cold_render_s"),
         "memory_30": self30["rss_mb"] if self30 else None,
         "memory_growth": memory.get("growth_mb"),
         "model_load": (results.get("model") or {}).get("load", {}).get("load_s_median"),
         "model_heads_128": (results.get("model") or {}).get("compute", {}).get("128", {}).get("p50_ms"),
     }
+
+
+def _first_chart_ratio(browser: dict[str, Any], page: str) -> float | None:
+    """A new visitor's time to the first chart on `page` over the minimal page's (medians of the same run)."""
+    visits = browser.get("first_chart") or {}
+    if page not in visits or "minimal" not in visits:
+        return None
+    return visits[page]["median_s"] / visits["minimal"]["median_s"]
 
 
 def markdown(results: dict[str, Any]) -> str:
@@ -281,13 +325,13 @@ def markdown(results: dict[str, Any]) -> str:
         "| page | users | reruns/s | p50 ms | p95 ms | p99 ms | errors | server CPU ms/rerun | RSS MB |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
-    for row in results["load"] + (results.get("model") or {}).get("page", []):
+    for row in results.get("load", []) + (results.get("model") or {}).get("page", []):
         lines.append(
             f"| {SCENARIOS[row['page']].title} | {row['users']} | {row['reruns_per_s']} | {row['p50_ms']} | "
             f"{row['p95_ms']} | {row['p99_ms']} | {row['errors']} | {row['cpu_ms_per_rerun']} | {row['rss_mb']} |"
         )
     if results.get("paired"):
-        lines += ["", "## Paired rounds: minimal page and self-attention page alternating, 30 users", ""]
+        lines += ["", "## Paired rounds: the minimal page and each page in turn, 30 users", ""]
         lines += [
             "| round | page | reruns/s | p50 ms | p95 ms | errors | server CPU ms/rerun |",
             "|---|---|---|---|---|---|---|",
@@ -297,6 +341,11 @@ def markdown(results: dict[str, Any]) -> str:
                 f"| {row['round']} | {row['page']} | {row['reruns_per_s']} | {row['p50_ms']} | {row['p95_ms']} | "
                 f"{row['errors']} | {row['cpu_ms_per_rerun']} |"
             )
+        lines += ["", "Server CPU per rerun over the minimal page's, per round (median):", ""]
+        for page in dict.fromkeys(row["page"] for row in results["paired"] if row["page"] != "minimal"):
+            values = cost_ratios(results["paired"], page)
+            shown = ", ".join(f"{value:.2f}" for value in values)
+            lines.append(f"- {SCENARIOS[page].title}: {shown} (median {statistics.median(values):.2f})")
     if results.get("gc_on"):
         lines += ["", "## The same self-attention page with Streamlit's post-run gc.collect() on (the default)", ""]
         lines += ["| users | reruns/s | p50 ms | p95 ms | server CPU ms/rerun | RSS MB |", "|---|---|---|---|---|---|"]
@@ -317,6 +366,10 @@ def markdown(results: dict[str, Any]) -> str:
                 f"- {timing['label']}: p50 {timing['p50_ms']:.0f} ms, p95 {timing['p95_ms']:.0f} ms "
                 f"({len(timing['samples'])} changes)"
             )
+        for name, visit in (browser.get("first_chart") or {}).items():
+            shown = ", ".join(f"{value:.2f}" for value in visit["samples"])
+            lines.append(f"- A new visitor opens {SCENARIOS[name].title}: first chart after {shown} s (median "
+                         f"{visit['median_s']:.2f} s)")  # fmt: skip
         runs = ", ".join(f"{run['render_s']:.2f} s" for run in browser["cold_runs"])
         lines.append(
             f"- Cold start to first rendered page: {runs} (health answered after {browser['cold_health_s']:.2f} s, "
@@ -356,7 +409,7 @@ def html_chart(results: dict[str, Any]) -> str:
     from plotly.subplots import make_subplots
 
     fig = make_subplots(rows=1, cols=2, subplot_titles=["p50 / p95 latency (ms)", "reruns per second"])
-    for name in dict.fromkeys(row["page"] for row in results["load"]):
+    for name in dict.fromkeys(row["page"] for row in results.get("load", [])):
         rows = [row for row in results["load"] if row["page"] == name]
         users = [row["users"] for row in rows]
         fig.add_scatter(x=users, y=[r["p50_ms"] for r in rows], name=f"{name} p50", row=1, col=1)
@@ -381,8 +434,15 @@ def main() -> None:
     parser.add_argument("--skip-browser", action="store_true")
     parser.add_argument("--pages", default="minimal,self,cross,kernel")
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument(
+        "--steps",
+        default="",
+        help="only these steps, comma-separated (load, paired, gc_on, memory, payload, model, "
+        "browser); the results file then holds only them",
+    )
+    parser.add_argument("--seconds", type=float, help="the length of each load window (default 15, 3 with --quick)")
     args = parser.parse_args()
-    seconds = 3.0 if args.quick else 15.0
+    seconds = args.seconds or (3.0 if args.quick else 15.0)
     date = dt.date.today().isoformat()
     results: dict[str, Any] = {"date": date, "seconds": seconds, "machine": machine(), "versions": versions()}
     steps: list[tuple[str, Callable[[], Any]]] = [
@@ -399,11 +459,19 @@ def main() -> None:
         steps.append(
             ("browser", lambda: run_browser(5 if args.quick else 20, 2 if args.quick else 5, 1 if args.quick else 3))
         )
+    if args.steps:
+        chosen = args.steps.split(",")
+        unknown = set(chosen) - {name for name, _ in steps}
+        if unknown:
+            parser.error(f"unknown steps: {', '.join(sorted(unknown))}")
+        steps = [(name, step) for name, step in steps if name in chosen]
     for name, step in steps:
         print(f"[bench] {name} ...", flush=True)
         results[name] = step()
     args.out.mkdir(parents=True, exist_ok=True)
-    stem = args.out / (date + ("-quick" if args.quick else ""))
+    stem = args.out / (
+        date + ("-quick" if args.quick else "") + (f"-{args.steps.replace(',', '-')}" if args.steps else "")
+    )
     stem.with_suffix(".json").write_text(json.dumps(results, indent=1, default=str) + "\n")
     stem.with_suffix(".md").write_text(markdown(results))
     stem.with_suffix(".html").write_text(html_chart(results))

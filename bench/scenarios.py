@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -12,6 +13,20 @@ from tests.browser.helpers import StreamlitServer
 # can turn this into a cache benchmark; every rerun recomputes the attention and rebuilds the figures.
 TEMPERATURES = tuple(round(0.1 + 0.001 * i, 3) for i in range(3900))  # 0.1 .. 3.999
 BANDWIDTHS = tuple(round(0.2 + 0.001 * i, 3) for i in range(2800))  # 0.2 .. 2.999
+
+# Words the model's tokenizer keeps whole (one WordPiece token each)
+MODEL_WORDS = ("the", "cat", "sat", "on", "a", "mat", "and", "dog", "ran", "to", "it", "was", "tired", "because")
+MODEL_TOKENS = 128
+
+
+def model_sentences(count: int = 2000, tokens: int = MODEL_TOKENS) -> tuple[str, ...]:
+    """`count` different sentences of `tokens` tokens with [CLS] and [SEP], words drawn at random (seeded): every
+    change on the sentence scenario is a new sentence, which no cache holds."""
+    sentences = []
+    for index in range(count):
+        rng = random.Random(index)
+        sentences.append(" ".join(rng.choice(MODEL_WORDS) for _ in range(tokens - 2)))
+    return tuple(sentences)
 
 
 @dataclass(frozen=True)
@@ -66,7 +81,17 @@ SCENARIOS: dict[str, Scenario] = {
             # Students move the view controls, not the sentence: each rerun redraws the 72 thumbnails, the
             # 128 x 128 head view and the neuron view from the cached trace.
             Control("w:model:renormalise", "bool", (True, False)),
-            query="s=" + "+".join(["cat"] * 126),
+            query="s=" + "+".join(["cat"] * (MODEL_TOKENS - 2)),
+        ),
+        Scenario(
+            "model_sentence",
+            "Pretrained model, a new 128-token sentence each time (encoder and every view)",
+            "app.py",
+            "Pretrained_model",
+            # The sentence box is outside the controls' fragment: the whole page reruns, the encoder runs for a
+            # sentence no cache holds, and every view is made for it.
+            Control("w:model:sentence", "string", model_sentences()),
+            query="s=" + "+".join(["cat"] * (MODEL_TOKENS - 2)),
         ),
     )
 }

@@ -215,3 +215,44 @@ def test_each_head_worth_a_look_has_a_button_that_opens_it(model):
     assert at.selectbox(key="w:model:layer").value == layer and at.pills(key="w:model:heads").value == [head]
     assert charts(at)["Head view"]["layout"]["title"]["text"].endswith(f"layer {layer}, head {head}")
     assert at.query_params["l"] == str(layer)
+
+
+def test_a_control_rebuilds_only_the_views_it_changes_and_sessions_on_one_sentence_share_them(monkeypatch):
+    """The model view is not made again when the followed token changes, nor the neuron view when the rows are
+    renormalised; a second student on the same sentence gets every view without any being made."""
+    from attnviz import figures as figure_module
+    from attnviz import model_figures
+    from attnviz.ui import common, model_page
+
+    made: dict[str, int] = {"model": 0, "head": 0, "neuron": 0}
+
+    def counted(name, build):
+        def wrapper(*args, **kwargs):
+            made[name] += 1
+            return build(*args, **kwargs)
+
+        return wrapper
+
+    monkeypatch.setattr(model_figures, "model_view", counted("model", model_figures.model_view))
+    monkeypatch.setattr(model_figures, "neuron_view", counted("neuron", model_figures.neuron_view))
+    monkeypatch.setattr(figure_module, "weights_heatmap", counted("head", figure_module.weights_heatmap))
+    common._FIGURES.clear()
+    model_page._SHARED.clear()
+    sentence = "A sentence that only this test types."
+    at = run_page(MODEL, s=sentence)
+    first = {name: fig for name, fig in charts(at).items()}
+    assert made == {"model": 1, "head": 1, "neuron": 1}
+    at.toggle(key="w:model:renormalise").set_value(True).run()
+    assert made == {"model": 2, "head": 2, "neuron": 1}
+    at.selectbox(key="w:model:token").set_value(3).run()
+    assert made == {"model": 2, "head": 2, "neuron": 2}
+    assert charts(at)["Neuron view"] != first["Neuron view"]
+    at.toggle(key="w:model:renormalise").set_value(False).run()  # back to a view made before
+    assert made == {"model": 2, "head": 2, "neuron": 2}
+    assert charts(at)["Model view"] == first["Model view"]
+
+    other = run_page(MODEL, s=sentence)  # a second session, the same sentence: nothing is made
+    assert made == {"model": 2, "head": 2, "neuron": 2}
+    assert charts(other) == first
+    run_page(MODEL, s=sentence, pm="1")  # presentation mode: larger type, its own figures
+    assert made == {"model": 3, "head": 3, "neuron": 3}

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import html
+import threading
+from collections.abc import Callable
 from typing import Any
 
+import cachetools
 import plotly.graph_objects as go
 import pyarrow as pa
 import streamlit as st
@@ -13,6 +16,7 @@ from streamlit.errors import StreamlitAPIException
 
 from attnviz.figures import chart_config, figure_tables
 from attnviz.ui import settings
+from attnviz.ui.plotly_element import figure_json, plotly_json_chart
 from attnviz.ui.settings import md_escape, tr
 
 PAGES = (  # (script, icon, catalogue name): the sidebar's links, in the interface language
@@ -80,11 +84,23 @@ def _page_links() -> None:
             return
 
 
-def chart(fig: go.Figure, name: str, key: str | None = None, table: str = "folded", **select: Any) -> go.Figure:
-    """A Plotly chart with the PNG export named after what it shows; larger type in presentation mode; and its text
-    alternative, the same numbers as tables: below it in a section built only while opened ("folded"), right below
-    it ("inline"), or shown by the caller elsewhere ("elsewhere": `chart_tables`). `select`: st.plotly_chart's
-    on_select and selection_mode, for a chart that takes clicks."""
+# The JSON of figures that depend only on what several sessions share (the pretrained-model page's views of one
+# sentence), made once and sent to every session that shows them: at most SHARED_FIGURES_MB, the least recently
+# used dropped first. A figure is found by everything it shows (the caller's key) plus the presentation mode.
+SHARED_FIGURES_MB = 48
+_FIGURES: cachetools.LRUCache[tuple[Any, ...], tuple[str, int]] = cachetools.LRUCache(
+    maxsize=SHARED_FIGURES_MB * 2**20, getsizeof=lambda item: len(item[0])
+)
+_FIGURES_LOCK = threading.Condition()  # one build per figure: sessions asking for it meanwhile wait
+
+
+@cachetools.cached(_FIGURES, key=lambda shared, build: shared, lock=_FIGURES_LOCK, condition=_FIGURES_LOCK)
+def _shared_json(shared: tuple[Any, ...], build: Callable[[], go.Figure]) -> tuple[str, int]:
+    return figure_json(_styled(build()))
+
+
+def _styled(fig: go.Figure) -> go.Figure:
+    """Larger type in presentation mode."""
     if settings.presenting():
         height = fig.layout.height or 450
         size = settings.PRESENTATION_FONT
@@ -95,15 +111,47 @@ def chart(fig: go.Figure, name: str, key: str | None = None, table: str = "folde
         fig.update_xaxes(tickfont_size=size, title_font_size=size)
         fig.update_yaxes(tickfont_size=size, title_font_size=size)
         fig.update_layout(legend_font_size=size, hoverlabel_font_size=size)
-    st.plotly_chart(fig, width="stretch", config=chart_config(name), key=key, **select)  # select: on_select, ...
+    return fig
+
+
+def chart(
+    fig: go.Figure | Callable[[], go.Figure],
+    name: str,
+    key: str | None = None,
+    table: str = "folded",
+    *,
+    shared: tuple[Any, ...] | None = None,
+    **select: Any,
+) -> go.Figure | None:
+    """A Plotly chart with the PNG export named after what it shows; larger type in presentation mode; and its text
+    alternative, the same numbers as tables: below it in a section built only while opened ("folded"), right below
+    it ("inline"), or shown by the caller elsewhere ("elsewhere": `chart_tables`). `select`: st.plotly_chart's
+    on_select and selection_mode, for a chart that takes clicks.
+
+    `shared`: `fig` is a function that builds the figure, and `shared` says everything the figure depends on. Its
+    JSON is made once for every session that shows the same figure (a rerun that changes nothing in it costs no
+    figure work) and the function is called only to make it, or for the tables. Returns the figure, if it was made.
+    """
+    if shared is None:
+        figure = _styled(fig() if callable(fig) else fig)
+        spec, height = figure_json(figure)
+    else:
+        assert callable(fig), "a shared figure is given as the function that builds it"
+        figure = None
+        spec, height = _shared_json((*shared, settings.presenting()), fig)
+    plotly_json_chart(st._main, spec, height, config=chart_config(name), key=key, **select)
+
+    def tables() -> None:
+        chart_tables(figure if figure is not None else _styled(fig()))  # type: ignore[operator]
+
     if table == "inline":
-        chart_tables(fig)
+        tables()
     elif table == "folded":
         box = lazy_expander(tr("frame.table"), key=f"open:table:{key or name}")
         if box is not None:
             with box:
-                chart_tables(fig)
-    return fig
+                tables()
+    return figure
 
 
 def chart_tables(fig: go.Figure) -> None:

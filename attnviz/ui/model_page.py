@@ -9,11 +9,13 @@ from functools import partial
 from typing import Any
 
 import cachetools
+import plotly.graph_objects as go
 import streamlit as st
 
 from attnviz import figures, model_figures
 from attnviz.bert import MAX_MODEL_TOKENS, BertTrace, ModelUnavailableError, unknown_tokens
 from attnviz.bert_views import (
+    MAX_THUMBNAIL,
     attentions_npz,
     find_heads,
     head_view,
@@ -35,7 +37,7 @@ from attnviz.ui.models import get_model
 from attnviz.ui.session import PageSession
 from attnviz.ui.settings import begin_run, current_language, error_text, labeller, md_escape, palette, tr
 from attnviz.ui.turns import ServerBusyError, busy_note, turn
-from attnviz.ui.widgets import share_box, show_warning, work_panel
+from attnviz.ui.widgets import share_box, show_warning, work_panel, work_panel_content
 
 PAGE = "model"
 SESSION = PageSession("model", convert={"heads": list})  # the multiselect holds a list; the state a tuple
@@ -175,9 +177,9 @@ def _open_clicked_head() -> None:
         _open_head(layer, head)
 
 
-def _finder(trace: BertTrace) -> None:
+def _finder(state: ModelState, trace: BertTrace) -> None:
     """The heads of this sentence that do something recognisable, each with a button that opens it."""
-    found = find_heads(trace)
+    found = _shared(("finder", state.sentence, state.pair), lambda: find_heads(trace))
     if not found:
         return
     st.markdown(tr("model.finder"))
@@ -194,31 +196,41 @@ def _finder(trace: BertTrace) -> None:
 
 
 def _draw(state: ModelState, trace: BertTrace) -> Callable[[], None]:
-    """Model view, head view and neuron view; returns what draws the exports."""
+    """Model view, head view and neuron view; returns what draws the exports.
+
+    Each view is a shared figure (`chart(..., shared=...)`), found by what it shows: the sentence and the options
+    that change it. A control that a view does not read does not rebuild it (the model view stays as it is when the
+    followed token changes), and the sessions of a class on one sentence share every view."""
     tokens = token_labels(trace.tokens, POSITION_MARK)
     rows, cols = token_selection(trace.tokens, trace.type_ids, state.hide_special, state.part)
     if not rows or not cols:
         st.info(tr("model.nothing"))
     else:
-        views, pooled = thumbnails(trace.attentions, rows, cols, state.renormalise)
-        size = views.shape[-1]
-        chart(
-            model_figures.model_view(
+        sentence = (state.sentence, state.pair, state.hide_special, state.part, state.renormalise)
+        style = (palette(), current_language())
+
+        def model_view() -> go.Figure:
+            views, _ = thumbnails(trace.attentions, rows, cols, state.renormalise)
+            return model_figures.model_view(
                 views.numpy(),
                 row_labels=pooled_labels([tokens[i] for i in rows], views.shape[-2]),
-                col_labels=pooled_labels([tokens[j] for j in cols], size),
+                col_labels=pooled_labels([tokens[j] for j in cols], views.shape[-1]),
                 selected_layer=state.layer,
                 selected_heads=state.heads,
-                palette=palette(),
-                lang=current_language(),
-            ),
+                palette=style[0],
+                lang=style[1],
+            )
+
+        chart(
+            model_view,
             "model_view",
             key=VIEW_KEY,
+            shared=("model_view", *sentence, state.layer, state.heads, *style),
             on_select=_open_clicked_head,
             selection_mode="points",
         )
-        if pooled:
-            st.caption(tr("model.pooled", count=len(tokens), size=size))
+        if max(len(rows), len(cols)) > MAX_THUMBNAIL:
+            st.caption(tr("model.pooled", count=len(tokens), size=min(len(cols), MAX_THUMBNAIL)))
         _head_view(state, trace, tokens, rows, cols)
     _neuron_view(state, trace, tokens)
 
@@ -257,26 +269,32 @@ def _all_heads_npz(state: ModelState) -> bytes:
 
 def _head_view(state: ModelState, trace: BertTrace, tokens: list[str], rows: list[int], cols: list[int]) -> None:
     """One head (or an average) with `tokens` (the axis labels) on both axes."""
-    weights = head_weights(trace, state.layer, state.heads)  # (T, T)
-    block = head_view(weights, rows, cols, state.renormalise)
     single = len(state.heads) == 1
     heads = ", ".join(map(str, state.heads))
     which = tr("model.which_one", head=state.heads[0]) if single else tr("model.which_average", heads=heads)
-    scores = None
-    if single:
-        raw = trace.layers[state.layer - 1].scores[state.heads[0] - 1]  # (T, T) q·k before the 1/√d scale
-        scores = head_view(raw, rows, cols).numpy()
-    chart(
-        figures.weights_heatmap(
+    language = current_language()
+
+    def build() -> go.Figure:
+        block = head_view(head_weights(trace, state.layer, state.heads), rows, cols, state.renormalise)
+        scores = None
+        if single:
+            raw = trace.layers[state.layer - 1].scores[state.heads[0] - 1]  # (T, T) q·k before the 1/√d scale
+            scores = head_view(raw, rows, cols).numpy()
+        return figures.weights_heatmap(
             block.numpy(),
             scores=scores,
             query_labels=[tokens[i] for i in rows],
             key_labels=[tokens[j] for j in cols],
             title=tr("model.head_view_title", layer=state.layer, which=which),
             palette=palette(),
-            lang=current_language(),
-        ),
+            lang=language,
+        )
+
+    shared = ("head_view", state.sentence, state.pair, state.hide_special, state.part, state.renormalise)
+    chart(
+        build,
         f"minilm_layer{state.layer}_{which.replace(' ', '_')}",
+        shared=(*shared, state.layer, state.heads, palette(), language),
     )
     shown_all = len(rows) == len(cols) == len(tokens)
     if not shown_all and not state.renormalise:
@@ -291,9 +309,12 @@ def _neuron_view(state: ModelState, trace: BertTrace, tokens: list[str]) -> None
     st.subheader(tr("model.neuron_heading", token=shown, layer=state.layer, head=head))
     note = tr("model.first_of_chosen") if len(state.heads) > 1 else ""
     st.caption(tr("model.neuron_caption", token=shown, head=head, note=note))
-    head_trace = trace.head(state.layer - 1, head - 1)
-    chart(
-        model_figures.neuron_view(
+    language = current_language()
+    row = ("neuron", state.sentence, state.pair, state.layer, head, token, language)
+
+    def build() -> go.Figure:
+        head_trace = trace.head(state.layer - 1, head - 1)
+        return model_figures.neuron_view(
             head_trace.queries[token].numpy(),
             head_trace.keys.numpy(),
             head_trace.logits[token].numpy(),
@@ -301,11 +322,30 @@ def _neuron_view(state: ModelState, trace: BertTrace, tokens: list[str]) -> None
             key_labels=tokens,
             query_label=tokens[token],
             palette=palette(),
-            lang=current_language(),
-        ),
-        f"minilm_neuron_layer{state.layer}_head{head}",
+            lang=language,
+        )
+
+    chart(build, f"minilm_neuron_layer{state.layer}_head{head}", shared=(*row, palette()))
+    work_panel(
+        _shared(
+            row,
+            lambda: work_panel_content(
+                explain_row(trace.head(state.layer - 1, head - 1), token, tokens[token], tokens, language)
+            ),
+        )
     )
-    work_panel(explain_row(head_trace, token, tokens[token], tokens, current_language()))
+
+
+# Small values that depend only on the sentence, shared by the sessions showing it: the heads the finder names,
+# the step-by-step panels of the followed tokens (a 128-row table each). Counted, not weighed: each is ~kB.
+_SHARED: cachetools.LRUCache[tuple[Any, ...], Any] = cachetools.LRUCache(maxsize=256)
+_SHARED_LOCK = threading.Condition()
+
+
+@cachetools.cached(_SHARED, key=lambda key, build: key, lock=_SHARED_LOCK, condition=_SHARED_LOCK)
+def _shared(key: tuple[Any, ...], build: Callable[[], Any]) -> Any:
+    """`build()`, made once for `key` and kept for every session."""
+    return build()
 
 
 @st.fragment
@@ -328,7 +368,7 @@ def _views(state: ModelState, trace: BertTrace | None) -> None:
     with left:
         state = _controls(state, trace)
         if trace is not None:
-            _finder(trace)
+            _finder(state, trace)
     params = SESSION.publish(state, encode_model)
     export = None
     with right:

@@ -5,10 +5,12 @@ from __future__ import annotations
 import hashlib
 import io
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
 import pandas as pd
+import pyarrow as pa
 import segno
 import streamlit as st
 
@@ -194,14 +196,19 @@ def _load_state_file(session: PageSession, data: bytes, decode: Callable[[dict[s
 MAX_TEXT_TABLE_ROWS = 16  # a longer table becomes a scrollable dataframe
 
 
-def work_panel(steps: list[Step]) -> None:
-    """'Show your work' in two elements: the recipe (each step's title and formula) and the numbers (each step's
-    working and one table with a column per quantity, a row per key).
+@dataclass(frozen=True)
+class WorkPanel:
+    """What "show your work" draws: the recipe (markdown with the LaTeX formulas), the numbers (markdown), and the
+    table of numbers when it is too long to be text. Made from the steps by `work_panel_content`; a pure value, so a
+    page can keep one and draw it again."""
 
-    The recipe holds every LaTeX formula and does not change when a control such as the temperature moves, so the
-    browser does not typeset it again; the numbers are plain text and tables. Re-typesetting a handful of formulas
-    on every change cost ~45 ms in the browser, and each extra element costs the server a message per rerun.
-    """
+    recipe: str
+    numbers: str
+    table: pa.Table | None
+
+
+def work_panel_content(steps: list[Step]) -> WorkPanel:
+    """The panel's content for `steps` (see `work_panel`)."""
     recipe, lines = [], []
     for step in steps:
         recipe.append(f"**{step.number}. {md_escape(step.title)}**\n\n$$\n{step.formula}\n$$")
@@ -212,15 +219,28 @@ def work_panel(steps: list[Step]) -> None:
         elif step.columns[1:]:  # every step has its line: its numbers are the table's columns
             columns = ", ".join(step.columns[1:])
             lines.append(f"**{step.number}.** {md_escape(tr('widget.in_table', columns=columns))}")
-    st.markdown("\n\n".join(recipe))
     lines.insert(0, tr("widget.with_numbers"))
     columns, rows = merged_table(steps)
     as_text = 0 < len(rows) <= MAX_TEXT_TABLE_ROWS
     if as_text:
         lines.append(markdown_table(columns, rows))
-    st.markdown("\n\n".join(lines))
-    if rows and not as_text:
-        st.dataframe(arrow_table(columns, rows), hide_index=True, width="stretch")
+    table = arrow_table(columns, rows) if rows and not as_text else None
+    return WorkPanel("\n\n".join(recipe), "\n\n".join(lines), table)
+
+
+def work_panel(steps: list[Step] | WorkPanel) -> None:
+    """'Show your work' in two elements: the recipe (each step's title and formula) and the numbers (each step's
+    working and one table with a column per quantity, a row per key).
+
+    The recipe holds every LaTeX formula and does not change when a control such as the temperature moves, so the
+    browser does not typeset it again; the numbers are plain text and tables. Re-typesetting a handful of formulas
+    on every change cost ~45 ms in the browser, and each extra element costs the server a message per rerun.
+    """
+    content = steps if isinstance(steps, WorkPanel) else work_panel_content(steps)
+    st.markdown(content.recipe)
+    st.markdown(content.numbers)
+    if content.table is not None:
+        st.dataframe(content.table, hide_index=True, width="stretch")
 
 
 def merged_table(steps: list[Step]) -> tuple[list[str], list[list[object]]]:

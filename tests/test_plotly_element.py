@@ -1,0 +1,70 @@
+"""The chart element sent from a figure's JSON (attnviz.ui.plotly_element) is the element st.plotly_chart makes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from attnviz import figures, model_figures
+
+
+def _script(method: str, which: str, key: str | None, on_select: str) -> None:
+    import numpy as np
+    import streamlit as st
+
+    from attnviz import figures, model_figures
+    from attnviz.figures import chart_config
+    from attnviz.ui.plotly_element import figure_json, plotly_json_chart
+
+    rng = np.random.default_rng(0)
+    if which == "weights":
+        weights = rng.dirichlet(np.ones(5), size=4).astype("float32")
+        fig = figures.weights_heatmap(
+            weights, scores=rng.normal(size=(4, 5)), query_labels=list("abcd"), key_labels=list("vwxyz"), title="t"
+        )
+    else:
+        views = rng.integers(0, 255, size=(6, 12, 8, 8)).astype("uint8")
+        fig = model_figures.model_view(
+            views, row_labels=list("abcdefgh"), col_labels=list("abcdefgh"), selected_layer=2, selected_heads=(3,)
+        )
+    select = {} if on_select == "ignore" else {"on_select": on_select, "selection_mode": "points"}
+    if method == "streamlit":
+        st.plotly_chart(fig, width="stretch", config=chart_config("x"), key=key, **select)
+    else:
+        spec, height = figure_json(fig)
+        plotly_json_chart(st._main, spec, height, config=chart_config("x"), key=key, **select)
+    st.session_state["z_after"] = fig.data[0].z
+
+
+def _element(method: str, which: str, key: str | None, on_select: str) -> tuple[object, dict]:
+    at = AppTest.from_function(_script, args=(method, which, key, on_select)).run()
+    assert not at.exception, at.exception
+    (element,) = at.get("plotly_chart")
+    return element.proto, at.session_state["z_after"]
+
+
+@pytest.mark.parametrize("which", ["weights", "model_view"])
+@pytest.mark.parametrize(("key", "on_select"), [(None, "ignore"), ("view", "rerun")])
+def test_same_element_as_st_plotly_chart(which: str, key: str | None, on_select: str) -> None:
+    ours, z_after = _element("json", which, key, on_select)
+    theirs, _ = _element("streamlit", which, key, on_select)
+    assert ours.SerializeToString(deterministic=True) == theirs.SerializeToString(deterministic=True)
+    assert len(ours.spec) > 1000 and ours.id
+    # Making the JSON does not change the figure (the base64 step replaces arrays in a copy of their containers)
+    assert isinstance(z_after, np.ndarray)
+
+
+def test_height_from_the_layout() -> None:
+    """The height st.plotly_chart gives the element's layout (its own function, on the figure it would send)."""
+    from streamlit.elements.plotly_chart import _resolve_content_height
+
+    from attnviz.ui.plotly_element import figure_json
+
+    fig = figures.weights_heatmap(np.full((2, 3), 1 / 3), query_labels=["a", "b"], key_labels=["x", "y", "z"])
+    for height in (321, None):
+        fig.update_layout(height=height)
+        assert figure_json(fig)[1] == _resolve_content_height("content", fig.to_dict())
+    assert figure_json(fig)[1] == 450
+    views = np.zeros((6, 12, 2, 2), dtype="uint8")
+    assert figure_json(model_figures.model_view(views, row_labels=["a", "b"], col_labels=["a", "b"]))[1] > 0
