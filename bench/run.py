@@ -106,7 +106,7 @@ def load_page(scenario: Scenario, users: tuple[int, ...], seconds: float, **opti
     return rows
 
 
-PAIRED_PAGES = ("self", "cross", "kernel", "model", "model_sentence")
+PAIRED_PAGES = ("elements", "self", "cross", "kernel", "model", "model_sentence")
 
 
 def paired_rounds(

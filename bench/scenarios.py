@@ -53,6 +53,13 @@ SCENARIOS: dict[str, Scenario] = {
             Control("temperature", "double", TEMPERATURES),
         ),
         Scenario(
+            "elements",
+            "Floor with the self-attention page's elements (Streamlit alone, nothing computed)",
+            "bench/elements_page.py",
+            "",
+            Control("temperature", "double", TEMPERATURES),
+        ),
+        Scenario(
             "self",
             "Self-attention, default (8 tokens)",
             "app.py",
