@@ -180,7 +180,8 @@ _FIRST_CHART_JS = """
 })();
 """
 
-FIRST_VISIT_PAGES = ("minimal", "elements", "self", "model")  # the minimal page first: the others are measured against it
+# The minimal page first: the others are measured against it
+FIRST_VISIT_PAGES = ("minimal", "elements", "self", "model")
 
 
 def first_chart(browser: Browser, server: StreamlitServer, path: str) -> float:
