@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 from attnviz.i18n import DEFAULT_LANGUAGE, t
 from attnviz.plotting import (
     DIVERGING_PALETTE,
+    MAX_TICKS,
     VERMILLION,
     WEIGHTS_PALETTE,
     Labels,
@@ -17,6 +18,7 @@ from attnviz.plotting import (
     as_vector,
     axes,
     axis_keys,
+    category_ticks,
     colorscale,
     make_figure,
     matrix_axis,
@@ -230,7 +232,9 @@ def neuron_view(
             showticklabels=panel in (4, 5),
             tickangle=-90 if panel in (4, 5) else 0,
         )
+        # every key named up to MAX_TICKS, then every k-th, chosen here: left to Plotly, 13 keys lost every other name
+        ticks = category_ticks(y, MAX_TICKS) if panel == 2 else {}
         layout[y_name] = matrix_axis(
-            "", domain=y_domain, anchor=refs["xaxis"], autorange="reversed", showticklabels=panel in (1, 2)
+            "", domain=y_domain, anchor=refs["xaxis"], autorange="reversed", showticklabels=panel in (1, 2), **ticks
         )
     return make_figure(data, layout)

@@ -567,6 +567,19 @@ def test_model_view_tiles_every_head_as_bytes_and_outlines_the_chosen_ones():
     assert len(big.to_json()) < 1.4 * cells + 60_000  # a byte a cell in base64 (float32 would be 5.3 bytes a cell)
 
 
+@pytest.mark.parametrize(("count", "named"), [(13, 13), (24, 24), (60, 20)])
+def test_neuron_view_names_every_key_up_to_the_tick_limit_then_every_kth(count, named):
+    rng = np.random.default_rng(0)
+    labels = [f"w{i}" for i in range(count)]
+    fig = model_figures.neuron_view(
+        rng.normal(size=4), rng.normal(size=(count, 4)), rng.normal(size=count), np.full(count, 1 / count),
+        key_labels=labels,
+    )  # fmt: skip
+    axis = fig.to_plotly_json()["layout"]["yaxis2"]  # the keys' panel, whose labels are shown
+    shown = labels if axis.get("tickmode") == "linear" and axis.get("dtick") == 1 else axis.get("tickvals")
+    assert shown is not None and len(shown) == named and shown[0] == "w0"
+
+
 def test_neuron_view_products_sum_to_the_dot_products():
     query = RNG.normal(size=8).astype(np.float32)
     keys = RNG.normal(size=(5, 8)).astype(np.float32)

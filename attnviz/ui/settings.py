@@ -192,14 +192,18 @@ def sidebar_controls() -> None:
     )
 
 
-# Every page: a wide table (show-your-work with many value columns) scrolls inside its own box instead of pushing
-# the page sideways (on a phone), and its headers stay on one line; compact cells, so that show-your-work's table
+# Every page: a wide table (show-your-work with many value columns), and a formula wider than the page (a worked
+# vector on a phone), scroll inside their own box instead of pushing the page sideways or being cut off; a table's
+# headers stay on one line; compact cells, so that show-your-work's table
 # (key, five quantities and eight value columns) fits the page's full width at 1400 px. A button's label and a row
 # of pills wrap onto more lines instead of being cut off in a narrow column. A fixed style sheet of the app's
 # own, never user text.
 PAGE_CSS = """
 <style>
   [data-testid="stMarkdownContainer"] table { display: block; max-width: 100%; overflow-x: auto; }
+  [data-testid="stMarkdownContainer"] p:has(.katex), [data-testid="stMarkdownContainer"] .katex-display {
+    overflow-x: auto; overflow-y: hidden;
+  }
   [data-testid="stMarkdownContainer"] th, [data-testid="stMarkdownContainer"] td {
     white-space: nowrap; padding: 0.3rem 0.4rem; font-size: 0.9rem;
   }

@@ -26,6 +26,11 @@ _WIDTHS_JS = """() => {
     page: [document.documentElement.scrollWidth, document.documentElement.clientWidth],
     main: [main.scrollWidth, main.clientWidth],
     tables: tables.map((t) => [t.scrollWidth, t.clientWidth]),
+    // text wider than its box (a formula with a long vector): it must scroll inside its box, not be cut off
+    cut: [...document.querySelectorAll(
+      '[data-testid="stMain"] [data-testid="stMarkdownContainer"] p, [data-testid="stMain"] .katex-display')]
+      .filter((e) => e.scrollWidth > e.clientWidth + 1 && !['auto', 'scroll'].includes(getComputedStyle(e).overflowX))
+      .map((e) => e.textContent.slice(0, 60)),
   };
 }"""
 
@@ -43,6 +48,7 @@ def test_no_page_scrolls_sideways_and_the_work_table_fits_at_1400(
     assert widths["page"][0] <= widths["page"][1], widths  # no horizontal page scroll
     assert widths["main"][0] <= widths["main"][1], widths
     assert widths["tables"], "show-your-work's table is on the page"
+    assert widths["cut"] == [], widths["cut"]  # e.g. the learned score's worked vectors on a phone
     if size == "desk":  # every column of the work table visible, no scrolling inside its box
         assert all(scroll <= client for scroll, client in widths["tables"]), widths
     assert exceptions(page) == []
