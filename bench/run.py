@@ -316,7 +316,8 @@ def markdown(results: dict[str, Any]) -> str:
         lines += [
             "",
             f"{len(missed)} not met. What explains each (with the profile) and what would close the gap: "
-            "[bench/README.md, Where the rest of the time goes](../README.md#where-the-rest-of-the-time-goes).",
+            "[bench/README.md, What the rest is spent on]"
+            "(../README.md#what-the-rest-is-spent-on-and-what-would-close-each-gap), and the section before it.",
         ]
     lines += [
         "",
