@@ -25,7 +25,7 @@ from attnviz.state import (
 )
 from attnviz.ui import fieldwidgets
 from attnviz.ui.attention_results import draw_results
-from attnviz.ui.common import beside_chart, controls_and_results, inputs_box, lazy_expander
+from attnviz.ui.common import below_main_chart, beside_chart, controls_and_results, inputs_box, lazy_expander
 from attnviz.ui.models import get_model
 from attnviz.ui.session import PageSession
 from attnviz.ui.settings import begin_run, labeller, md_escape, presenting, tr
@@ -269,5 +269,5 @@ def _controls_and_results(session: PageSession, state: AttentionState, inputs: A
                         (side or st).caption(tr("attention.repeated_tokens"))
                     results = draw_results(session, state, inputs, side=side)
     if results is not None:
-        results.below()
+        below_main_chart(session.part("below"), results.below)
     share_box(session, params, lambda p: decode_attention(p, session.page), extra=results and results.export)

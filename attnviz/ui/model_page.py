@@ -32,7 +32,7 @@ from attnviz.explain import explain_row
 from attnviz.model_state import NUM_HEADS, NUM_LAYERS, PARTS, ModelState, decode_model, encode_model
 from attnviz.plotting import POSITION_MARK
 from attnviz.state import MAX_TEXT
-from attnviz.ui.common import chart, controls_and_results
+from attnviz.ui.common import below_main_chart, chart, controls_and_results
 from attnviz.ui.models import get_model
 from attnviz.ui.session import PageSession
 from attnviz.ui.settings import begin_run, current_language, error_text, labeller, md_escape, palette, tr
@@ -205,6 +205,7 @@ def _draw(state: ModelState, trace: BertTrace) -> Callable[[], None]:
     rows, cols = token_selection(trace.tokens, trace.type_ids, state.hide_special, state.part)
     if not rows or not cols:
         st.info(tr("model.nothing"))
+        _neuron_view(state, trace, tokens)
     else:
         sentence = (state.sentence, state.pair, state.hide_special, state.part, state.renormalise)
         style = (palette(), current_language())
@@ -231,8 +232,14 @@ def _draw(state: ModelState, trace: BertTrace) -> Callable[[], None]:
         )
         if max(len(rows), len(cols)) > MAX_THUMBNAIL:
             st.caption(tr("model.pooled", count=len(tokens), size=min(len(cols), MAX_THUMBNAIL)))
-        _head_view(state, trace, tokens, rows, cols)
-    _neuron_view(state, trace, tokens)
+
+        def below() -> None:  # it may run in the next run: it asks the shared cache, it holds no trace itself
+            shared = _trace(state)
+            if shared is not None:
+                _head_view(state, shared, tokens, rows, cols)
+                _neuron_view(state, shared, tokens)
+
+        below_main_chart(SESSION.part("below"), below)
 
     def export() -> None:
         # The files are made when a button is pressed, from the shared trace: a download's data would otherwise
