@@ -296,97 +296,6 @@ def heads_grid(
     return make_figure(data, layout)
 
 
-def _comparison_geometry(stacked: bool) -> tuple[list[tuple[list[float], list[float]]], dict, dict]:
-    """Where the comparison's three panels and two colour bars go (paper coordinates): A and B side by side above
-    A − B, or (`stacked`, on a projector) one above the other. Each bar sits beside the panels it colours, so the
-    two never meet, and each panel's title has a row of its own above it."""
-    if stacked:
-        gap, height = 0.1, 0.8 / 3
-        rows = [(1.0 - r * (height + gap), max(0.0, 1.0 - r * (height + gap) - height)) for r in range(3)]
-        panels = [([0.0, 0.82], [low, top]) for top, low in rows]
-        weights_bar = {"x": 0.86, "y": (rows[0][0] + rows[1][1]) / 2, "len": 2 * height + gap, "yanchor": "middle"}
-        difference_bar = {"x": 0.86, "y": (rows[2][0] + rows[2][1]) / 2, "len": height, "yanchor": "middle"}
-        return panels, weights_bar, difference_bar
-    gap, height = 0.16, 0.42
-    top_row, bottom_row = [1.0 - height, 1.0], [0.0, height]
-    panels = [([0.0, 0.4], top_row), ([0.47, 0.87], top_row), ([0.0, 0.4], bottom_row)]
-    weights_bar = {"x": 0.9, "y": 1.0 - height / 2, "len": height, "yanchor": "middle"}
-    difference_bar = {"x": 0.43, "y": height / 2, "len": height, "yanchor": "middle"}
-    return panels, weights_bar, difference_bar
-
-
-def comparison_figure(
-    weights_a: Any,
-    weights_b: Any,
-    *,
-    label_a: str,
-    label_b: str,
-    mask: Any = None,
-    query_labels: Labels = None,
-    key_labels: Labels = None,
-    palette: str = WEIGHTS_PALETTE,
-    colour_range: str = "unit",
-    stacked: bool = False,
-    lang: str = DEFAULT_LANGUAGE,
-) -> go.Figure:
-    """Weights A and weights B (on one colour axis, `colour_range` as in weights_heatmap over both) side by side,
-    their difference A − B below (diverging: on -1..1 with the 0-1 range, else on ±its largest size); `stacked`:
-    all three in one column (a projector).
-    Every token labels its row and column (none is skipped to make room)."""
-    first, second = as_array(weights_a, "weights_a", 2), as_array(weights_b, "weights_b", 2)  # (Q, K) each
-    if first.shape != second.shape:
-        raise ValueError(f"weights_a shape {first.shape} differs from weights_b shape {second.shape}")
-    allowed = allowed_mask(mask, first.shape)
-    y, x = unique_labels(query_labels, first.shape[0], "q"), unique_labels(key_labels, first.shape[1], "k")
-    name_a, name_b = (html.escape(str(label), quote=False) for label in (label_a, label_b))
-    names = [name_a, name_b, f"{name_a} − {name_b}"]
-    geometry, weights_bar, difference_bar = _comparison_geometry(stacked)
-    layout: dict[str, Any] = {"annotations": []}
-    across = 1 if stacked else 2  # A and B side by side
-    printed = cells_printed(None, first.shape, across)
-    weight = word("weight", lang)
-    both = np.stack([first, second])  # (2, Q, K)
-    z, low, high = colour_positions(both, None if allowed is None else np.stack([allowed, allowed]), colour_range)
-    panels = [(first, z[0], "coloraxis", weight), (second, z[1], "coloraxis", weight)]
-    panels.append((first - second, first - second, "coloraxis2", "A − B"))
-    data = []
-    for panel, (values, colour, axis, quantity) in enumerate(panels, start=1):
-        extra, shown = _carried(values, colour_range if panel < 3 else "unit")  # A − B is drawn as it is
-        if printed:
-            extra.update(_cell_texts(values, allowed))
-        hover = _hover(f"{names[panel - 1]}<br>", quantity, lang=lang, shown=shown)
-        style = {"coloraxis": axis, "hovertemplate": hover, **axes(panel), **extra}
-        data.append(_heatmap(colour, allowed, x, y, name=names[panel - 1], **style))
-        (left, right), (bottom, top) = geometry[panel - 1]
-        x_name, y_name = axis_keys(panel)
-        refs = axes(panel)
-        queries = word("queries", lang) if panel != 2 or stacked else ""
-        ticks_x, ticks_y = category_ticks(x, MAX_TICKS), category_ticks(y, MAX_TICKS)  # chosen, not dropped by Plotly
-        layout[x_name] = matrix_axis(word("keys", lang), domain=[left, right], anchor=refs["yaxis"], **ticks_x)
-        layout[y_name] = matrix_axis(
-            queries, domain=[bottom, top], anchor=refs["xaxis"], autorange="reversed", showticklabels=bool(queries),
-            **ticks_y,
-        )  # fmt: skip
-        title = {"text": names[panel - 1], "x": (left + right) / 2, "y": top, "xref": "paper", "yref": "paper"}
-        layout["annotations"].append(
-            {**title, "xanchor": "center", "yanchor": "bottom", "yshift": 6, "showarrow": False, "font": {"size": 16}}
-        )
-    if allowed is not None:
-        data += _mask_traces([(allowed, panel) for panel in (1, 2, 3)], x, y, layout, lang, across=across)
-    weights_axis = _weights_colours(palette, colour_range, low, high, lang)
-    weights_axis["colorbar"] = {**weights_axis["colorbar"], **weights_bar}
-    bound = _difference_bound(first, second, allowed, colour_range)
-    difference_axis = {"colorscale": colorscale(DIVERGING_PALETTE), "cmin": -bound, "cmax": bound}
-    rows = 3 if stacked else 2
-    layout.update(
-        coloraxis=weights_axis,
-        coloraxis2={**difference_axis, "colorbar": {"title": {"text": "A − B"}, **difference_bar}},
-        height=int(rows * max(260, 22 * first.shape[0] + 110) + 80),
-        plot_bgcolor="white",
-    )
-    return make_figure(data, layout)
-
-
 def comparison_charts(
     weights_a: Any,
     weights_b: Any,
@@ -401,14 +310,16 @@ def comparison_charts(
     lang: str = DEFAULT_LANGUAGE,
 ) -> list[go.Figure]:
     """The comparison as three charts, for a page that lays them out itself (side by side on a wide screen, one
-    above the other on a phone or a projector): weights A and weights B on one shared colour range, and A − B, on
-    the same ranges as `comparison_figure`."""
+    above the other on a phone or a projector): weights A and weights B on one shared colour range (`colour_range`
+    as in weights_heatmap, over both), and A − B, diverging: on -1..1 with the 0-1 range, else on ±its largest
+    size. The labels are shown as text, never as markup."""
     first, second = as_array(weights_a, "weights_a", 2), as_array(weights_b, "weights_b", 2)  # (Q, K) each
     if first.shape != second.shape:
         raise ValueError(f"weights_a shape {first.shape} differs from weights_b shape {second.shape}")
     allowed = allowed_mask(mask, first.shape)
     both_allowed = None if allowed is None else np.stack([allowed, allowed])
     _, low, high = colour_positions(np.stack([first, second]), both_allowed, colour_range)
+    label_a, label_b = (html.escape(str(label), quote=False) for label in (label_a, label_b))
     labels = {"query_labels": query_labels, "key_labels": key_labels, "mask": mask, "lang": lang}
     charts = [
         weights_heatmap(weights, title=label, palette=palette, colour_range=colour_range, data_range=(low, high),
