@@ -9,6 +9,7 @@ from typing import Any
 import torch
 
 from attnviz.i18n import DEFAULT_LANGUAGE, t
+from attnviz.multihead import head_rows
 from attnviz.scores import SCORES, make_score_module
 from attnviz.trace import AttentionTrace
 
@@ -309,8 +310,8 @@ def explain_attention(
     before: list[Step] = []
     if projected:
         projected_head = trace.heads[head]  # its inputs are this head's features of W_q x, W_k x_j and W_v x_j
-        width = projected_head.queries.shape[-1]
-        start = head * width
+        features = head_rows(trace.W_q.shape[0], head, trace.num_heads)
+        start = features.start
         x, x_key, x_value = trace.queries[row].tolist(), trace.keys[0].tolist(), trace.values[0].tolist()
         w_q = trace.W_q[start].tolist()
         q, k, v = (
@@ -329,7 +330,7 @@ def explain_attention(
             v=vec(v),
             key_x=vec(x_key),
             value_x=vec(x_value),
-            features=f"{start + 1}–{start + width}",
+            features=f"{start + 1}–{features.stop}",
         )
         formula = (
             r"\mathbf q = \mathbf W_q \mathbf x, \quad \mathbf k_j = \mathbf W_k \mathbf x_j, \quad "

@@ -59,6 +59,13 @@ def head_counts(*sizes: int, limit: int) -> list[int]:
     return [h for h in range(1, limit + 1) if all(size % h == 0 for size in sizes)]
 
 
+def head_rows(rows: int, head: int, heads: int) -> range:
+    """The rows of a projection matrix (W_q, W_k or W_v, `rows` of them) that make head `head`'s features: the
+    heads split each matrix into equal blocks of rows, in order (as `split_heads` splits the features)."""
+    width = rows // heads
+    return range(head * width, (head + 1) * width)
+
+
 def split_heads(x: Tensor, num_heads: int) -> Tensor:
     """(B, T, h * s) -> (B, h, T, s)."""
     batch, length, width = x.shape

@@ -317,3 +317,15 @@ def test_heads_not_dividing_d_raise():
         attnviz.multi_head_attend(q, k, v, num_heads=4)
     with pytest.raises(ValueError):
         attnviz.self_attention(q, num_heads=5)
+
+
+def test_head_rows_are_the_rows_whose_features_split_heads_gives_that_head():
+    from attnviz.multihead import head_rows, split_heads
+
+    W = torch.arange(24.0).reshape(6, 4)  # 6 output features, 3 heads of 2
+    x = torch.ones(1, 1, 4)
+    projected = split_heads(x @ W.T, 3)  # (1, 3, 1, 2): each head's features of W x
+    for head in range(3):
+        rows = head_rows(6, head, 3)
+        assert list(rows) == [2 * head, 2 * head + 1]
+        torch.testing.assert_close(projected[0, head, 0], (x @ W[rows.start : rows.stop].T)[0, 0])

@@ -18,7 +18,7 @@ from attnviz.explain import explain_attention
 from attnviz.exports import python_snippet, weights_csv
 from attnviz.fields import field
 from attnviz.i18n import t
-from attnviz.multihead import MultiHeadTrace
+from attnviz.multihead import MultiHeadTrace, head_rows
 from attnviz.note_attn import bmm_rule, note_attn_steps
 from attnviz.pipeline import (
     AttentionInputs,
@@ -199,9 +199,9 @@ SMALL_MATRIX = 8  # W's of up to 8 columns are shown open, in full; larger ones 
 def _projection_matrices(trace: MultiHeadTrace, head: int) -> None:
     """W_q, W_k and W_v, the numbers step 0 multiplies: open when small, folded when large, each with the rows of
     the head being explained marked (step 0 works out the first of them)."""
-    width = trace.heads[head].queries.shape[-1]
+    features = head_rows(trace.W_q.shape[0], head, trace.num_heads)
     small = trace.W_q.shape[1] <= SMALL_MATRIX
-    with st.expander(tr("explain.matrices", first=head * width + 1, last=(head + 1) * width), expanded=small):
+    with st.expander(tr("explain.matrices", first=features.start + 1, last=features.stop), expanded=small):
         for name in ("W_q", "W_k", "W_v"):
             matrix = getattr(trace, name)
             rows = head_rows(matrix.shape[0], head, trace.num_heads)
@@ -212,12 +212,6 @@ def _projection_matrices(trace: MultiHeadTrace, head: int) -> None:
                 st.markdown(markdown_table(columns, table))
             else:
                 st.dataframe(arrow_table(columns, table), hide_index=True, width="stretch")
-
-
-def head_rows(rows: int, head: int, heads: int) -> range:
-    """The rows of a projection matrix that make this head's features (W_q, W_k, W_v are split by head)."""
-    width = rows // heads
-    return range(head * width, (head + 1) * width)
 
 
 def _numbers_section(
