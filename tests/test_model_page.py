@@ -222,7 +222,7 @@ def test_a_control_rebuilds_only_the_views_it_changes_and_sessions_on_one_senten
     renormalised; a second student on the same sentence gets every view without any being made."""
     from attnviz import figures as figure_module
     from attnviz import model_figures
-    from attnviz.ui import common, model_page
+    from attnviz.ui import common
 
     made: dict[str, int] = {"model": 0, "head": 0, "neuron": 0}
 
@@ -237,7 +237,7 @@ def test_a_control_rebuilds_only_the_views_it_changes_and_sessions_on_one_senten
     monkeypatch.setattr(model_figures, "neuron_view", counted("neuron", model_figures.neuron_view))
     monkeypatch.setattr(figure_module, "weights_heatmap", counted("head", figure_module.weights_heatmap))
     common._FIGURES.clear()
-    model_page._SHARED.clear()
+    common._VALUES.clear()
     sentence = "A sentence that only this test types."
     at = run_page(MODEL, s=sentence)
     first = {name: fig for name, fig in charts(at).items()}

@@ -101,6 +101,18 @@ def _shared_json(shared: tuple[Any, ...], build: Callable[[], go.Figure]) -> tup
     return figure_json(_styled(build()))
 
 
+# Small values that depend only on what sessions share (the pretrained-model page's finder results and
+# step-by-step panels of one sentence), made once and kept for every session. Counted, not weighed: each is ~kB.
+_VALUES: cachetools.LRUCache[tuple[Any, ...], Any] = cachetools.LRUCache(maxsize=256)
+_VALUES_LOCK = threading.Condition()
+
+
+@cachetools.cached(_VALUES, key=lambda shared, build: shared, lock=_VALUES_LOCK, condition=_VALUES_LOCK)
+def shared_value(shared: tuple[Any, ...], build: Callable[[], Any]) -> Any:
+    """`build()`, made once for everything it depends on (`shared`) and kept for every session."""
+    return build()
+
+
 def _styled(fig: go.Figure) -> go.Figure:
     """Larger type in presentation mode."""
     if settings.presenting():

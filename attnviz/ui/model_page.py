@@ -32,7 +32,7 @@ from attnviz.explain import explain_row
 from attnviz.model_state import NUM_HEADS, NUM_LAYERS, PARTS, ModelState, decode_model, encode_model
 from attnviz.plotting import POSITION_MARK
 from attnviz.state import MAX_TEXT
-from attnviz.ui.common import below_main_chart, chart, controls_and_results
+from attnviz.ui.common import below_main_chart, chart, controls_and_results, shared_value
 from attnviz.ui.models import get_model
 from attnviz.ui.session import PageSession
 from attnviz.ui.settings import begin_run, current_language, error_text, labeller, md_escape, palette, tr
@@ -179,7 +179,7 @@ def _open_clicked_head() -> None:
 
 def _finder(state: ModelState, trace: BertTrace) -> None:
     """The heads of this sentence that do something recognisable, each with a button that opens it."""
-    found = _shared(("finder", state.sentence, state.pair), lambda: find_heads(trace))
+    found = shared_value(("finder", state.sentence, state.pair), lambda: find_heads(trace))
     if not found:
         return
     st.markdown(tr("model.finder"))
@@ -334,25 +334,13 @@ def _neuron_view(state: ModelState, trace: BertTrace, tokens: list[str]) -> None
 
     chart(build, f"minilm_neuron_layer{state.layer}_head{head}", shared=(*row, palette()))
     work_panel(
-        _shared(
+        shared_value(
             row,
             lambda: work_panel_content(
                 explain_row(trace.head(state.layer - 1, head - 1), token, tokens[token], tokens, language)
             ),
         )
     )
-
-
-# Small values that depend only on the sentence, shared by the sessions showing it: the heads the finder names,
-# the step-by-step panels of the followed tokens (a 128-row table each). Counted, not weighed: each is ~kB.
-_SHARED: cachetools.LRUCache[tuple[Any, ...], Any] = cachetools.LRUCache(maxsize=256)
-_SHARED_LOCK = threading.Condition()
-
-
-@cachetools.cached(_SHARED, key=lambda key, build: key, lock=_SHARED_LOCK, condition=_SHARED_LOCK)
-def _shared(key: tuple[Any, ...], build: Callable[[], Any]) -> Any:
-    """`build()`, made once for `key` and kept for every session."""
-    return build()
 
 
 @st.fragment
