@@ -1,0 +1,292 @@
+"""Train the small models, deterministically from a seed, and keep what the attention looked like on the way.
+
+    python -m attnviz.learned.train dates --seed 0
+    python -m attnviz.learned.train induction --seed 0
+
+writes the checkpoint the package ships (`attnviz/learned/checkpoints/`): the trained weights, the loss and
+held-out accuracy every few steps, and the attention on fixed probe inputs at those steps, in one `safetensors`
+file. The same settings give the same file, byte for byte, on the same kind of machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import random
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+from torch import Tensor, nn
+
+from attnviz.learned import dates, induction
+from attnviz.learned.seq2seq import DateModelConfig, DateTranslator, translate_texts
+
+CHECKPOINTS = Path(__file__).parent / "checkpoints"
+TRAIN_THREADS = 2  # fixed, so that a run's numbers do not depend on the machine's core count
+TASKS = ("dates", "induction")
+DEFAULT_PROBES = {
+    "dates": ("22 November 2026", "二〇二六年十一月二十二日"),
+    "induction": ("D H A Q K M P B D H A Q K M P B",),
+}
+DEFAULT_STEPS = {"dates": 300, "induction": 600}
+MAX_STEPS = {"dates": 1000, "induction": 2000}
+SNAPSHOTS = 40  # attention recorded this many times in a run, plus step 0
+LEARNING_RATE = {"dates": 3e-3, "induction": 1e-3}
+BATCH = {"dates": 128, "induction": 64}
+EVAL_EXAMPLES = 250  # held-out examples at each snapshot; the final accuracy uses FINAL_EVAL_EXAMPLES
+FINAL_EVAL_EXAMPLES = 2000
+
+Progress = Callable[["Snapshot"], None]
+
+
+@dataclass(frozen=True)
+class TrainSettings:
+    """What decides a run: the task, the seed, the number of steps and the probe inputs whose attention is kept."""
+
+    task: str
+    seed: int = 0
+    steps: int = 0  # 0: the task's default
+    probes: tuple[str, ...] = ()  # (): the task's default
+
+    def resolved(self) -> TrainSettings:
+        """The same settings with the defaults filled in, checked."""
+        if self.task not in TASKS:
+            raise ValueError(f"task must be one of {', '.join(TASKS)}; got {self.task!r}")
+        steps = self.steps or DEFAULT_STEPS[self.task]
+        if not 1 <= steps <= MAX_STEPS[self.task]:
+            raise ValueError(f"steps must be 1 to {MAX_STEPS[self.task]} for {self.task}; got {steps}")
+        return TrainSettings(self.task, int(self.seed), steps, tuple(self.probes) or DEFAULT_PROBES[self.task])
+
+    @property
+    def snapshot_every(self) -> int:
+        """Steps between two recorded snapshots."""
+        return max(1, self.steps // SNAPSHOTS)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The state of a run at one step: the mean loss since the last snapshot, held-out accuracy, probe attention."""
+
+    step: int
+    steps: int
+    loss: float
+    accuracy: float
+    attention: Tensor  # dates: (probes, 10, T); induction: (layers, heads, T, T) for the first probe
+
+
+@dataclass
+class TrainingRun:
+    """A trained model and its history."""
+
+    settings: TrainSettings
+    model: nn.Module
+    snapshots: list[Snapshot] = field(default_factory=list)
+    accuracy: float = 0.0  # on FINAL_EVAL_EXAMPLES held-out examples
+
+
+@contextlib.contextmanager
+def fixed_threads(threads: int = TRAIN_THREADS) -> Iterator[None]:
+    """Run torch with a fixed number of threads, and put the old number back."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def new_model(task: str) -> nn.Module:
+    """A freshly initialised model for `task` (initialise it under torch.manual_seed for a given seed)."""
+    if task == "dates":
+        return DateTranslator(DateModelConfig(input_vocab=len(dates.INPUT_VOCAB)))
+    return induction.InductionTransformer(induction.InductionConfig())
+
+
+def probe_examples(probes: tuple[str, ...]) -> list[induction.RepeatExample]:
+    """Typed induction probes -> examples (the sequence must be a half and its repeat)."""
+    examples = []
+    for probe in probes:
+        symbols, unknown = induction.parse_sequence(probe)
+        half = len(symbols) // 2
+        if unknown or half < 1 or symbols[:half] != symbols[half:]:
+            raise ValueError(f"an induction probe must be symbols A-T followed by their repeat; got {probe!r}")
+        examples.append(induction.RepeatExample(tuple(symbols[:half])))
+    return examples
+
+
+def probe_attention(model: nn.Module, settings: TrainSettings) -> Tensor:
+    """The attention of the probes now: dates (probes, 10, T max); induction (layers, heads, T, T) of probe 1."""
+    model.eval()
+    try:
+        if settings.task == "dates":
+            results = translate_texts(model, list(settings.probes))
+            width = max(len(probe) for probe in settings.probes)
+            attention = torch.zeros(len(results), dates.OUTPUT_LENGTH, width)
+            for index, result in enumerate(results):
+                attention[index, :, : len(result.text)] = result.trace.weights
+            return attention
+        with torch.no_grad():
+            model(induction.token_ids(probe_examples(settings.probes[:1])[0]))
+        return model.attention_weights()[:, 0].clone()  # (layers, heads, T, T)
+    finally:
+        model.train()
+
+
+def held_out_accuracy(model: nn.Module, task: str, count: int) -> float:
+    """Dates: exact match of the whole ISO date. Induction: token accuracy on the repeat (after its first token)."""
+    model.eval()
+    try:
+        if task == "dates":
+            examples = dates.held_out_examples(count)
+            results = translate_texts(model, [example.text for example in examples])
+            return sum(r.output == e.target for r, e in zip(results, examples, strict=True)) / len(examples)
+        return induction.token_accuracy(model, induction.held_out_examples(count))
+    finally:
+        model.train()
+
+
+def _batch_loss(model: nn.Module, task: str, rng: random.Random, days: list) -> Tensor:
+    """One batch of fresh training examples and the model's cross-entropy on it."""
+    if task == "dates":
+        examples = dates.sample_examples(days, BATCH[task], rng)
+        rows, lengths = dates.encode_inputs([example.text for example in examples])
+        targets = torch.tensor(dates.encode_targets([example.target for example in examples]), dtype=torch.long)
+        logits = model(torch.tensor(rows, dtype=torch.long), torch.tensor(lengths, dtype=torch.long), targets)
+        return nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+    inputs, targets, scored = induction.encode(induction.sample_examples(BATCH[task], rng))
+    logits = model(inputs)  # (B, T, vocab)
+    return nn.functional.cross_entropy(logits[scored], targets[scored])
+
+
+def train(settings: TrainSettings, progress: Progress | None = None) -> TrainingRun:
+    """Train from scratch; call `progress` with every snapshot as it is taken (step 0 first)."""
+    settings = settings.resolved()
+    with fixed_threads():
+        torch.manual_seed(settings.seed)
+        model = new_model(settings.task)
+        rng = random.Random(settings.seed)
+        days = dates.training_days() if settings.task == "dates" else []
+        optimizer = torch.optim.Adam(model.parameters(), lr=LEARNING_RATE[settings.task])
+        run = TrainingRun(settings, model)
+        losses: list[float] = []
+
+        def snapshot(step: int) -> None:
+            if not losses:  # step 0: the untrained model's loss on a batch of its own (the training data untouched)
+                with torch.no_grad():
+                    losses.append(
+                        _batch_loss(model, settings.task, random.Random(f"step0-{settings.seed}"), days).item()
+                    )
+            loss = sum(losses) / len(losses)
+            taken = Snapshot(
+                step,
+                settings.steps,
+                loss,
+                held_out_accuracy(model, settings.task, EVAL_EXAMPLES),
+                probe_attention(model, settings),
+            )
+            run.snapshots.append(taken)
+            losses.clear()
+            if progress is not None:
+                progress(taken)
+
+        snapshot(0)
+        for step in range(1, settings.steps + 1):
+            loss = _batch_loss(model, settings.task, rng, days)
+            optimizer.zero_grad()
+            loss.backward()
+            nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            losses.append(loss.item())
+            if step % settings.snapshot_every == 0 or step == settings.steps:
+                snapshot(step)
+        model.eval()
+        run.accuracy = held_out_accuracy(model, settings.task, FINAL_EVAL_EXAMPLES)
+    return run
+
+
+def checkpoint_path(task: str, seed: int = 0) -> Path:
+    """Where the package keeps the checkpoint of `task` trained with `seed` and the default settings."""
+    return CHECKPOINTS / f"{task}-seed{seed}.safetensors"
+
+
+def run_tensors(run: TrainingRun) -> tuple[dict[str, Tensor], dict[str, str]]:
+    """A run as named tensors and string metadata (what a safetensors file holds)."""
+    tensors = {f"model.{name}": value.detach().contiguous() for name, value in run.model.state_dict().items()}
+    tensors["history.step"] = torch.tensor([s.step for s in run.snapshots], dtype=torch.int32)
+    tensors["history.loss"] = torch.tensor([s.loss for s in run.snapshots], dtype=torch.float32)
+    tensors["history.accuracy"] = torch.tensor([s.accuracy for s in run.snapshots], dtype=torch.float32)
+    tensors["history.attention"] = torch.stack([s.attention for s in run.snapshots]).to(torch.float32).contiguous()
+    metadata = {
+        "settings": json.dumps(asdict(run.settings), ensure_ascii=False),
+        "accuracy": repr(run.accuracy),
+        "format": "attnviz-learned-1",
+    }
+    return tensors, metadata
+
+
+def save_run(run: TrainingRun, path: Path) -> None:
+    """Write the run to `path` as safetensors."""
+    from safetensors.torch import save_file
+
+    tensors, metadata = run_tensors(run)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    save_file(tensors, str(path), metadata=metadata)
+    path.chmod(0o644)  # safetensors writes 0600; the image runs as another user than the one that built it
+
+
+def load_run(path: Path) -> TrainingRun:
+    """Read a run written by `save_run`: the model ready to use, and its history."""
+    from safetensors import safe_open
+
+    with safe_open(str(path), framework="pt") as handle:
+        metadata = handle.metadata() or {}
+        if metadata.get("format") != "attnviz-learned-1":
+            raise ValueError(f"{path.name} is not an attnviz training checkpoint")
+        tensors = {name: handle.get_tensor(name) for name in handle.keys()}  # noqa: SIM118 (safe_open has no iter)
+    raw = json.loads(metadata["settings"])
+    settings = TrainSettings(raw["task"], raw["seed"], raw["steps"], tuple(raw["probes"]))
+    model = new_model(settings.task)
+    model.load_state_dict({name[6:]: value for name, value in tensors.items() if name.startswith("model.")})
+    model.eval()
+    attention = tensors["history.attention"]
+    snapshots = [
+        Snapshot(int(step), settings.steps, float(loss), float(accuracy), attention[index])
+        for index, (step, loss, accuracy) in enumerate(
+            zip(tensors["history.step"], tensors["history.loss"], tensors["history.accuracy"], strict=True)
+        )
+    ]
+    return TrainingRun(settings, model, snapshots, float(metadata["accuracy"]))
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Train one task and write its checkpoint (by default, the one the package ships)."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("task", choices=TASKS)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--steps", type=int, default=0, help="0: the task's default")
+    parser.add_argument("--out", type=Path, default=None, help="default: the package's checkpoint for the seed")
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+
+    def report(snapshot: Snapshot) -> None:
+        print(
+            f"step {snapshot.step:5d}/{snapshot.steps}  loss {snapshot.loss:.4f}  "
+            f"held-out accuracy {snapshot.accuracy:.3f}  ({time.perf_counter() - started:.1f} s)",
+            flush=True,
+        )
+
+    run = train(TrainSettings(args.task, args.seed, args.steps), progress=report)
+    out = args.out or checkpoint_path(args.task, args.seed)
+    save_run(run, out)
+    print(
+        f"{args.task}: {run.settings.steps} steps in {time.perf_counter() - started:.1f} s, held-out accuracy "
+        f"{run.accuracy:.4f} on {FINAL_EVAL_EXAMPLES} examples; wrote {out} ({out.stat().st_size:,} bytes)"
+    )
+
+
+if __name__ == "__main__":
+    main()
