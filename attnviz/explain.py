@@ -90,9 +90,10 @@ def _vector(values: list[float], tex: bool = True) -> str:
     return "[" + ", ".join(number(x) for x in values[:MAX_VECTOR]) + (more if len(values) > MAX_VECTOR else "") + "]"
 
 
-def score_working(trace: AttentionTrace, row: int, key: int) -> str:
+def score_working(trace: AttentionTrace, row: int, key: int, score_module: Any = None) -> str:
     """The score a(q, k_j) of one (query, key) pair written out with numbers (LaTeX): a is what the score function
-    returns, before any scale or temperature, the same number as the tables' "score a(q, k)" column."""
+    returns, before any scale or temperature, the same number as the tables' "score a(q, k)" column. A trained
+    model's score passes its own `score_module`; else a learned score's weights are rebuilt from the trace's seed."""
     q, k = trace.queries[row].tolist(), trace.keys[key].tolist()
     s = number_tex(float(trace.scores[row, key]))
     j = key + 1
@@ -110,7 +111,9 @@ def score_working(trace: AttentionTrace, row: int, key: int) -> str:
         return rf"{lhs} = -\frac{{{number_tex(sq)}}}{{2 \times {number_tex(sigma)}^2}} = {s}"
     spec = SCORES.get(trace.score)
     if spec is not None and spec.module is not None:  # its weights, rebuilt from the trace's seed, as attend built them
-        module = make_score_module(trace.score, trace.queries.shape[-1], trace.keys.shape[-1], **trace.score_params)
+        module = score_module
+        if module is None:
+            module = make_score_module(trace.score, trace.queries.shape[-1], trace.keys.shape[-1], **trace.score_params)
         worked = _learned_working(trace.score, module, trace.queries[row], trace.keys[key], j)
         return f"{worked}{LINE}{a} = {s}"
     return rf"{a} = {s}"
@@ -144,9 +147,15 @@ def _learned_working(name: str, module: Any, q: Any, k: Any, j: int) -> str:
 
 
 def explain_row(
-    trace: AttentionTrace, row: int, query_label: str, key_labels: list[str], lang: str = DEFAULT_LANGUAGE
+    trace: AttentionTrace,
+    row: int,
+    query_label: str,
+    key_labels: list[str],
+    lang: str = DEFAULT_LANGUAGE,
+    score_module: Any = None,
 ) -> list[Step]:
-    """Score, scale, mask, softmax and weighted sum of values for query `row` of an unbatched trace, in `lang`."""
+    """Score, scale, mask, softmax and weighted sum of values for query `row` of an unbatched trace, in `lang`
+    (a trained model's learned score passes its `score_module`, whose weights step 1 then uses)."""
 
     def tr(key: str, **params: object) -> str:
         return t(key, lang, **params)
@@ -163,7 +172,7 @@ def explain_row(
     allowed = trace.mask[row].tolist()
     weights = trace.weights[row].tolist()
     q_label = _tex_label(query_label)
-    working = score_working(trace, row, 0)  # its lines, each its own formula
+    working = score_working(trace, row, 0, score_module)  # its lines, each its own formula
     steps = [
         Step(
             tr("explain.score", query=query_label),

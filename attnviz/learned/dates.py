@@ -104,6 +104,7 @@ INPUT_VOCAB: tuple[str, ...] = (PAD, UNKNOWN, *_input_characters())
 OUTPUT_VOCAB: tuple[str, ...] = (BOS, *"0123456789-")
 INPUT_INDEX = {token: index for index, token in enumerate(INPUT_VOCAB)}
 OUTPUT_INDEX = {token: index for index, token in enumerate(OUTPUT_VOCAB)}
+MAX_PROBE_LENGTH = 40  # characters a student may type: the model reads longer text, but learned up to 19
 MAX_INPUT_LENGTH = max(len(f.write(dt.date(2026, 9, 28))) for f in FORMATS)  # "28th September 2026": 19 characters
 
 

@@ -10,13 +10,18 @@ positions does not work; the model has to learn the two heads.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, replace
 
 import torch
 from torch import Tensor, nn
 
 from attnviz.multihead import MultiHeadAttention
+from attnviz.trace import AttentionTrace
 
+# A forward pass leaves its attention on the model's modules, and a model may be shared by the threads of a server:
+# a pass and the reading of its attention happen under this lock.
+MODEL_LOCK = threading.RLock()
 SYMBOLS = tuple("ABCDEFGHIJKLMNOPQRST")
 BOS = "<s>"
 VOCAB: tuple[str, ...] = (BOS, *SYMBOLS)
@@ -197,7 +202,7 @@ def induction_score(weights: Tensor, half: int) -> Tensor:
 def head_patterns(model: InductionTransformer, examples: list[RepeatExample]) -> list[HeadPattern]:
     """Every head's scores, averaged over `examples` (whole sequences, one at a time: no padding in the means)."""
     totals = torch.zeros(2, model.config.layers, model.config.heads)
-    with torch.no_grad():
+    with torch.no_grad(), MODEL_LOCK:
         for example in examples:
             model(token_ids(example))
             weights = model.attention_weights()[:, 0]  # (layers, heads, T, T)
@@ -216,3 +221,40 @@ def ablation_accuracy(model: InductionTransformer, examples: list[RepeatExample]
     head_mask = torch.ones(model.config.layers, model.config.heads)
     head_mask[layer, head] = 0.0
     return token_accuracy(model, examples, head_mask)
+
+
+@dataclass(frozen=True)
+class SequenceAttention:
+    """What the model did on one sequence: every head's weights, its guess after each token, and each layer's
+    traces (one per head: the queries, keys, values, scores and mask of that head)."""
+
+    tokens: list[str]  # <s> and the symbols
+    weights: Tensor  # (layers, heads, T, T)
+    guesses: list[str]  # the predicted next token after each position
+    traces: list[list[AttentionTrace]]  # [layer][head], unbatched: queries (T, s), weights (T, T)
+
+
+def _head_traces(trace: AttentionTrace, heads: int) -> list[AttentionTrace]:
+    """A (heads, T, T) module trace of one sequence -> one unbatched trace per head."""
+    names = ("queries", "keys", "values", "scores", "logits", "mask", "weights", "output")
+    lens = trace.valid_lens
+    return [
+        replace(
+            trace,
+            **{name: getattr(trace, name)[head] for name in names},
+            valid_lens=None if lens is None else lens[head],
+        )
+        for head in range(heads)
+    ]
+
+
+def sequence_attention(model: InductionTransformer, symbols: list[str]) -> SequenceAttention:
+    """Run the model on <s> + `symbols` (known symbols, at most MAX_LENGTH - 1 of them)."""
+    tokens = [BOS, *symbols]
+    ids = torch.tensor([[INDEX[token] for token in tokens]], dtype=torch.long)  # (1, T)
+    with torch.no_grad(), MODEL_LOCK:
+        logits = model(ids)  # (1, T, vocab)
+        weights = model.attention_weights()[:, 0].clone()  # (layers, heads, T, T)
+        traces = [_head_traces(layer.attention.attention.trace, model.config.heads) for layer in model.layers]
+    guesses = [VOCAB[int(index)] for index in logits[0].argmax(-1)]
+    return SequenceAttention(tokens, weights, guesses, traces)

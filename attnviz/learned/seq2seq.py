@@ -9,6 +9,7 @@ character.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 import torch
@@ -17,6 +18,10 @@ from torch import Tensor, nn
 from attnviz.attention import AdditiveAttention
 from attnviz.learned.dates import BOS, OUTPUT_INDEX, OUTPUT_LENGTH, OUTPUT_VOCAB, encode_inputs
 from attnviz.trace import AttentionTrace
+
+# Decoding leaves each step's attention on the model's attention module, and a model may be shared by the threads of
+# a server: a translation and the reading of its attention happen under this lock.
+MODEL_LOCK = threading.RLock()
 
 
 @dataclass(frozen=True)
@@ -148,7 +153,8 @@ class Translation:
 def translate_texts(model: DateTranslator, texts: list[str]) -> list[Translation]:
     """Translate each text; each result keeps its own unbatched trace, cut to its own characters."""
     rows, lengths = encode_inputs(texts)
-    ids, traces = model.translate(torch.tensor(rows, dtype=torch.long), torch.tensor(lengths, dtype=torch.long))
+    with MODEL_LOCK:
+        ids, traces = model.translate(torch.tensor(rows, dtype=torch.long), torch.tensor(lengths, dtype=torch.long))
     stacked = stack_steps(traces)
     results = []
     for index, (text, length) in enumerate(zip(texts, lengths, strict=True)):

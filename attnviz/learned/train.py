@@ -89,10 +89,10 @@ class TrainingRun:
 
 
 @contextlib.contextmanager
-def fixed_threads(threads: int = TRAIN_THREADS) -> Iterator[None]:
+def fixed_threads(threads: int | None = None) -> Iterator[None]:
     """Run torch with a fixed number of threads, and put the old number back."""
     before = torch.get_num_threads()
-    torch.set_num_threads(threads)
+    torch.set_num_threads(threads or TRAIN_THREADS)
     try:
         yield
     finally:
@@ -106,16 +106,21 @@ def new_model(task: str) -> nn.Module:
     return induction.InductionTransformer(induction.InductionConfig())
 
 
-def probe_examples(probes: tuple[str, ...]) -> list[induction.RepeatExample]:
-    """Typed induction probes -> examples (the sequence must be a half and its repeat)."""
-    examples = []
-    for probe in probes:
-        symbols, unknown = induction.parse_sequence(probe)
-        half = len(symbols) // 2
-        if unknown or half < 1 or symbols[:half] != symbols[half:]:
-            raise ValueError(f"an induction probe must be symbols A-T followed by their repeat; got {probe!r}")
-        examples.append(induction.RepeatExample(tuple(symbols[:half])))
-    return examples
+def probe_symbols(probe: str) -> list[str]:
+    """A typed induction probe's symbols (1 to MAX_LENGTH - 1 of A-T), checked."""
+    symbols, unknown = induction.parse_sequence(probe)
+    if unknown or not 1 <= len(symbols) < induction.MAX_LENGTH:
+        raise ValueError(f"an induction probe must be 1 to {induction.MAX_LENGTH - 1} symbols A-T; got {probe!r}")
+    return symbols
+
+
+def check_probes(settings: TrainSettings) -> None:
+    """ValueError naming the first probe the task's model cannot read."""
+    for probe in settings.probes:
+        if settings.task == "induction":
+            probe_symbols(probe)
+        elif not probe or dates.unknown_characters(probe) or len(probe) > dates.MAX_PROBE_LENGTH:
+            raise ValueError(f"a dates probe must be 1 to {dates.MAX_PROBE_LENGTH} known characters; got {probe!r}")
 
 
 def probe_attention(model: nn.Module, settings: TrainSettings) -> Tensor:
@@ -129,9 +134,7 @@ def probe_attention(model: nn.Module, settings: TrainSettings) -> Tensor:
             for index, result in enumerate(results):
                 attention[index, :, : len(result.text)] = result.trace.weights
             return attention
-        with torch.no_grad():
-            model(induction.token_ids(probe_examples(settings.probes[:1])[0]))
-        return model.attention_weights()[:, 0].clone()  # (layers, heads, T, T)
+        return induction.sequence_attention(model, probe_symbols(settings.probes[0])).weights
     finally:
         model.train()
 
@@ -262,6 +265,23 @@ def load_run(path: Path) -> TrainingRun:
     return TrainingRun(settings, model, snapshots, float(metadata["accuracy"]))
 
 
+def snapshot_json(snapshot: Snapshot) -> dict[str, object]:
+    """A snapshot as JSON-ready values (the attention rounded to float32's precision)."""
+    return {
+        "step": snapshot.step,
+        "steps": snapshot.steps,
+        "loss": snapshot.loss,
+        "accuracy": snapshot.accuracy,
+        "attention": snapshot.attention.tolist(),
+    }
+
+
+def snapshot_from_json(data: dict[str, object]) -> Snapshot:
+    """A snapshot read back from `snapshot_json`'s values (checked: this is another process's output)."""
+    attention = torch.tensor(data["attention"], dtype=torch.float32)
+    return Snapshot(int(data["step"]), int(data["steps"]), float(data["loss"]), float(data["accuracy"]), attention)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Train one task and write its checkpoint (by default, the one the package ships)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -269,19 +289,33 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--steps", type=int, default=0, help="0: the task's default")
     parser.add_argument("--out", type=Path, default=None, help="default: the package's checkpoint for the seed")
+    parser.add_argument(
+        "--probe", action="append", default=None, help="an input whose attention is recorded (repeat for more)"
+    )
+    parser.add_argument("--json", action="store_true", help="one JSON line per snapshot (what the app's queue reads)")
     args = parser.parse_args(argv)
     started = time.perf_counter()
 
     def report(snapshot: Snapshot) -> None:
+        if args.json:
+            print(json.dumps(snapshot_json(snapshot)), flush=True)
+            return
         print(
             f"step {snapshot.step:5d}/{snapshot.steps}  loss {snapshot.loss:.4f}  "
             f"held-out accuracy {snapshot.accuracy:.3f}  ({time.perf_counter() - started:.1f} s)",
             flush=True,
         )
 
-    run = train(TrainSettings(args.task, args.seed, args.steps), progress=report)
+    try:
+        settings = TrainSettings(args.task, args.seed, args.steps, tuple(args.probe or ())).resolved()
+        check_probes(settings)
+    except ValueError as exc:
+        parser.error(str(exc))
+    run = train(settings, progress=report)
     out = args.out or checkpoint_path(args.task, args.seed)
     save_run(run, out)
+    if args.json:
+        return
     print(
         f"{args.task}: {run.settings.steps} steps in {time.perf_counter() - started:.1f} s, held-out accuracy "
         f"{run.accuracy:.4f} on {FINAL_EVAL_EXAMPLES} examples; wrote {out} ({out.stat().st_size:,} bytes)"

@@ -1,0 +1,189 @@
+"""One queue of trainings per server process: a class that presses Train on the same settings trains once.
+
+A training runs the repository's own script (`python -m attnviz.learned.train ... --json`) in a child process at a
+lower CPU priority: it holds no lock of the server's Python (the pages of the other students keep their share of
+the CPU), and it is the very command that made the shipped checkpoints, so the same settings give the same numbers.
+The child prints one JSON line per snapshot, which the job keeps as it arrives (the page draws the curves growing),
+and writes its checkpoint to a temporary file that the job reads when it ends.
+
+At most `concurrency` trainings run at once (one by default: a training uses two threads, the whole of a two-core
+machine); the others wait in order, and each page shows its place. Finished runs are kept, the least recently used
+dropped first, up to `keep`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from attnviz.learned.train import Snapshot, TrainingRun, TrainSettings, load_run, snapshot_from_json
+
+MAX_WAITING = 12  # trainings queued at once: more are refused with a message, not queued for minutes
+NICENESS = 10  # the child's CPU priority below the server's
+
+
+class QueueFullError(RuntimeError):
+    """Too many trainings are waiting already."""
+
+    def __init__(self, waiting: int) -> None:
+        super().__init__(f"{waiting} trainings are waiting; try again when one has finished")
+        self.waiting = waiting
+
+
+@dataclass
+class TrainingJob:
+    """One training: its settings, where it is, and what it has recorded so far."""
+
+    settings: TrainSettings
+    status: str = "queued"  # queued, running, done, failed
+    snapshots: list[Snapshot] = field(default_factory=list)
+    run: TrainingRun | None = None
+    error: str = ""
+    started: float = 0.0
+    finished: float = 0.0
+
+    @property
+    def active(self) -> bool:
+        """Queued or running."""
+        return self.status in ("queued", "running")
+
+
+def training_command(settings: TrainSettings, out: Path) -> list[str]:
+    """The command line that trains `settings` and writes the checkpoint to `out`."""
+    command = [sys.executable, "-m", "attnviz.learned.train", settings.task, "--seed", str(settings.seed)]
+    command += ["--steps", str(settings.steps), "--out", str(out), "--json"]
+    for probe in settings.probes:
+        command += ["--probe", probe]
+    return command
+
+
+class TrainingQueue:
+    """Trainings shared by every session of the process, run in order by one worker thread per slot."""
+
+    def __init__(self, concurrency: int = 1, keep: int = 16) -> None:
+        self.concurrency = concurrency
+        self.keep = keep
+        self._jobs: OrderedDict[TrainSettings, TrainingJob] = OrderedDict()
+        self._lock = threading.Condition()
+        self._workers: list[threading.Thread] = []
+
+    def get(self, settings: TrainSettings) -> TrainingJob | None:
+        """The job of these settings (queued, running or finished), if there is one."""
+        settings = settings.resolved()
+        with self._lock:
+            job = self._jobs.get(settings)
+            if job is not None and not job.active:
+                self._jobs.move_to_end(settings)
+            return job
+
+    def find_model(self, settings: TrainSettings) -> TrainingJob | None:
+        """A finished job with the same task, seed and steps (any probes: they do not change the weights)."""
+        settings = settings.resolved()
+        with self._lock:
+            for job in reversed(self._jobs.values()):
+                same = (job.settings.task, job.settings.seed, job.settings.steps) == (
+                    settings.task,
+                    settings.seed,
+                    settings.steps,
+                )
+                if same and job.status == "done":
+                    return job
+            return None
+
+    def submit(self, settings: TrainSettings) -> TrainingJob:
+        """The job of these settings: the existing one, or a new one at the end of the queue (a failed one again)."""
+        settings = settings.resolved()
+        with self._lock:
+            job = self._jobs.get(settings)
+            if job is not None and job.status != "failed":
+                return job
+            waiting = sum(1 for j in self._jobs.values() if j.status == "queued")
+            if waiting >= MAX_WAITING:
+                raise QueueFullError(waiting)
+            job = TrainingJob(settings)
+            self._jobs[settings] = job
+            self._jobs.move_to_end(settings)
+            self._start_workers()
+            self._lock.notify_all()
+            return job
+
+    def position(self, job: TrainingJob) -> int:
+        """0 while it runs (or has finished); else how many trainings are ahead of it."""
+        with self._lock:
+            if job.status != "queued":
+                return 0
+            ahead = 0
+            for other in self._jobs.values():
+                if other is job:
+                    return ahead
+                ahead += other.active
+            return ahead
+
+    def _start_workers(self) -> None:
+        self._workers = [worker for worker in self._workers if worker.is_alive()]
+        while len(self._workers) < self.concurrency:
+            worker = threading.Thread(target=self._work, name="attnviz-training", daemon=True)
+            worker.start()
+            self._workers.append(worker)
+
+    def _next(self) -> TrainingJob | None:
+        with self._lock:
+            for job in self._jobs.values():
+                if job.status == "queued":
+                    job.status, job.started = "running", time.monotonic()
+                    return job
+            return None
+
+    def _work(self) -> None:
+        while (job := self._next()) is not None:
+            try:
+                job.run = self._train(job)
+                job.status = "done"
+            except Exception as exc:  # any failure of the child is the job's, shown on its page
+                job.error, job.status = str(exc) or type(exc).__name__, "failed"
+            job.finished = time.monotonic()
+            with self._lock:
+                self._drop_old()
+                self._lock.notify_all()
+
+    def _train(self, job: TrainingJob) -> TrainingRun:
+        with tempfile.TemporaryDirectory(prefix="attnviz-train-") as folder:
+            out = Path(folder) / "run.safetensors"
+            child = subprocess.Popen(
+                training_command(job.settings, out),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                cwd=Path(__file__).resolve().parents[2],
+            )
+            with contextlib.suppress(AttributeError, OSError):  # no priorities on this system: it runs as it is
+                os.setpriority(os.PRIO_PROCESS, child.pid, NICENESS)
+            assert child.stdout is not None and child.stderr is not None
+            for line in child.stdout:
+                job.snapshots.append(snapshot_from_json(json.loads(line)))
+            errors = child.stderr.read()
+            if child.wait() != 0:
+                raise RuntimeError(errors.strip().splitlines()[-1] if errors.strip() else f"exit {child.returncode}")
+            return load_run(out)
+
+    def _drop_old(self) -> None:
+        finished = [settings for settings, job in self._jobs.items() if not job.active]
+        for settings in finished[: max(0, len(finished) - self.keep)]:
+            del self._jobs[settings]
+
+    def wait(self, job: TrainingJob, timeout: float | None = None) -> bool:
+        """Block until `job` has finished (True) or `timeout` seconds passed (False)."""
+        with self._lock:
+            return self._lock.wait_for(lambda: not job.active, timeout)
+
+
+QUEUE = TrainingQueue()
