@@ -43,7 +43,7 @@ chart(
 )
 
 st.header(tr("home.explore"))
-cards = st.columns(4)
+cards = st.columns(5)
 for column, (path, icon, page) in zip(
     cards,
     (
@@ -51,6 +51,7 @@ for column, (path, icon, page) in zip(
         ("pages/2_Cross_attention.py", "🔀", "cross"),
         ("pages/3_Kernel_attention.py", "📈", "kernel"),
         ("pages/4_Pretrained_model.py", "🧠", "model"),
+        ("pages/5_Learned_attention.py", "🌱", "learned"),
     ),
     strict=True,
 ):

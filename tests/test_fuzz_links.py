@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from attnviz.learned_state import LEARNED_FIELDS, decode_learned
 from attnviz.model_state import MODEL_FIELDS
 from attnviz.presets import PRESET_PAGES
 from attnviz.state import KERNEL_FIELDS, attention_fields, decode_attention, decode_kernel
@@ -24,8 +25,9 @@ PAGES = {
     "cross": ("pages/2_Cross_attention.py", attention_fields("cross")),
     "kernel": ("pages/3_Kernel_attention.py", KERNEL_FIELDS),
     "model": ("pages/4_Pretrained_model.py", MODEL_FIELDS),
+    "learned": ("pages/5_Learned_attention.py", LEARNED_FIELDS),
 }
-CASES_PER_PAGE = 130  # 520 in all
+CASES_PER_PAGE = 130  # 650 in all
 
 INJECTIONS = [
     "[Log in again](http://attacker/p)",
@@ -103,6 +105,7 @@ def test_decoding_hostile_links_never_raises(page):
         "cross": lambda p: decode_attention(p, "cross"),
         "kernel": decode_kernel,
         "model": __import__("attnviz.model_state", fromlist=["decode_model"]).decode_model,
+        "learned": decode_learned,
     }[page]
     for params in generated_links(page, fields, 1, 2000):
         decoded = decode(params)

@@ -88,6 +88,7 @@ def test_a_link_in_chinese_opens_each_page_in_chinese():
         ("pages/2_Cross_attention.py", "cross"),
         ("pages/3_Kernel_attention.py", "kernel"),
         ("pages/4_Pretrained_model.py", "model"),
+        ("pages/5_Learned_attention.py", "learned"),
     ):
         at = run_page(path, lang="zh-Hant")
         assert at.title[0].value == t(f"{page}.title", "zh-Hant"), path
@@ -205,6 +206,7 @@ PAGES = {
     "cross": "pages/2_Cross_attention.py",
     "kernel": "pages/3_Kernel_attention.py",
     "model": "pages/4_Pretrained_model.py",
+    "learned": "pages/5_Learned_attention.py",
 }
 # English prose left on a Chinese page: three or more English words in a row. Allowed: the user's own example
 # sentences, names of models, functions and formulas.
@@ -238,6 +240,7 @@ LINKS = {  # links that bring out more of each page: several heads, a comparison
     "cross": {"res": "1", "cmp": "cosine", "pr": "random", "guess": "1"},
     "kernel": {"kn": "boxcar", "bw": "0.5", "p": "waist_weight"},
     "model": {"s2": "Where is it?", "pt": "ab", "hs": "1", "hd": "1,2"},
+    "learned": {"tk": "induction", "sd": "3"},  # the heads' table, and a seed not trained yet: its Train button
 }
 
 

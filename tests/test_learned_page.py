@@ -1,0 +1,138 @@
+"""The learned-attention page in AppTest: the shipped models on typed input, bad input, links, and training."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from attnviz.learned.jobs import QUEUE
+from attnviz.learned.train import TrainSettings
+from attnviz.learned_state import LearnedState, decode_learned, encode_learned
+
+PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "5_Learned_attention.py")
+
+
+def _page(**params: str) -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    for key, value in params.items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def _markdown(at: AppTest) -> str:
+    return "\n".join(str(m.value) for m in at.markdown)
+
+
+def _captions(at: AppTest) -> str:
+    return "\n".join(str(c.value) for c in at.caption)
+
+
+def test_the_default_page_translates_the_date_and_shows_the_shipped_run():
+    at = _page()
+    assert "**22 November 2026** → `2026-11-22`" in _markdown(at)
+    assert "Held-out accuracy: 100.0% of 2000 dates" in _captions(at)
+    slider = at.select_slider(key="w:learned:step")
+    assert slider.value == 300 and slider.options[0] == "0" and slider.options[-1] == "300"
+    assert len(at.get("plotly_chart")) == 3  # the attention, the curves, step 0 beside the chosen step
+    assert not at.button  # the shipped run needs no training: no Train button
+
+
+def test_a_chinese_date_and_its_worked_row_use_the_trained_weights():
+    at = _page(d="二〇二六年十一月二十二日")
+    assert "→ `2026-11-22`" in _markdown(at)
+    text = _markdown(at)
+    assert r"\mathbf W_q \mathbf q + \mathbf W_k \mathbf k_{1}" in text  # step 1 worked out with the model's W
+    assert "**W_k** (64, 128)" in text and "**w_v** (1, 64)" in text
+
+
+def test_unknown_characters_are_named_literally_and_the_page_keeps_working():
+    at = _page(d="22 Nov <b>2026</b>🙂")
+    errors = [str(e.value) for e in at.error]
+    assert len(errors) == 1
+    assert "\\<" in errors[0] and "\\>" in errors[0] and "🙂" in errors[0]
+    assert "<b>" not in errors[0]
+    assert at.select_slider(key="w:learned:step").value == 300  # the history is still there
+
+
+def test_the_sequence_task_labels_its_heads_and_measures_each_ablation():
+    at = _page(tk="induction")
+    text = _markdown(at)
+    assert "| L1 H1 · previous token | 0.552 |" in text
+    assert "| L2 H1 · induction |" in text and "| L2 H2 · induction |" in text
+    # From the repeat's first symbol (the second D) on, each guess is the symbol that followed it the first time
+    assert " D→H H→A A→Q Q→K K→M M→P P→B " in text
+    assert at.select_slider(key="w:learned:step").value == 600
+
+
+@pytest.mark.parametrize(
+    ("sequence", "wanted"),
+    [("A B Z 9", ["Z", "9"]), ("A", ["1", "2 to 20"]), ("A" * 21, ["21", "2 to 20"])],
+)
+def test_a_bad_sequence_says_what_is_wrong(sequence, wanted):
+    at = _page(tk="induction", q=sequence)
+    errors = " ".join(str(e.value) for e in at.error)
+    assert all(part in errors for part in wanted), errors
+
+
+def test_hostile_link_values_fall_back_with_warnings():
+    at = _page(tk="chess", n="99999", st="-4", h="9", d="x" * 500)
+    warnings = " ".join(str(w.value) for w in at.warning)
+    for field in ("task", "training steps", "training step shown", "followed head", "date"):
+        assert field in warnings, (field, warnings)
+    assert at.radio(key="w:learned:task").value == "dates"
+
+
+def test_steps_beyond_the_task_are_capped_with_a_warning():
+    at = _page(tk="dates", n="1500")
+    assert any("1500 steps is more than this task allows; using 1000" in str(w.value) for w in at.warning)
+    assert at.number_input(key="w:learned:steps").value == 1000
+
+
+def test_the_link_holds_task_seed_steps_and_input():
+    state = LearnedState(task="induction", sequence="A B A B", seed=7, steps=50, step=20, head=2)
+    params = encode_learned(state)
+    assert params == {"tk": "induction", "q": "A B A B", "sd": "7", "n": "50", "st": "20", "h": "2"}
+    assert decode_learned(params).state == state
+    assert state.training() == TrainSettings("induction", 7, 50, ("A B A B",)).resolved()
+    assert LearnedState().training() == TrainSettings("dates").resolved()  # the shipped checkpoint's settings
+
+
+def test_pressing_train_trains_once_for_a_class_and_shows_the_run():
+    params = {"tk": "induction", "sd": "5", "n": "30", "q": "C D E C D E"}
+    first, second = _page(**params), _page(**params)
+    settings = TrainSettings("induction", 5, 30, ("C D E C D E",))
+    assert QUEUE.get(settings) is None
+    assert "seed 5 for 30 steps" in _captions(first)
+    assert any("until this seed and number of steps has been trained" in str(i.value) for i in first.info)
+    first.button(key="learned:train").click().run()
+    job = QUEUE.get(settings)
+    assert job is not None
+    second.button(key="learned:train").click().run()
+    assert QUEUE.get(settings) is job  # the second student joins the same training
+    assert QUEUE.wait(job, timeout=120) and job.status == "done", job.error
+    for at in (first, second):
+        at.run()
+        assert not at.exception
+        slider = at.select_slider(key="w:learned:step")
+        assert slider.options[-1] == "30" and slider.value == 30
+        assert not any("until this seed" in str(i.value) for i in at.info)  # the trained model is the one shown
+        assert "(30 training steps)" in _captions(at)
+    fresh = _page(**params)
+    assert fresh.select_slider(key="w:learned:step").options[-1] == "30"  # a link to it shows it at once
+
+
+def test_the_page_in_chinese():
+    at = _page(lang="zh-Hans", tk="induction")
+    assert at.radio(key="w:learned:task").label == "任务"
+    assert "第 1 层 头 1 · 前一个词元" in _markdown(at)
+
+
+def test_the_dates_page_in_chinese():
+    at = _page(lang="zh-Hant")
+    assert at.text_input(key="w:learned:date").label == "一個日期，照人們的寫法"
+    assert "留出集準確率" in _captions(at)
+    assert "寫出計算過程：一列，用訓練好的權重" in [e.label for e in at.expander]
