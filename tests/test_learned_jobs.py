@@ -81,3 +81,25 @@ def test_finished_runs_are_kept_up_to_the_limit():
         assert queue.wait(job, timeout=120)
     assert queue.get(made[0].settings) is None
     assert queue.get(made[1].settings) is made[1] and queue.get(made[2].settings) is made[2]
+
+
+def test_memory_headroom_reads_the_cgroup(tmp_path):
+    assert jobs.memory_headroom_mb(tmp_path) is None  # nothing to read: no limit known
+    (tmp_path / "memory.max").write_text("max\n")
+    (tmp_path / "memory.current").write_text("1000\n")
+    assert jobs.memory_headroom_mb(tmp_path) is None
+    (tmp_path / "memory.max").write_text(str(1536 * 2**20))
+    (tmp_path / "memory.current").write_text(str(1200 * 2**20))
+    assert jobs.memory_headroom_mb(tmp_path) == 336
+
+
+def test_a_training_waits_while_the_container_has_no_memory_for_it(monkeypatch):
+    headroom = {"mb": 100.0}
+    monkeypatch.setattr(jobs, "memory_headroom_mb", lambda: headroom["mb"])
+    monkeypatch.setattr(jobs, "MEMORY_POLL_S", 0.05)
+    queue = TrainingQueue()
+    job = queue.submit(TrainSettings("induction", seed=50, steps=3))
+    assert not queue.wait(job, timeout=1.0)
+    assert job.status == "queued" and queue.position(job) == 0
+    headroom["mb"] = 2000.0
+    assert queue.wait(job, timeout=120) and job.status == "done"

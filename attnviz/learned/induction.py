@@ -27,6 +27,7 @@ BOS = "<s>"
 VOCAB: tuple[str, ...] = (BOS, *SYMBOLS)
 INDEX = {token: index for index, token in enumerate(VOCAB)}
 MIN_HALF, MAX_HALF = 4, 10
+EVAL_CHUNK = 250  # sequences per forward pass when measuring accuracy
 MAX_LENGTH = 1 + 2 * MAX_HALF
 
 
@@ -161,11 +162,16 @@ class InductionTransformer(nn.Module):
 def token_accuracy(
     model: InductionTransformer, examples: list[RepeatExample], head_mask: Tensor | None = None
 ) -> float:
-    """The share of the repeat's tokens (after its first) that the model predicts exactly."""
-    inputs, targets, scored = encode(examples)
-    with torch.no_grad():
-        predictions = model(inputs, head_mask).argmax(-1)
-    return float((predictions == targets)[scored].float().mean())
+    """The share of the repeat's tokens (after its first) that the model predicts exactly. In chunks of
+    EVAL_CHUNK sequences: a pass over 2,000 at once held ~300 MB more of a server's or a training's memory."""
+    right = total = 0
+    for start in range(0, len(examples), EVAL_CHUNK):
+        inputs, targets, scored = encode(examples[start : start + EVAL_CHUNK])
+        with torch.no_grad():
+            predictions = model(inputs, head_mask).argmax(-1)
+        right += int((predictions == targets)[scored].sum())
+        total += int(scored.sum())
+    return right / total
 
 
 LABEL_THRESHOLD = 0.4  # a head is named after a pattern when its mean weight on that pattern's key reaches this

@@ -27,8 +27,13 @@ from pathlib import Path
 
 from attnviz.learned.train import Snapshot, TrainingRun, TrainSettings, load_run, snapshot_from_json
 
+TRAINING_MB = 400  # a training process's peak memory (~370 MB measured: torch itself is ~225 MB of it)
+CGROUP = Path("/sys/fs/cgroup")
 MAX_WAITING = 12  # trainings queued at once: more are refused with a message, not queued for minutes
-NICENESS = 10  # the child's CPU priority below the server's
+NICENESS = 10
+MEMORY_POLL_S = (
+    1.0  # how often a training waiting for memory looks again  # the child's CPU priority below the server's
+)
 
 
 class QueueFullError(RuntimeError):
@@ -55,6 +60,16 @@ class TrainingJob:
     def active(self) -> bool:
         """Queued or running."""
         return self.status in ("queued", "running")
+
+
+def memory_headroom_mb(cgroup: Path = CGROUP) -> float | None:
+    """MiB left under the container's memory limit (cgroup v2), or None where there is no limit to read."""
+    try:
+        limit = (cgroup / "memory.max").read_text().strip()
+        used = int((cgroup / "memory.current").read_text())
+    except (OSError, ValueError):
+        return None
+    return None if limit == "max" else (int(limit) - used) / 2**20
 
 
 def training_command(settings: TrainSettings, out: Path) -> list[str]:
@@ -136,12 +151,18 @@ class TrainingQueue:
             self._workers.append(worker)
 
     def _next(self) -> TrainingJob | None:
-        with self._lock:
-            for job in self._jobs.values():
-                if job.status == "queued":
+        """The first queued job, once the container has memory for a training (until then it stays queued)."""
+        while True:
+            with self._lock:
+                queued = [job for job in self._jobs.values() if job.status == "queued"]
+                if not queued:
+                    return None
+                headroom = memory_headroom_mb()
+                if headroom is None or headroom >= TRAINING_MB:
+                    job = queued[0]
                     job.status, job.started = "running", time.monotonic()
                     return job
-            return None
+                self._lock.wait(MEMORY_POLL_S)
 
     def _work(self) -> None:
         while (job := self._next()) is not None:

@@ -144,9 +144,12 @@ def held_out_accuracy(model: nn.Module, task: str, count: int) -> float:
     model.eval()
     try:
         if task == "dates":
-            examples = dates.held_out_examples(count)
-            results = translate_texts(model, [example.text for example in examples])
-            return sum(r.output == e.target for r, e in zip(results, examples, strict=True)) / len(examples)
+            examples, right = dates.held_out_examples(count), 0
+            for start in range(0, count, induction.EVAL_CHUNK):  # in chunks: a whole 2,000 held ~200 MB more
+                chunk = examples[start : start + induction.EVAL_CHUNK]
+                results = translate_texts(model, [example.text for example in chunk])
+                right += sum(r.output == e.target for r, e in zip(results, chunk, strict=True))
+            return right / len(examples)
         return induction.token_accuracy(model, induction.held_out_examples(count))
     finally:
         model.train()

@@ -305,8 +305,8 @@ def _progress(settings: TrainSettings) -> None:
             st.rerun(scope="app")  # finished: the whole page shows the trained model
             return
         ahead = QUEUE.position(job)
-        if job.status == "queued":
-            st.info(tr("learned.queued", ahead=ahead), icon="⏳")
+        if job.status == "queued":  # behind others, or first but the server has no memory for it yet
+            st.info(tr("learned.queued", ahead=ahead) if ahead else tr("learned.waiting_memory"), icon="⏳")
             return
         snapshots = list(job.snapshots)
         done = snapshots[-1].step if snapshots else 0

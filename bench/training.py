@@ -1,0 +1,207 @@
+"""The small models' training, measured: time to the stated accuracy, and a class's pages while a training runs.
+
+    python -m bench.training                      # both tasks, then 3 paired rounds of 30 users
+    python -m bench.training --rounds 1 --seconds 5
+
+1. Each task is trained as the package's checkpoint is made (`python -m attnviz.learned.train TASK --seed 0`),
+   reading its snapshots as they are printed: the seconds to the first snapshot at the goal's held-out accuracy
+   (dates 95 % exact match, the repeat 90 % token accuracy), the total, the final accuracy on 2,000 held-out
+   examples, and the child's peak memory.
+2. Thirty simulated students move the self-attention page's temperature (bench/loadclient.py) on one server, in
+   paired windows: with nothing else running, and with a training running as the page's queue runs it (the same
+   command, in a child process at CPU niceness 10), and for comparison at niceness 0. Reruns/s and latency
+   percentiles of each window; the ratio is taken against the quiet window of the same round.
+
+Results: bench/results/<date>-training.md and .json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from attnviz.learned.jobs import NICENESS, training_command
+from attnviz.learned.train import FINAL_EVAL_EXAMPLES, TrainSettings, load_run
+from bench.loadclient import run_load
+from bench.procstat import machine
+from bench.scenarios import SCENARIOS, start_server
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results"
+GOALS = {"dates": 0.95, "induction": 0.90}
+
+
+def pin(pid: int, cores: set[int] | None) -> None:
+    """Every thread of process `pid` on `cores` (None: leave it), as a container limited to them would run it."""
+    if cores is None:
+        return
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        os.sched_setaffinity(int(task.name), cores)
+
+
+def _child(settings: TrainSettings, out: Path, niceness: int, cores: set[int] | None = None) -> subprocess.Popen[str]:
+    child = subprocess.Popen(training_command(settings, out), stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    os.setpriority(os.PRIO_PROCESS, child.pid, niceness)
+    pin(child.pid, cores)
+    return child
+
+
+def train_task(task: str) -> dict[str, Any]:
+    """Train `task` with the shipped settings, timing each snapshot as it arrives."""
+    settings = TrainSettings(task).resolved()
+    with tempfile.TemporaryDirectory() as folder:
+        out = Path(folder) / "run.safetensors"
+        started = time.perf_counter()
+        child = _child(settings, out, 0)
+        assert child.stdout is not None
+        to_goal = None
+        goal_step = None
+        snapshots = 0
+        for line in child.stdout:
+            snapshot = json.loads(line)
+            snapshots += 1
+            if to_goal is None and snapshot["accuracy"] >= GOALS[task]:
+                to_goal, goal_step = time.perf_counter() - started, snapshot["step"]
+        assert child.wait() == 0
+        total = time.perf_counter() - started
+        run = load_run(out)
+        size = out.stat().st_size
+    row = {
+        "task": task,
+        "steps": settings.steps,
+        "goal": GOALS[task],
+        "seconds_to_goal": round(to_goal, 1) if to_goal is not None else None,
+        "step_at_goal": goal_step,
+        "seconds_total": round(total, 1),
+        "final_accuracy": run.accuracy,
+        "held_out_examples": FINAL_EVAL_EXAMPLES,
+        "snapshots": snapshots,
+        "checkpoint_bytes": size,
+        "peak_rss_mb_children": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1),
+    }
+    print(f"  {task}: {row}", flush=True)
+    return row
+
+
+def _window(url: str, users: int, seconds: float) -> dict[str, Any]:
+    scenario = SCENARIOS["self"]
+    result = asyncio.run(run_load(url, scenario.page, scenario.control, users, seconds, query=scenario.query))
+    return result.summary()
+
+
+def responsiveness(rounds: int, seconds: float, users: int, cores: set[int] | None = None) -> list[dict[str, Any]]:
+    """Paired windows on one server: quiet, with a training at the queue's niceness, and with one at niceness 0;
+    with `cores`, the server and the training share only those cores."""
+    rows = []
+    settings = TrainSettings("dates", seed=1).resolved()  # ~30 s: a window of `seconds` fits inside one training
+    with start_server(SCENARIOS["self"]) as server, tempfile.TemporaryDirectory() as folder:
+        _window(server.url, 2, 2.0)  # warm up: every thread the server keeps exists now
+        pin(server.pid, cores)
+        for index in range(rounds):
+            for arm, niceness in (("quiet", None), (f"training, nice {NICENESS}", NICENESS), ("training, nice 0", 0)):
+                child = None
+                if niceness is not None:
+                    child = _child(settings, Path(folder) / f"{index}-{niceness}.safetensors", niceness, cores)
+                    assert child.stdout is not None
+                    child.stdout.readline()  # its first snapshot: it is training now
+                    pin(child.pid, cores)  # and the threads torch started meanwhile
+                try:
+                    row = {"round": index + 1, "arm": arm, **_window(server.url, users, seconds)}
+                finally:
+                    if child is not None:
+                        still_training = child.poll() is None
+                        child.kill()
+                        child.wait()
+                        row["training_ran_throughout"] = still_training
+                rows.append(row)
+                print(
+                    f"  round {index + 1} {arm:18s}: {row['reruns_per_s']:6.1f} reruns/s, p50 {row['p50_ms']:6.1f} ms,"
+                    f" p95 {row['p95_ms']:6.1f} ms, {row['errors']} errors",
+                    flush=True,
+                )
+    return rows
+
+
+def markdown(results: dict[str, Any]) -> str:
+    """The results as the table bench/README.md quotes."""
+    lines = [
+        f"# Training the small models ({results['date']})",
+        "",
+        f"Machine: {results['machine']}. Command: `python -m bench.training {results['args']}`.",
+        "",
+        "| task | steps | goal | seconds to goal (step) | seconds in all | final held-out accuracy | checkpoint |",
+        "|---|--:|--:|--:|--:|--:|--:|",
+    ]
+    for row in results["training"]:
+        lines.append(
+            f"| {row['task']} | {row['steps']} | {row['goal']:.0%} | {row['seconds_to_goal']} ({row['step_at_goal']}) "
+            f"| {row['seconds_total']} | {row['final_accuracy']:.2%} of {row['held_out_examples']} "
+            f"| {row['checkpoint_bytes']:,} B |"
+        )
+    lines += [
+        "",
+        f"Peak memory of a training process: {results['training'][-1]['peak_rss_mb_children']} MB.",
+        "",
+        f"Self-attention page, {results['users']} users moving the temperature, {results['seconds']} s windows, "
+        f"cores: {results.get('cores', 'all')}:",
+        "",
+        "| round | arm | reruns/s | p50 ms | p95 ms | errors | reruns/s over quiet |",
+        "|--:|---|--:|--:|--:|--:|--:|",
+    ]
+    quiet = {row["round"]: row["reruns_per_s"] for row in results["responsiveness"] if row["arm"] == "quiet"}
+    for row in results["responsiveness"]:
+        ratio = row["reruns_per_s"] / quiet[row["round"]] if quiet.get(row["round"]) else float("nan")
+        lines.append(
+            f"| {row['round']} | {row['arm']} | {row['reruns_per_s']:.1f} | {row['p50_ms']:.0f} | {row['p95_ms']:.0f} "
+            f"| {row['errors']} | {ratio:.2f} |"
+        )
+    for arm in sorted({row["arm"] for row in results["responsiveness"]}):
+        p50 = statistics.median(row["p50_ms"] for row in results["responsiveness"] if row["arm"] == arm)
+        lines.append(f"\nMedian p50, {arm}: {p50:.0f} ms")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    """Run both parts and write the results."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--users", type=int, default=30)
+    parser.add_argument(
+        "--one-core", action="store_true", help="server and training pinned to one core (a pod's limit)"
+    )
+    args = parser.parse_args()
+    print("training", flush=True)
+    training = [train_task(task) for task in ("dates", "induction")]
+    print("responsiveness", flush=True)
+    rows = responsiveness(args.rounds, args.seconds, args.users, {0} if args.one_core else None)
+    results = {
+        "date": dt.date.today().isoformat(),
+        "machine": machine(),
+        "args": " ".join(sys.argv[1:]),
+        "users": args.users,
+        "cores": "one (pinned)" if args.one_core else "all",
+        "seconds": args.seconds,
+        "training": training,
+        "responsiveness": rows,
+    }
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    stem = RESULTS / f"{results['date']}-training{'-one-core' if args.one_core else ''}"
+    stem.with_suffix(".json").write_text(json.dumps(results, indent=2) + "\n")
+    stem.with_suffix(".md").write_text(markdown(results))
+    print(stem.with_suffix(".md").read_text())
+
+
+if __name__ == "__main__":
+    main()
