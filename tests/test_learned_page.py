@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -61,8 +62,12 @@ def test_unknown_characters_are_named_literally_and_the_page_keeps_working():
 def test_the_sequence_task_labels_its_heads_and_measures_each_ablation():
     at = _page(tk="induction")
     text = _markdown(at)
-    assert "| L1 H1 · previous token | 0.552 |" in text
-    assert "| L2 H1 · induction |" in text and "| L2 H2 · induction |" in text
+    assert (
+        "**L1 H1 · previous token**: previous-token score 0.552, induction score 0.157; switched off, accuracy" in text
+    )
+    assert "**L2 H1 · induction**" in text and "**L2 H2 · induction**" in text
+    without = re.search(r"L1 H1 · previous token\*\*: .*?accuracy ([\d.]+)% \((-[\d.]+) points\)", text)
+    assert without and float(without[1]) < 90 and float(without[2]) < -10  # the previous-token head matters
     # From the repeat's first symbol (the second D) on, each guess is the symbol that followed it the first time
     assert " D→H H→A A→Q Q→K K→M M→P P→B " in text
     assert at.select_slider(key="w:learned:step").value == 600

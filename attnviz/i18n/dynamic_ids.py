@@ -114,15 +114,10 @@ DYNAMIC_IDS = (
     N_("field.score_matrix"),
     N_("field.score_seed"),
     N_("field.value_size"),
-    # The learned-attention page: f"learned.task_{task}", f"learned.pattern_{label}", f"learned.column_{name}"
+    # The learned-attention page: f"learned.task_{task}", f"learned.pattern_{label}"
     N_("learned.task_dates"),
     N_("learned.task_induction"),
     N_("learned.pattern_induction"),
     N_("learned.pattern_other"),
     N_("learned.pattern_previous_token"),
-    N_("learned.column_cost"),
-    N_("learned.column_head"),
-    N_("learned.column_induction"),
-    N_("learned.column_previous"),
-    N_("learned.column_without"),
 )

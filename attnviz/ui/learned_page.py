@@ -19,7 +19,7 @@ from attnviz.plotting import POSITION_MARK
 from attnviz.ui.common import chart, shared_value
 from attnviz.ui.session import PageSession
 from attnviz.ui.settings import current_language, labeller, md_escape, palette, tr
-from attnviz.ui.widgets import markdown_table, selected_row, share_box, show_warning, work_panel, work_panel_content
+from attnviz.ui.widgets import selected_row, share_box, show_warning, work_panel, work_panel_content
 
 SESSION = PageSession("learned")
 ABLATION_EXAMPLES = 500  # held-out sequences for the heads' scores and the accuracy without each head
@@ -242,18 +242,20 @@ def _try_sequence(state: LearnedState, run: TrainingRun) -> None:
         "attnviz_induction_heads",
     )
     full = run.accuracy
-    table = [
-        [
-            _head_title(pattern),
-            round(pattern.previous_token, 3),
-            round(pattern.induction, 3),
-            round(accuracy * 100, 1),
-            round((accuracy - full) * 100, 1),
-        ]
-        for pattern, accuracy in rows
+    # One line per head, not a table: five columns did not fit a phone
+    lines = [
+        "- "
+        + tr(
+            "learned.head_line",
+            head=title,
+            previous=f"{pattern.previous_token:.3f}",
+            induction=f"{pattern.induction:.3f}",
+            without=f"{accuracy:.1%}",
+            change=f"{(accuracy - full) * 100:+.1f}",
+        )
+        for title, (pattern, accuracy) in zip(titles, rows, strict=True)
     ]
-    columns = [tr(f"learned.column_{name}") for name in ("head", "previous", "induction", "without", "cost")]
-    st.markdown(markdown_table(columns, table))
+    st.markdown("\n".join(lines))
     st.caption(tr("learned.labels_note", threshold=induction.LABEL_THRESHOLD, count=ABLATION_EXAMPLES))
     with st.expander(tr("learned.work_heading")):
         head = st.selectbox(
