@@ -236,3 +236,23 @@ def test_the_training_script_reproduces_the_shipped_checkpoint(task, tmp_path):
         assert set(made.keys()) == set(shipped.keys())
         for name in shipped.keys():  # noqa: SIM118 (safe_open has no iterator)
             assert torch.equal(made.get_tensor(name), shipped.get_tensor(name)), name
+
+
+def test_a_heads_trace_is_its_rows_of_the_trained_projections():
+    from attnviz.multihead import head_rows
+
+    run = load_run(checkpoint_path("induction"))
+    model = run.model
+    seen = induction.sequence_attention(model, list("ABCDABCD"))
+    ids = torch.tensor([[induction.INDEX[t] for t in seen.tokens]])
+    with torch.no_grad():
+        x = model.token_embedding(ids) + model.position_embedding(torch.arange(ids.shape[1]))[None]
+        normed = model.layers[0].norm(x)[0]  # (T, d): layer 1's input after its layer norm
+    projections = model.layers[0].attention
+    for head in range(model.config.heads):
+        rows = head_rows(projections.W_q.weight.shape[0], head, model.config.heads)
+        trace = seen.traces[0][head]
+        torch.testing.assert_close(trace.queries, normed @ projections.W_q.weight[rows.start : rows.stop].T)
+        torch.testing.assert_close(trace.keys, normed @ projections.W_k.weight[rows.start : rows.stop].T)
+        torch.testing.assert_close(trace.weights, seen.weights[0, head])
+        assert bool(trace.mask.tril().eq(trace.mask).all()) and bool(trace.mask.diagonal().all())  # causal

@@ -71,6 +71,7 @@ def test_the_sequence_task_labels_its_heads_and_measures_each_ablation():
     # From the repeat's first symbol (the second D) on, each guess is the symbol that followed it the first time
     assert " D→H H→A A→Q Q→K K→M M→P P→B " in text
     assert at.select_slider(key="w:learned:step").value == 600
+    assert "**W_q** (32, 64)" in text and "rows 1–32 of layer 2" in _captions(at)  # the followed head: L2 H1
 
 
 @pytest.mark.parametrize(

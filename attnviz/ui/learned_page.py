@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import streamlit as st
+import torch
 
 from attnviz import figures, learned_figures
 from attnviz.bert_views import token_labels
@@ -15,6 +16,7 @@ from attnviz.learned.jobs import QUEUE, QueueFullError
 from attnviz.learned.seq2seq import Translation, translate_texts
 from attnviz.learned.train import MAX_STEPS, TASKS, Snapshot, TrainingRun, TrainSettings, checkpoint_path, load_run
 from attnviz.learned_state import HEADS, LearnedState, decode_learned, default_steps, encode_learned
+from attnviz.multihead import head_rows
 from attnviz.plotting import POSITION_MARK
 from attnviz.ui.common import chart, shared_value
 from attnviz.ui.session import PageSession
@@ -192,13 +194,7 @@ def _try_dates(state: LearnedState, run: TrainingRun) -> None:
         work_panel(work_panel_content(steps))
         st.caption(tr("learned.trained_weights"))
         attention = run.model.decoder.attention
-        for name, weight in (
-            ("W_q", attention.W_q.weight),
-            ("W_k", attention.W_k.weight),
-            ("w_v", attention.w_v.weight),
-        ):
-            st.markdown(f"**{name}** {tuple(weight.shape)}")
-            st.dataframe(weight.detach().numpy(), height=180)
+        _weight_tables({"W_q": attention.W_q.weight, "W_k": attention.W_k.weight, "w_v": attention.w_v.weight})
 
 
 def _head_rows(run: TrainingRun) -> list[tuple[induction.HeadPattern, float]]:
@@ -269,6 +265,19 @@ def _try_sequence(state: LearnedState, run: TrainingRun) -> None:
         layer, index = divmod(head - 1, heads)
         trace = seen.traces[layer][index]
         work_panel(work_panel_content(explain_row(trace, row, labels[row], labels, language)))
+        projections = run.model.layers[layer].attention
+        rows = head_rows(projections.W_q.weight.shape[0], index, heads)
+        st.caption(tr("learned.head_weights", layer=layer + 1, head=index + 1, first=rows.start + 1, last=rows.stop))
+        _weight_tables(
+            {name: getattr(projections, name).weight[rows.start : rows.stop] for name in ("W_q", "W_k", "W_v")}
+        )
+
+
+def _weight_tables(weights: dict[str, torch.Tensor]) -> None:
+    """Trained weight matrices as scrolling tables, each titled with its name and shape."""
+    for name, weight in weights.items():
+        st.markdown(f"**{name}** {tuple(weight.shape)}")
+        st.dataframe(weight.detach().numpy(), height=180)
 
 
 def _history(state: LearnedState, ready: bool) -> LearnedState:
