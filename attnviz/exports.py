@@ -48,6 +48,15 @@ def python_snippet(state: AttentionState) -> str:
         ]
         if state.page == "cross":
             lines.append(f"source_tokens, source = model.word_vectors({state.source!r})")
+    elif state.mode == "sentence" and state.embed == "trained":
+        lines += [
+            "from attnviz.learned.inputs import trained_embeddings",
+            "",
+            "# <s> and the symbols, as the trained sequence model's first layer reads them (64 numbers a token)",
+            f"tokens, x = trained_embeddings(attnviz.tokenize({state.sentence!r}))",
+        ]
+        if state.page == "cross":
+            lines.append(f"source_tokens, source = trained_embeddings(attnviz.tokenize({state.source!r}))")
     elif state.mode == "sentence":
         lines += [
             f"tokens = attnviz.tokenize({state.sentence!r})",

@@ -41,7 +41,8 @@ class MultiHeadTrace:
 
 
 def projection_matrices(d_q: int, d_k: int, d_v: int, projections: str, seed: int) -> dict[str, Tensor]:
-    """W_q, W_k, W_v, W_o as identity or seeded random matrices (nn.Linear weight layout: out × in)."""
+    """W_q, W_k, W_v, W_o as identity or seeded random matrices, or the trained sequence model's first layer's
+    ("trained", for inputs of 64 numbers) (nn.Linear weight layout: out × in)."""
     if projections == "identity":
         return {"W_q": torch.eye(d_q), "W_k": torch.eye(d_k), "W_v": torch.eye(d_v), "W_o": torch.eye(d_v)}
     if projections == "random":
@@ -51,7 +52,11 @@ def projection_matrices(d_q: int, d_k: int, d_v: int, projections: str, seed: in
             name: _init_linear(nn.Linear(n_in, n_out, bias=False), generator).weight.detach()
             for name, (n_in, n_out) in sizes.items()
         }
-    raise ValueError(f"projections must be 'identity' or 'random'; got {projections!r}")
+    if projections == "trained":
+        from attnviz.learned.inputs import trained_projections  # the learned models import this module
+
+        return trained_projections(d_q, d_k, d_v)
+    raise ValueError(f"projections must be 'identity', 'random' or 'trained'; got {projections!r}")
 
 
 def head_counts(*sizes: int, limit: int) -> list[int]:

@@ -68,6 +68,16 @@ def sentence_inputs(sentence: str, dim: int, seed: int, what: str) -> tuple[list
     return tokens, embed_tokens(tokens, dim=dim, seed=seed)
 
 
+def trained_inputs(sentence: str, what: str) -> tuple[list[str], Tensor]:
+    """<s> and a sentence of symbols A-T, embedded as the trained sequence model's first layer reads them."""
+    from attnviz.learned.inputs import trained_embeddings
+
+    try:
+        return trained_embeddings(tokenize(sentence, max_tokens=MAX_TOKENS))
+    except AttnvizError as exc:
+        raise AttnvizError("in_sentence", what=Name(what), error=exc) from None
+
+
 WordVectors = Callable[[str], tuple[list[str], Tensor]]  # sentence -> (tokens, (n, d) vectors)
 
 
@@ -91,6 +101,8 @@ def resolve_inputs(state: AttentionState, word_vectors: WordVectors | None = Non
         def embed(sentence: str, what: str) -> tuple[list[str], Tensor]:
             if state.embed == "minilm":
                 return model_inputs(sentence, word_vectors, what)
+            if state.embed == "trained":
+                return trained_inputs(sentence, what)
             return sentence_inputs(sentence, state.dim, state.embed_seed, what)
 
         q_tokens, queries = embed(state.sentence, "sentence")

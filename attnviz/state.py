@@ -37,7 +37,7 @@ MAX_TEXT = 2000  # characters of a sentence
 MAX_VECTOR_TEXT = 12_000  # characters of typed query points (512 numbers of up to ~20 characters)
 MAX_HEADS = 8
 MAX_DIM = 64  # embedding size for sentences
-EMBEDDINGS = ("seeded", "minilm")
+EMBEDDINGS = ("seeded", "minilm", "trained")
 
 
 def _matrix(rows: list[list[float]]) -> Matrix:
@@ -176,7 +176,7 @@ def attention_fields(page: str) -> tuple[Field, ...]:
             help="widget.lens_help",
         ),
         Field("lens", "vl", "ints", low=0, high=MAX_TOKENS, max_len=MAX_TOKENS),
-        Field("projections", "pr", "choice", choices=("identity", "random")),
+        Field("projections", "pr", "choice", choices=("identity", "random", "trained")),
         Field("proj_seed", "ps", "int", **_SEED_RANGE, label="attention.projection_seed"),
         Field("heads", "h", "int", low=1, high=MAX_HEADS, label="attention.heads", help="attention.heads_help"),
         Field("residual", "res", "bool", label="attention.residual"),

@@ -455,3 +455,22 @@ def test_random_projections_show_w_q_w_k_w_v_with_the_heads_rows_marked():
     assert first in text and text.count("**W_") == 3
     work = " ".join(m.value for m in at.markdown).replace("\\", "")
     assert "q[1] = (row 1 of W_q)" in work
+
+
+def test_the_self_page_with_the_trained_models_inputs_shows_its_previous_token_head_and_its_snippet_agrees():
+    """Issue "Watch attention learn": the attention pages offer the trained model's embeddings and projections."""
+    sequence = "D H A Q K M D H A Q K M"
+    at = run_page(SELF, m="sentence", s=sequence, emb="trained", pr="trained", h="2", c="1")
+    assert not at.error
+    assert any("d = 64, <s> added first" in caption.value for caption in at.caption)
+    at = open_expander(at, "self:open:share")
+    snippet = next(code.value for code in at.code if "attnviz.self_attention" in code.value)
+    assert "trained_embeddings" in snippet
+    namespace: dict = {}
+    exec(compile(snippet, "snippet", "exec"), namespace)  # the app's own generated code, not user input
+    heads = namespace["trace"].weights  # (2, T, T)
+    assert heads.shape == (2, 13, 13)
+    previous = float(torch.diagonal(heads[0], offset=-1).mean())
+    assert previous > 0.5  # the model's previous-token head, computed by the page's own pipeline
+    shown = run_page(SELF, m="sentence", s="the cat sat", emb="trained")
+    assert any("reads only the symbols A to T" in error.value and "the cat sat" in error.value for error in shown.error)

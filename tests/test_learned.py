@@ -256,3 +256,37 @@ def test_a_heads_trace_is_its_rows_of_the_trained_projections():
         torch.testing.assert_close(trace.keys, normed @ projections.W_k.weight[rows.start : rows.stop].T)
         torch.testing.assert_close(trace.weights, seen.weights[0, head])
         assert bool(trace.mask.tril().eq(trace.mask).all()) and bool(trace.mask.diagonal().all())  # causal
+
+
+def test_the_attention_pages_pipeline_with_the_trained_inputs_is_the_models_first_layer():
+    from attnviz.pipeline import resolve_inputs, run_attention
+    from attnviz.state import decode_attention
+
+    sequence = "D H A Q K D H A Q K"
+    link = {"m": "sentence", "s": sequence, "emb": "trained", "pr": "trained", "h": "2", "c": "1"}
+    state = decode_attention(link, "self").state
+    assert (state.embed, state.projections, state.heads, state.causal) == ("trained", "trained", 2, True)
+    inputs = resolve_inputs(state)
+    assert inputs.query_labels[0] == "<s>" and inputs.queries.shape == (11, 64)
+    trace = run_attention(state, inputs)
+    seen = induction.sequence_attention(load_run(checkpoint_path("induction")).model, sequence.split())
+    torch.testing.assert_close(trace.weights, seen.weights[0])  # (heads, T, T): layer 1, both heads
+    # head 1 is the previous-token head: most of its weight is on the token just before
+    assert float(induction.previous_token_score(trace.weights[0])) > 0.5
+
+
+def test_the_trained_inputs_say_what_they_cannot_read():
+    from attnviz.errors import AttnvizError
+    from attnviz.pipeline import resolve_inputs, run_attention
+    from attnviz.state import decode_attention
+
+    state = decode_attention({"m": "sentence", "s": "the cat", "emb": "trained"}, "self").state
+    with pytest.raises(AttnvizError) as bad:
+        resolve_inputs(state)
+    assert "symbols A to T" in str(bad.value) and "the cat" in str(bad.value)
+    long = decode_attention({"m": "sentence", "s": " ".join("AB" * 11), "emb": "trained"}, "self").state
+    with pytest.raises(AttnvizError, match="at most 20 symbols; this has 22"):
+        resolve_inputs(long)
+    seeded = decode_attention({"m": "sentence", "s": "A B", "pr": "trained", "dim": "8"}, "self").state
+    with pytest.raises(AttnvizError, match="64 numbers per token"):
+        run_attention(seeded, resolve_inputs(seeded))

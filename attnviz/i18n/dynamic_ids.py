@@ -36,11 +36,13 @@ DYNAMIC_IDS = (
     # The options of pickers: labeller("palette.{}"), labeller("attention.input_{}"), labeller("widget.lens_{}"), ...
     N_("attention.embed_minilm"),
     N_("attention.embed_seeded"),
+    N_("attention.embed_trained"),
     N_("attention.input_numbers"),
     N_("attention.input_sentence"),
     N_("attention.projection_identity"),
     N_("attention.projection_random"),
     N_("attention.projection_seed"),
+    N_("attention.projection_trained"),
     N_("colour_range.data"),
     N_("colour_range.row"),
     N_("colour_range.unit"),

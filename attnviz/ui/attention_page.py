@@ -115,6 +115,8 @@ def _inputs_panel(session: PageSession, state: AttentionState) -> AttentionState
         changes["embed"] = embed
         if embed == "minilm":
             columns[-2].caption(tr("attention.model_dim"))
+        elif embed == "trained":
+            columns[-2].caption(tr("attention.trained_dim"))
         else:
             changes["dim"] = fieldwidgets.number(session, field(fields, "dim"), where=columns[-2])
             changes["embed_seed"] = fieldwidgets.number(session, field(fields, "embed_seed"), where=columns[-1])
@@ -185,6 +187,8 @@ def _more(session: PageSession, sizes: tuple[int, ...]) -> dict[str, object]:
         )
         if values["projections"] == "random":
             values["proj_seed"] = fieldwidgets.number(session, field(fields, "proj_seed"))
+        elif values["projections"] == "trained":
+            st.caption(tr("attention.projection_trained_help"))
         values["heads"] = _heads(session, sizes)
         if session.page == "cross":
             values["residual"] = fieldwidgets.toggle(session, field(fields, "residual"))
