@@ -36,27 +36,35 @@ def csv_safe(text: str) -> str:
     return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
 
 
-def python_snippet(state: AttentionState) -> str:
-    """A short script that recomputes the page's figure with attnviz."""
-    lines = ["import torch", "import attnviz", ""]
-    if state.mode == "sentence" and state.embed == "minilm":
-        lines += [
+# A model's embeddings in the snippet: the lines that load it, and the call that embeds one sentence
+MODEL_EMBEDDINGS = {
+    "minilm": (
+        [
             "from attnviz.bert import load_minilm",
             "",
             "model = load_minilm()  # all-MiniLM-L6-v2's input embeddings (384 numbers a token)",
-            f"tokens, x = model.word_vectors({state.sentence!r})",
-        ]
-        if state.page == "cross":
-            lines.append(f"source_tokens, source = model.word_vectors({state.source!r})")
-    elif state.mode == "sentence" and state.embed == "trained":
-        lines += [
+        ],
+        "model.word_vectors({!r})",
+    ),
+    "trained": (
+        [
             "from attnviz.learned.inputs import trained_embeddings",
             "",
             "# <s> and the symbols, as the trained sequence model's first layer reads them (64 numbers a token)",
-            f"tokens, x = trained_embeddings(attnviz.tokenize({state.sentence!r}))",
-        ]
+        ],
+        "trained_embeddings(attnviz.tokenize({!r}))",
+    ),
+}
+
+
+def python_snippet(state: AttentionState) -> str:
+    """A short script that recomputes the page's figure with attnviz."""
+    lines = ["import torch", "import attnviz", ""]
+    if state.mode == "sentence" and state.embed in MODEL_EMBEDDINGS:
+        setup, call = MODEL_EMBEDDINGS[state.embed]
+        lines += [*setup, f"tokens, x = {call.format(state.sentence)}"]
         if state.page == "cross":
-            lines.append(f"source_tokens, source = trained_embeddings(attnviz.tokenize({state.source!r}))")
+            lines.append(f"source_tokens, source = {call.format(state.source)}")
     elif state.mode == "sentence":
         lines += [
             f"tokens = attnviz.tokenize({state.sentence!r})",
