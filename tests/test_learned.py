@@ -290,3 +290,15 @@ def test_the_trained_inputs_say_what_they_cannot_read():
     seeded = decode_attention({"m": "sentence", "s": "A B", "pr": "trained", "dim": "8"}, "self").state
     with pytest.raises(AttnvizError, match="64 numbers per token"):
         run_attention(seeded, resolve_inputs(seeded))
+
+
+def test_switching_off_the_previous_token_head_breaks_the_induction_heads_it_feeds():
+    model = load_run(checkpoint_path("induction")).model
+    symbols = list("DHAQKMPBDHAQKMPB")
+    whole = induction.sequence_attention(model, symbols)
+    without = induction.sequence_attention(model, symbols, induction.without_head(model.config, 0, 0))
+    before = induction.induction_score(whole.weights[1], 8)  # layer 2's heads
+    after = induction.induction_score(without.weights[1], 8)
+    assert float(before.min()) > 0.8 and float(after.max()) < 0.5, (before, after)
+    torch.testing.assert_close(without.weights[0], whole.weights[0])  # layer 1's own weights do not change
+    assert without.guesses[9:] != whole.guesses[9:]  # and the guesses in the repeat do

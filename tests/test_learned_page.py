@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -142,3 +143,17 @@ def test_the_dates_page_in_chinese():
     assert at.text_input(key="w:learned:date").label == "一個日期，照人們的寫法"
     assert "留出集準確率" in _captions(at)
     assert "寫出計算過程：一列，用訓練好的權重" in [e.label for e in at.expander]
+
+
+def test_switching_a_head_off_shows_the_model_without_it_and_goes_in_the_link():
+    whole = _page(tk="induction")
+    at = _page(tk="induction", off="1")
+    warning = " ".join(str(w.value) for w in at.warning)
+    assert "L1 H1 · previous token is switched off" in warning and "79.4%" in warning and "-20.6 points" in warning
+    assert _markdown(at).split("\n")[0] != _markdown(whole).split("\n")[0]  # other guesses without the head
+    titles = [a["text"] for a in json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["annotations"]]
+    assert "L1 H1 · previous token (off)" in titles
+    at.selectbox(key="w:learned:off").set_value(0).run()
+    assert not at.warning and "off" not in at.query_params
+    at.selectbox(key="w:learned:off").set_value(3).run()
+    assert at.query_params["off"] == ["3"] or at.query_params["off"] == "3"

@@ -222,11 +222,16 @@ def head_patterns(model: InductionTransformer, examples: list[RepeatExample]) ->
     ]
 
 
+def without_head(config: InductionConfig, layer: int, head: int) -> Tensor:
+    """A (layers, heads) head mask with every head on but one."""
+    head_mask = torch.ones(config.layers, config.heads)
+    head_mask[layer, head] = 0.0
+    return head_mask
+
+
 def ablation_accuracy(model: InductionTransformer, examples: list[RepeatExample], layer: int, head: int) -> float:
     """Token accuracy on the repeat with one head's output set to zero."""
-    head_mask = torch.ones(model.config.layers, model.config.heads)
-    head_mask[layer, head] = 0.0
-    return token_accuracy(model, examples, head_mask)
+    return token_accuracy(model, examples, without_head(model.config, layer, head))
 
 
 @dataclass(frozen=True)
@@ -254,12 +259,15 @@ def _head_traces(trace: AttentionTrace, heads: int) -> list[AttentionTrace]:
     ]
 
 
-def sequence_attention(model: InductionTransformer, symbols: list[str]) -> SequenceAttention:
-    """Run the model on <s> + `symbols` (known symbols, at most MAX_LENGTH - 1 of them)."""
+def sequence_attention(
+    model: InductionTransformer, symbols: list[str], head_mask: Tensor | None = None
+) -> SequenceAttention:
+    """Run the model on <s> + `symbols` (known symbols, at most MAX_LENGTH - 1 of them); `head_mask` (layers,
+    heads) of 0/1 switches heads off (a head's weights are still computed, its output is not used)."""
     tokens = [BOS, *symbols]
     ids = torch.tensor([[INDEX[token] for token in tokens]], dtype=torch.long)  # (1, T)
     with torch.no_grad(), MODEL_LOCK:
-        logits = model(ids)  # (1, T, vocab)
+        logits = model(ids, head_mask)  # (1, T, vocab)
         weights = model.attention_weights()[:, 0].clone()  # (layers, heads, T, T)
         traces = [_head_traces(layer.attention.attention.trace, model.config.heads) for layer in model.layers]
     guesses = [VOCAB[int(index)] for index in logits[0].argmax(-1)]

@@ -1,5 +1,5 @@
-"""The learned-attention page: two small models trained on tasks with a known answer. Try them, look inside, switch
-a head off, and watch the attention form while they learn."""
+"""The learned-attention page: two small models trained on tasks with a known answer. Try them, look inside, and
+switch a head off (this module); watch the attention form while they learn (learned_training.py)."""
 
 from __future__ import annotations
 
@@ -8,30 +8,29 @@ from dataclasses import replace
 import streamlit as st
 import torch
 
-from attnviz import figures, learned_figures
+from attnviz import figures
 from attnviz.bert_views import token_labels
 from attnviz.explain import explain_row
 from attnviz.learned import dates, induction
-from attnviz.learned.jobs import QUEUE, QueueFullError
-from attnviz.learned.seq2seq import Translation, translate_texts
-from attnviz.learned.train import MAX_STEPS, TASKS, Snapshot, TrainingRun, TrainSettings, checkpoint_path, load_run
-from attnviz.learned_state import HEADS, LearnedState, decode_learned, default_steps, encode_learned
+from attnviz.learned.jobs import QUEUE
+from attnviz.learned.train import TASKS, TrainingRun
+from attnviz.learned_state import HEADS, LearnedState, decode_learned, encode_learned
 from attnviz.multihead import head_rows
 from attnviz.plotting import POSITION_MARK
 from attnviz.ui.common import chart, shared_value
-from attnviz.ui.session import PageSession
+from attnviz.ui.learned_training import (
+    SESSION,
+    capped_steps,
+    history,
+    shipped_run,
+    training_controls,
+    translation,
+    visible,
+)
 from attnviz.ui.settings import current_language, labeller, md_escape, palette, tr
 from attnviz.ui.widgets import selected_row, share_box, show_warning, work_panel, work_panel_content
 
-SESSION = PageSession("learned")
 ABLATION_EXAMPLES = 500  # held-out sequences for the heads' scores and the accuracy without each head
-PROGRESS_EVERY_S = 1.0  # how often a page with a training under way asks for its progress
-
-
-@st.cache_resource(show_spinner=False)
-def shipped_run(task: str) -> TrainingRun:
-    """The checkpoint the package ships for `task` (seed 0, default steps), shared by every session."""
-    return load_run(checkpoint_path(task))
 
 
 def model_run(state: LearnedState) -> tuple[TrainingRun, bool]:
@@ -63,7 +62,7 @@ def learned_page() -> None:
     else:
         state, ready = _sequence_input(state)
     # The seed and the steps are drawn with the training, below; the model above already depends on them
-    state = replace(state, seed=int(SESSION.value("seed")), steps=_capped_steps(task))
+    state = replace(state, seed=int(SESSION.value("seed")), steps=capped_steps(task))
     run, exact = model_run(state)
     st.subheader(tr("learned.try_heading"))
     if not exact:
@@ -72,10 +71,10 @@ def learned_page() -> None:
         if task == "dates":
             _try_dates(state, run)
         else:
-            _try_sequence(state, run)
+            state = _try_sequence(state, run)
     st.subheader(tr("learned.learn_heading"))
-    state = _training_controls(state)
-    state = _history(state, ready)
+    state = training_controls(state)
+    state = history(state, ready)
     params = SESSION.publish(state, encode_learned)
     share_box(SESSION, params, decode_learned)
 
@@ -123,35 +122,6 @@ def _sequence_input(state: LearnedState) -> tuple[LearnedState, bool]:
     return state, True
 
 
-def _capped_steps(task: str) -> int:
-    """The steps asked for, capped to what `task` allows (a link's steps may be another task's), with a warning."""
-    most, key = MAX_STEPS[task], SESSION.bound("steps")
-    if int(st.session_state[key]) > most:
-        st.warning(tr("learned.steps_capped", steps=st.session_state[key], most=most), icon="⚠️")
-        st.session_state[key] = most
-    return int(st.session_state[key])
-
-
-def _training_controls(state: LearnedState) -> LearnedState:
-    """Seed and number of steps: the defaults name the shipped checkpoint, others a training of their own."""
-    most = MAX_STEPS[state.task]
-    left, right = st.columns(2)
-    seed = left.number_input(tr("learned.seed"), 0, 9999, key=SESSION.bound("seed"), help=tr("learned.seed_help"))
-    steps = right.number_input(
-        tr("learned.steps"),
-        0,
-        most,
-        key=SESSION.bound("steps"),
-        help=tr("learned.steps_help", default=default_steps(state.task), most=most),
-    )
-    return replace(state, seed=int(seed), steps=int(steps))
-
-
-def _visible(text: str) -> list[str]:
-    """A date's characters as labels, a space shown as ␣ (an empty label reads as a missing one)."""
-    return ["␣" if character == " " else character for character in text]
-
-
 def _marked(characters: list[str]) -> list[str]:
     """Characters as labels for the worked steps: a repeated one marked with its position, counted from 1 (the
     text is shown literally there; the charts escape their own labels)."""
@@ -161,18 +131,13 @@ def _marked(characters: list[str]) -> list[str]:
     ]
 
 
-def _translation(run: TrainingRun, text: str) -> Translation:
-    """The model's output and attention for one date (a few ms; not kept in the session)."""
-    return translate_texts(run.model, [text])[0]
-
-
 def _try_dates(state: LearnedState, run: TrainingRun) -> None:
     """The translation, its cross-attention (output characters x input characters), and one row worked out."""
-    result = _translation(run, state.date)
+    result = translation(run, state.date)
     shown = md_escape(state.date)
     st.markdown(tr("learned.translation", text=shown, output=result.output))
     st.caption(tr("learned.dates_accuracy", accuracy=f"{run.accuracy:.1%}", count=2000, steps=run.settings.steps))
-    inputs = _visible(result.text)
+    inputs = visible(result.text)
     outputs = [f"{character}{POSITION_MARK}{index + 1}" for index, character in enumerate(result.output)]
     language = current_language()
     chart(
@@ -213,32 +178,55 @@ def _head_title(pattern: induction.HeadPattern) -> str:
     return tr("learned.head_title", layer=pattern.layer + 1, head=pattern.head + 1, label=label)
 
 
-def _try_sequence(state: LearnedState, run: TrainingRun) -> None:
+def _try_sequence(state: LearnedState, run: TrainingRun) -> LearnedState:
     """Every head on the typed sequence, the model's guesses, each head's pattern and what switching it off costs."""
     symbols, _ = induction.parse_sequence(state.sequence)
-    seen = induction.sequence_attention(run.model, symbols)
+    rows = _head_rows(run)
+    titles = [_head_title(pattern) for pattern, _ in rows]
+    layers, heads = run.model.config.layers, run.model.config.heads
+    none = tr("learned.off_none")
+    off = st.selectbox(
+        tr("learned.off"),
+        list(range(HEADS + 1)),
+        key=SESSION.key("off"),
+        format_func=lambda h: titles[h - 1] if h else none,  # made in this run's language
+        help=tr("learned.off_help"),
+    )
+    head_mask = induction.without_head(run.model.config, *divmod(off - 1, heads)) if off else None
+    seen = induction.sequence_attention(run.model, symbols, head_mask)
     weights, tokens = seen.weights, seen.tokens
     pairs = " ".join(f"{token}→{guess}" for token, guess in zip(tokens, seen.guesses, strict=True))
     st.markdown(tr("learned.guesses", pairs=md_escape(pairs)))
-    st.caption(tr("learned.sequence_accuracy", accuracy=f"{run.accuracy:.1%}", count=2000, steps=run.settings.steps))
-    rows = _head_rows(run)
-    titles = [_head_title(pattern) for pattern, _ in rows]
-    layers, heads = weights.shape[0], weights.shape[1]
+    if off:
+        accuracy = rows[off - 1][1]
+        change = f"{(accuracy - run.accuracy) * 100:+.1f}"
+        st.warning(
+            tr("learned.switched_off", head=titles[off - 1], accuracy=f"{accuracy:.1%}", change=change), icon="🔌"
+        )
+    else:
+        st.caption(
+            tr("learned.sequence_accuracy", accuracy=f"{run.accuracy:.1%}", count=2000, steps=run.settings.steps)
+        )
     language = current_language()
     chart(
         lambda: figures.heads_grid(
             weights.reshape(layers * heads, len(tokens), len(tokens)).numpy(),
             query_labels=tokens,
             key_labels=tokens,
-            head_titles=titles,
+            head_titles=[tr("learned.head_off", title=t) if h == off else t for h, t in enumerate(titles, 1)],
             palette=palette(),
             columns=heads,
             lang=language,
         ),
         "attnviz_induction_heads",
     )
-    full = run.accuracy
-    # One line per head, not a table: five columns did not fit a phone
+    _head_lines(titles, rows, run.accuracy)
+    _sequence_work(run, seen, titles, language)
+    return replace(state, off=int(off))
+
+
+def _head_lines(titles: list[str], rows: list[tuple[induction.HeadPattern, float]], full: float) -> None:
+    """Each head's scores and the accuracy without it, one line per head (five columns did not fit a phone)."""
     lines = [
         "- "
         + tr(
@@ -253,6 +241,11 @@ def _try_sequence(state: LearnedState, run: TrainingRun) -> None:
     ]
     st.markdown("\n".join(lines))
     st.caption(tr("learned.labels_note", threshold=induction.LABEL_THRESHOLD, count=ABLATION_EXAMPLES))
+
+
+def _sequence_work(run: TrainingRun, seen: induction.SequenceAttention, titles: list[str], language: str) -> None:
+    """Show-your-work on one head and query of the sequence model, with that head's trained weights."""
+    heads, tokens = run.model.config.heads, seen.tokens
     with st.expander(tr("learned.work_heading")):
         head = st.selectbox(
             tr("learned.head"),
@@ -266,10 +259,10 @@ def _try_sequence(state: LearnedState, run: TrainingRun) -> None:
         trace = seen.traces[layer][index]
         work_panel(work_panel_content(explain_row(trace, row, labels[row], labels, language)))
         projections = run.model.layers[layer].attention
-        rows = head_rows(projections.W_q.weight.shape[0], index, heads)
-        st.caption(tr("learned.head_weights", layer=layer + 1, head=index + 1, first=rows.start + 1, last=rows.stop))
+        block = head_rows(projections.W_q.weight.shape[0], index, heads)
+        st.caption(tr("learned.head_weights", layer=layer + 1, head=index + 1, first=block.start + 1, last=block.stop))
         _weight_tables(
-            {name: getattr(projections, name).weight[rows.start : rows.stop] for name in ("W_q", "W_k", "W_v")}
+            {name: getattr(projections, name).weight[block.start : block.stop] for name in ("W_q", "W_k", "W_v")}
         )
 
 
@@ -278,114 +271,3 @@ def _weight_tables(weights: dict[str, torch.Tensor]) -> None:
     for name, weight in weights.items():
         st.markdown(f"**{name}** {tuple(weight.shape)}")
         st.dataframe(weight.detach().numpy(), height=180)
-
-
-def _history(state: LearnedState, ready: bool) -> LearnedState:
-    """The recorded run of the state's settings: the shipped one, a finished training, one under way, or a button.
-    Input the model cannot read records nothing: the shipped run is shown with its own probe."""
-    shipped = shipped_run(state.task)
-    settings = state.training() if ready else shipped.settings
-    if settings == shipped.settings:
-        return _snapshots(state, shipped)
-    job = QUEUE.get(settings)
-    if job is not None and job.status == "done" and job.run is not None:
-        return _snapshots(state, job.run)
-    if job is not None and job.active:
-        _progress(settings)
-        return state
-    if job is not None:  # failed
-        st.error(tr("learned.training_failed", error=md_escape(job.error)), icon="🚫")
-    st.caption(tr("learned.not_recorded", seed=settings.seed, steps=settings.steps))
-    if st.button(tr("learned.train"), type="primary", key=SESSION.part("train")):
-        try:
-            QUEUE.submit(settings)
-        except QueueFullError as exc:
-            st.warning(tr("learned.queue_full", waiting=exc.waiting), icon="⏳")
-        else:
-            st.rerun()
-    return state
-
-
-def _progress(settings: TrainSettings) -> None:
-    """A training under way: its place in the queue or its progress, and the curves so far; every second."""
-
-    @st.fragment(run_every=PROGRESS_EVERY_S)
-    def progress() -> None:
-        job = QUEUE.get(settings)
-        if job is None or not job.active:
-            st.rerun(scope="app")  # finished: the whole page shows the trained model
-            return
-        ahead = QUEUE.position(job)
-        if job.status == "queued":  # behind others, or first but the server has no memory for it yet
-            st.info(tr("learned.queued", ahead=ahead) if ahead else tr("learned.waiting_memory"), icon="⏳")
-            return
-        snapshots = list(job.snapshots)
-        done = snapshots[-1].step if snapshots else 0
-        st.progress(done / settings.steps, text=tr("learned.training", step=done, steps=settings.steps))
-        if snapshots:
-            _curves(snapshots, settings.steps, None)
-
-    progress()
-
-
-def _curves(snapshots: list[Snapshot], total: int, current: int | None) -> None:
-    language = current_language()
-    chart(
-        lambda: learned_figures.learning_curves(
-            [s.step for s in snapshots],
-            [s.loss for s in snapshots],
-            [s.accuracy for s in snapshots],
-            current=current,
-            total=total,
-            lang=language,
-        ),
-        "attnviz_training_curves",
-    )
-
-
-def _snapshots(state: LearnedState, run: TrainingRun) -> LearnedState:
-    """A step slider over the recorded snapshots, the curves, and the attention at step 0 beside the chosen step."""
-    snapshots, total = run.snapshots, run.settings.steps
-    steps = [snapshot.step for snapshot in snapshots]
-    key = SESSION.key("step")
-    if st.session_state.get(key) not in steps:  # the last recorded step at or before the one asked for
-        asked = int(st.session_state.get(key, steps[-1]))
-        st.session_state[key] = max((step for step in steps if step <= asked), default=steps[0])
-    step = st.select_slider(tr("learned.step"), options=steps, key=key, help=tr("learned.step_help"))
-    chosen = snapshots[steps.index(step)]
-    st.caption(
-        tr("learned.at_step", step=step, loss=f"{chosen.loss:.4g}", accuracy=f"{chosen.accuracy:.1%}", total=total)
-    )
-    _curves(snapshots, total, step)
-    language = current_language()
-    if state.task == "dates":
-        probes = run.settings.probes
-        probe = probes.index(state.date) if state.date in probes else 0
-        text = probes[probe]
-        target = _translation(run, text).output  # the rows: what the trained model writes
-        labels = [f"{character}·{index + 1}" for index, character in enumerate(target)]
-        first, second = (s.attention[probe, :, : len(text)].numpy() for s in (snapshots[0], chosen))
-        keys = _visible(text)
-    else:
-        head = int(st.session_state.get(SESSION.key("head"), state.head))
-        layer, index = divmod(head - 1, 2)
-        first, second = (s.attention[layer, index].numpy() for s in (snapshots[0], chosen))
-        keys = [induction.BOS, *induction.parse_sequence(run.settings.probes[0])[0]]
-        labels = keys
-        st.caption(tr("learned.followed_head", layer=layer + 1, head=index + 1))
-    st.caption(tr("learned.two_steps_note"))
-    chart(
-        lambda: learned_figures.two_steps(
-            first,
-            second,
-            first_title=tr("learned.step_n", step=0),
-            second_title=tr("learned.step_n", step=step),
-            query_labels=labels,
-            key_labels=keys,
-            palette=palette(),
-            lang=language,
-        ),
-        "attnviz_attention_two_steps",
-    )
-    last = step == steps[-1]  # "the last step" stays that in the link, whatever the run's length
-    return replace(state, step=LearnedState().step if last else int(step))

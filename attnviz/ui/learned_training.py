@@ -1,0 +1,172 @@
+"""The learned-attention page's training part: seed and steps, the recorded run (shipped or trained here) with its
+step slider and curves, and a training's place in the queue and progress while it runs."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import streamlit as st
+
+from attnviz import learned_figures
+from attnviz.learned import induction
+from attnviz.learned.jobs import QUEUE, QueueFullError
+from attnviz.learned.seq2seq import Translation, translate_texts
+from attnviz.learned.train import MAX_STEPS, Snapshot, TrainingRun, TrainSettings, checkpoint_path, load_run
+from attnviz.learned_state import LearnedState, default_steps
+from attnviz.ui.common import chart
+from attnviz.ui.session import PageSession
+from attnviz.ui.settings import current_language, md_escape, palette, tr
+
+SESSION = PageSession("learned")
+PROGRESS_EVERY_S = 1.0  # how often a page with a training under way asks for its progress
+
+
+@st.cache_resource(show_spinner=False)
+def shipped_run(task: str) -> TrainingRun:
+    """The checkpoint the package ships for `task` (seed 0, default steps), shared by every session."""
+    return load_run(checkpoint_path(task))
+
+
+def capped_steps(task: str) -> int:
+    """The steps asked for, capped to what `task` allows (a link's steps may be another task's), with a warning."""
+    most, key = MAX_STEPS[task], SESSION.bound("steps")
+    if int(st.session_state[key]) > most:
+        st.warning(tr("learned.steps_capped", steps=st.session_state[key], most=most), icon="⚠️")
+        st.session_state[key] = most
+    return int(st.session_state[key])
+
+
+def training_controls(state: LearnedState) -> LearnedState:
+    """Seed and number of steps: the defaults name the shipped checkpoint, others a training of their own."""
+    most = MAX_STEPS[state.task]
+    left, right = st.columns(2)
+    seed = left.number_input(tr("learned.seed"), 0, 9999, key=SESSION.bound("seed"), help=tr("learned.seed_help"))
+    steps = right.number_input(
+        tr("learned.steps"),
+        0,
+        most,
+        key=SESSION.bound("steps"),
+        help=tr("learned.steps_help", default=default_steps(state.task), most=most),
+    )
+    return replace(state, seed=int(seed), steps=int(steps))
+
+
+def visible(text: str) -> list[str]:
+    """A date's characters as labels, a space shown as ␣ (an empty label reads as a missing one)."""
+    return ["␣" if character == " " else character for character in text]
+
+
+def translation(run: TrainingRun, text: str) -> Translation:
+    """The model's output and attention for one date (a few ms; not kept in the session)."""
+    return translate_texts(run.model, [text])[0]
+
+
+def history(state: LearnedState, ready: bool) -> LearnedState:
+    """The recorded run of the state's settings: the shipped one, a finished training, one under way, or a button.
+    Input the model cannot read records nothing: the shipped run is shown with its own probe."""
+    shipped = shipped_run(state.task)
+    settings = state.training() if ready else shipped.settings
+    if settings == shipped.settings:
+        return _snapshots(state, shipped)
+    job = QUEUE.get(settings)
+    if job is not None and job.status == "done" and job.run is not None:
+        return _snapshots(state, job.run)
+    if job is not None and job.active:
+        _progress(settings)
+        return state
+    if job is not None:  # failed
+        st.error(tr("learned.training_failed", error=md_escape(job.error)), icon="🚫")
+    st.caption(tr("learned.not_recorded", seed=settings.seed, steps=settings.steps))
+    if st.button(tr("learned.train"), type="primary", key=SESSION.part("train")):
+        try:
+            QUEUE.submit(settings)
+        except QueueFullError as exc:
+            st.warning(tr("learned.queue_full", waiting=exc.waiting), icon="⏳")
+        else:
+            st.rerun()
+    return state
+
+
+def _progress(settings: TrainSettings) -> None:
+    """A training under way: its place in the queue or its progress, and the curves so far; every second."""
+
+    @st.fragment(run_every=PROGRESS_EVERY_S)
+    def progress() -> None:
+        job = QUEUE.get(settings)
+        if job is None or not job.active:
+            st.rerun(scope="app")  # finished: the whole page shows the trained model
+            return
+        ahead = QUEUE.position(job)
+        if job.status == "queued":  # behind others, or first but the server has no memory for it yet
+            st.info(tr("learned.queued", ahead=ahead) if ahead else tr("learned.waiting_memory"), icon="⏳")
+            return
+        snapshots = list(job.snapshots)
+        done = snapshots[-1].step if snapshots else 0
+        st.progress(done / settings.steps, text=tr("learned.training", step=done, steps=settings.steps))
+        if snapshots:
+            _curves(snapshots, settings.steps, None)
+
+    progress()
+
+
+def _curves(snapshots: list[Snapshot], total: int, current: int | None) -> None:
+    language = current_language()
+    chart(
+        lambda: learned_figures.learning_curves(
+            [s.step for s in snapshots],
+            [s.loss for s in snapshots],
+            [s.accuracy for s in snapshots],
+            current=current,
+            total=total,
+            lang=language,
+        ),
+        "attnviz_training_curves",
+    )
+
+
+def _snapshots(state: LearnedState, run: TrainingRun) -> LearnedState:
+    """A step slider over the recorded snapshots, the curves, and the attention at step 0 beside the chosen step."""
+    snapshots, total = run.snapshots, run.settings.steps
+    steps = [snapshot.step for snapshot in snapshots]
+    key = SESSION.key("step")
+    if st.session_state.get(key) not in steps:  # the last recorded step at or before the one asked for
+        asked = int(st.session_state.get(key, steps[-1]))
+        st.session_state[key] = max((step for step in steps if step <= asked), default=steps[0])
+    step = st.select_slider(tr("learned.step"), options=steps, key=key, help=tr("learned.step_help"))
+    chosen = snapshots[steps.index(step)]
+    st.caption(
+        tr("learned.at_step", step=step, loss=f"{chosen.loss:.4g}", accuracy=f"{chosen.accuracy:.1%}", total=total)
+    )
+    _curves(snapshots, total, step)
+    language = current_language()
+    if state.task == "dates":
+        probes = run.settings.probes
+        probe = probes.index(state.date) if state.date in probes else 0
+        text = probes[probe]
+        target = translation(run, text).output  # the rows: what the trained model writes
+        labels = [f"{character}·{index + 1}" for index, character in enumerate(target)]
+        first, second = (s.attention[probe, :, : len(text)].numpy() for s in (snapshots[0], chosen))
+        keys = visible(text)
+    else:
+        head = int(st.session_state.get(SESSION.key("head"), state.head))
+        layer, index = divmod(head - 1, 2)
+        first, second = (s.attention[layer, index].numpy() for s in (snapshots[0], chosen))
+        keys = [induction.BOS, *induction.parse_sequence(run.settings.probes[0])[0]]
+        labels = keys
+        st.caption(tr("learned.followed_head", layer=layer + 1, head=index + 1))
+    st.caption(tr("learned.two_steps_note"))
+    chart(
+        lambda: learned_figures.two_steps(
+            first,
+            second,
+            first_title=tr("learned.step_n", step=0),
+            second_title=tr("learned.step_n", step=step),
+            query_labels=labels,
+            key_labels=keys,
+            palette=palette(),
+            lang=language,
+        ),
+        "attnviz_attention_two_steps",
+    )
+    last = step == steps[-1]  # "the last step" stays that in the link, whatever the run's length
+    return replace(state, step=LearnedState().step if last else int(step))
