@@ -173,6 +173,15 @@ def _head_rows(run: TrainingRun) -> list[tuple[induction.HeadPattern, float]]:
     return shared_value(("learned_heads", run.settings.seed, run.settings.steps), build)
 
 
+def _grid_titles(layers: int, heads: int, off: int) -> list[str]:
+    """Short panel titles ("L1 H2"; the switched-off one marked): the labels are in the lines below the chart, and
+    longer titles ran into each other on a phone."""
+    titles = [
+        tr("learned.head_short", layer=layer + 1, head=head + 1) for layer in range(layers) for head in range(heads)
+    ]
+    return [tr("learned.head_off", title=title) if number == off else title for number, title in enumerate(titles, 1)]
+
+
 def _head_title(pattern: induction.HeadPattern) -> str:
     label = tr(f"learned.pattern_{pattern.label}")
     return tr("learned.head_title", layer=pattern.layer + 1, head=pattern.head + 1, label=label)
@@ -213,7 +222,7 @@ def _try_sequence(state: LearnedState, run: TrainingRun) -> LearnedState:
             weights.reshape(layers * heads, len(tokens), len(tokens)).numpy(),
             query_labels=tokens,
             key_labels=tokens,
-            head_titles=[tr("learned.head_off", title=t) if h == off else t for h, t in enumerate(titles, 1)],
+            head_titles=_grid_titles(layers, heads, off),
             palette=palette(),
             columns=heads,
             lang=language,
