@@ -213,8 +213,16 @@ class MultiHeadAttention(nn.Module):
         X = X.reshape(-1, self.num_heads, X.shape[1], X.shape[2]).transpose(1, 2)
         return X.reshape(X.shape[0], X.shape[1], -1)
 
-    def forward(self, queries: Tensor, keys: Tensor, values: Tensor, valid_lens: Tensor | None = None) -> Tensor:
-        """(B, Q, d_q), (B, K, d_k), (B, K, d_v) -> (B, Q, num_hiddens)."""
+    def forward(
+        self,
+        queries: Tensor,
+        keys: Tensor,
+        values: Tensor,
+        valid_lens: Tensor | None = None,
+        head_mask: Tensor | None = None,
+    ) -> Tensor:
+        """(B, Q, d_q), (B, K, d_k), (B, K, d_v) -> (B, Q, num_hiddens). `head_mask` (h,) of 0/1 switches heads
+        off: a head's weights are still computed, its output is not used (ablation)."""
         queries = self.transpose_qkv(self.W_q(queries))
         keys = self.transpose_qkv(self.W_k(keys))
         values = self.transpose_qkv(self.W_v(values))
@@ -222,6 +230,10 @@ class MultiHeadAttention(nn.Module):
             # One copy of each batch row's lengths per head, matching the (B * h) layout.
             valid_lens = torch.repeat_interleave(torch.as_tensor(valid_lens), repeats=self.num_heads, dim=0)
         output = self.attention(queries, keys, values, valid_lens)  # (B * h, Q, s)
+        if head_mask is not None:
+            rows, width = output.shape[1], output.shape[2]
+            heads = output.reshape(-1, self.num_heads, rows, width) * head_mask[None, :, None, None]  # (B, h, Q, s)
+            output = heads.reshape(-1, rows, width)
         return self.W_o(self.transpose_output(output))
 
     @property

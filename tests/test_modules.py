@@ -329,3 +329,17 @@ def test_head_rows_are_the_rows_whose_features_split_heads_gives_that_head():
         rows = head_rows(6, head, 3)
         assert list(rows) == [2 * head, 2 * head + 1]
         torch.testing.assert_close(projected[0, head, 0], (x @ W[rows.start : rows.stop].T)[0, 0])
+
+
+def test_multi_head_attention_head_mask_drops_exactly_that_heads_output():
+    torch.manual_seed(0)
+    mha = attnviz.MultiHeadAttention(8, 2, query_size=8, key_size=8, value_size=8)
+    x = torch.randn(3, 5, 8)  # (B, T, d)
+    full = mha(x, x, x)
+    torch.testing.assert_close(mha(x, x, x, head_mask=torch.ones(2)), full)
+    torch.testing.assert_close(mha(x, x, x, head_mask=torch.zeros(2)), torch.zeros_like(full))  # W_o has no bias
+    weights = mha.attention_weights  # (B, h, Q, K), unchanged by the mask
+    values = mha.transpose_qkv(mha.W_v(x)).reshape(3, 2, 5, 4)  # (B, h, K, s)
+    first_head = weights[:, 0] @ values[:, 0]  # (B, Q, s)
+    only_first = first_head @ mha.W_o.weight[:, :4].T  # its part of W_o
+    torch.testing.assert_close(mha(x, x, x, head_mask=torch.tensor([1.0, 0.0])), only_first)

@@ -117,16 +117,7 @@ class AttentionLayer(nn.Module):
         batch, length, _ = x.shape
         causal_lens = torch.arange(1, length + 1).expand(batch, length)  # (B, T): query i sees keys 0..i
         normed = self.norm(x)
-        attention = self.attention
-        if head_mask is None:
-            return x + attention(normed, normed, normed, causal_lens)
-        queries = attention.transpose_qkv(attention.W_q(normed))
-        keys = attention.transpose_qkv(attention.W_k(normed))
-        values = attention.transpose_qkv(attention.W_v(normed))
-        lens = torch.repeat_interleave(causal_lens, repeats=attention.num_heads, dim=0)
-        heads = attention.attention(queries, keys, values, lens)  # (B * h, T, s)
-        heads = heads.reshape(batch, attention.num_heads, length, -1) * head_mask[None, :, None, None]
-        return x + attention.W_o(attention.transpose_output(heads.reshape(batch * attention.num_heads, length, -1)))
+        return x + self.attention(normed, normed, normed, causal_lens, head_mask)
 
     @property
     def attention_weights(self) -> Tensor:
