@@ -34,10 +34,11 @@ PATTERNS = {
 }
 
 
-def token_labels(tokens: list[str], mark: str = "·") -> list[str]:
-    """Tokens as axis labels: a repeated token is marked with its position ([CLS] = 0), as the token picker counts."""
+def token_labels(tokens: list[str], mark: str = "·", start: int = 0) -> list[str]:
+    """Tokens as axis labels: a repeated token is marked with its position (from `start`: [CLS] = 0, as the token
+    picker counts)."""
     counts = Counter(tokens)
-    return [f"{token}{mark}{i}" if counts[token] > 1 else token for i, token in enumerate(tokens)]
+    return [f"{token}{mark}{i + start}" if counts[token] > 1 else token for i, token in enumerate(tokens)]
 
 
 def token_selection(

@@ -50,7 +50,7 @@ LEARNED_FIELDS: tuple[Field, ...] = (
     Field("task", "tk", "choice", choices=TASKS, label="learned.task"),
     Field("date", "d", "text", max_len=MAX_PROBE_LENGTH, label="learned.date"),
     Field("sequence", "q", "text", max_len=MAX_SEQUENCE_TEXT, label="learned.sequence"),
-    Field("seed", "sd", "int", low=0, high=MAX_SEED, label="learned.seed"),
+    Field("seed", "sd", "int", low=0, high=MAX_SEED, label="learned.seed", help="learned.seed_help"),
     Field("steps", "n", "int", low=0, high=max(MAX_STEPS.values()), label="learned.steps"),
     Field("step", "st", "int", low=0, high=max(MAX_STEPS.values()), label="learned.step"),
     Field("row", "r", "int", low=0, high=MAX_LENGTH, label="learned.row"),

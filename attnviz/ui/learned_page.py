@@ -11,23 +11,26 @@ import torch
 from attnviz import figures
 from attnviz.bert_views import token_labels
 from attnviz.explain import explain_row
+from attnviz.fields import field
 from attnviz.learned import dates, induction
 from attnviz.learned.jobs import QUEUE
-from attnviz.learned.train import TASKS, TrainingRun
-from attnviz.learned_state import HEADS, LearnedState, decode_learned, encode_learned
+from attnviz.learned.train import TrainingRun
+from attnviz.learned_state import HEADS, LEARNED_FIELDS, LearnedState, decode_learned, encode_learned
 from attnviz.multihead import head_rows
 from attnviz.plotting import POSITION_MARK
+from attnviz.ui import fieldwidgets
 from attnviz.ui.common import chart, shared_value
 from attnviz.ui.learned_training import (
     SESSION,
     capped_steps,
     history,
+    output_labels,
     shipped_run,
     training_controls,
     translation,
     visible,
 )
-from attnviz.ui.settings import current_language, labeller, md_escape, palette, tr
+from attnviz.ui.settings import current_language, md_escape, palette, tr
 from attnviz.ui.widgets import selected_row, share_box, show_warning, work_panel, work_panel_content
 
 ABLATION_EXAMPLES = 500  # held-out sequences for the heads' scores and the accuracy without each head
@@ -49,13 +52,7 @@ def learned_page() -> None:
     state: LearnedState = SESSION.sync_from_link(decode_learned, LearnedState)
     for warning in SESSION.warnings:
         show_warning(warning)
-    task = st.radio(
-        tr("learned.task"),
-        TASKS,
-        key=SESSION.key("task"),
-        format_func=labeller("learned.task_{}"),
-        horizontal=True,
-    )
+    task = fieldwidgets.choice(SESSION, field(LEARNED_FIELDS, "task"), "learned.task_{}", radio=True)
     state = replace(state, task=task)
     if task == "dates":
         state, ready = _date_input(state)
@@ -84,7 +81,7 @@ def _date_input(state: LearnedState) -> tuple[LearnedState, bool]:
     text = st.text_input(
         tr("learned.date"),
         key=SESSION.key("date"),
-        max_chars=dates.MAX_PROBE_LENGTH,
+        max_chars=field(LEARNED_FIELDS, "date").max_len,
         help=tr("learned.date_help", examples=" · ".join(f.example for f in dates.FORMATS)),
     )
     state = replace(state, date=text)
@@ -103,7 +100,7 @@ def _sequence_input(state: LearnedState) -> tuple[LearnedState, bool]:
     text = st.text_input(
         tr("learned.sequence"),
         key=SESSION.key("sequence"),
-        max_chars=4 * induction.MAX_LENGTH,
+        max_chars=field(LEARNED_FIELDS, "sequence").max_len,
         help=tr("learned.sequence_help", first=induction.SYMBOLS[0], last=induction.SYMBOLS[-1]),
     )
     state = replace(state, sequence=text)
@@ -122,15 +119,6 @@ def _sequence_input(state: LearnedState) -> tuple[LearnedState, bool]:
     return state, True
 
 
-def _marked(characters: list[str]) -> list[str]:
-    """Characters as labels for the worked steps: a repeated one marked with its position, counted from 1 (the
-    text is shown literally there; the charts escape their own labels)."""
-    return [
-        f"{character}{POSITION_MARK}{index + 1}" if characters.count(character) > 1 else character
-        for index, character in enumerate(characters)
-    ]
-
-
 def _try_dates(state: LearnedState, run: TrainingRun) -> None:
     """The translation, its cross-attention (output characters x input characters), and one row worked out."""
     result = translation(run, state.date)
@@ -138,7 +126,7 @@ def _try_dates(state: LearnedState, run: TrainingRun) -> None:
     st.markdown(tr("learned.translation", text=shown, output=result.output))
     st.caption(tr("learned.dates_accuracy", accuracy=f"{run.accuracy:.1%}", count=2000, steps=run.settings.steps))
     inputs = visible(result.text)
-    outputs = [f"{character}{POSITION_MARK}{index + 1}" for index, character in enumerate(result.output)]
+    outputs = output_labels(result.output)
     language = current_language()
     chart(
         lambda: figures.weights_heatmap(
@@ -154,7 +142,7 @@ def _try_dates(state: LearnedState, run: TrainingRun) -> None:
     )
     with st.expander(tr("learned.work_heading")):
         row = selected_row(SESSION, outputs, tr("learned.row_date"))
-        keys = _marked(inputs)
+        keys = token_labels(inputs, POSITION_MARK, start=1)  # shown literally in the steps (the chart escapes its own)
         steps = explain_row(result.trace, row, outputs[row], keys, language, run.model.decoder.attention)
         work_panel(work_panel_content(steps))
         st.caption(tr("learned.trained_weights"))

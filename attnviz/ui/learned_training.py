@@ -8,11 +8,14 @@ from dataclasses import replace
 import streamlit as st
 
 from attnviz import learned_figures
+from attnviz.fields import field
 from attnviz.learned import induction
 from attnviz.learned.jobs import QUEUE, QueueFullError
 from attnviz.learned.seq2seq import Translation, translate_texts
 from attnviz.learned.train import MAX_STEPS, Snapshot, TrainingRun, TrainSettings, checkpoint_path, load_run
-from attnviz.learned_state import LearnedState, default_steps
+from attnviz.learned_state import LEARNED_FIELDS, LearnedState, default_steps
+from attnviz.plotting import POSITION_MARK
+from attnviz.ui import fieldwidgets
 from attnviz.ui.common import chart
 from attnviz.ui.session import PageSession
 from attnviz.ui.settings import current_language, md_escape, palette, tr
@@ -40,7 +43,7 @@ def training_controls(state: LearnedState) -> LearnedState:
     """Seed and number of steps: the defaults name the shipped checkpoint, others a training of their own."""
     most = MAX_STEPS[state.task]
     left, right = st.columns(2)
-    seed = left.number_input(tr("learned.seed"), 0, 9999, key=SESSION.bound("seed"), help=tr("learned.seed_help"))
+    seed = fieldwidgets.number(SESSION, field(LEARNED_FIELDS, "seed"), where=left)
     steps = right.number_input(
         tr("learned.steps"),
         0,
@@ -49,6 +52,11 @@ def training_controls(state: LearnedState) -> LearnedState:
         help=tr("learned.steps_help", default=default_steps(state.task), most=most),
     )
     return replace(state, seed=int(seed), steps=int(steps))
+
+
+def output_labels(output: str) -> list[str]:
+    """The ISO date's characters as row labels, each with its position (its digits repeat)."""
+    return [f"{character}{POSITION_MARK}{index + 1}" for index, character in enumerate(output)]
 
 
 def visible(text: str) -> list[str]:
@@ -144,7 +152,7 @@ def _snapshots(state: LearnedState, run: TrainingRun) -> LearnedState:
         probe = probes.index(state.date) if state.date in probes else 0
         text = probes[probe]
         target = translation(run, text).output  # the rows: what the trained model writes
-        labels = [f"{character}·{index + 1}" for index, character in enumerate(target)]
+        labels = output_labels(target)
         first, second = (s.attention[probe, :, : len(text)].numpy() for s in (snapshots[0], chosen))
         keys = visible(text)
     else:
