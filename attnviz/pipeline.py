@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
@@ -59,12 +60,19 @@ def _tensor(matrix: Matrix) -> Tensor:
     return torch.tensor(matrix, dtype=torch.float32)
 
 
-def sentence_inputs(sentence: str, dim: int, seed: int, what: str) -> tuple[list[str], Tensor]:
-    """Tokens and their seeded embeddings, with errors that say which sentence is wrong."""
+@contextmanager
+def _in_sentence(what: str) -> Iterator[None]:
+    """An error about a sentence says which one ("in the source sentence: ...")."""
     try:
-        tokens = tokenize(sentence, max_tokens=MAX_TOKENS)
+        yield
     except AttnvizError as exc:
         raise AttnvizError("in_sentence", what=Name(what), error=exc) from None
+
+
+def sentence_inputs(sentence: str, dim: int, seed: int, what: str) -> tuple[list[str], Tensor]:
+    """Tokens and their seeded embeddings, with errors that say which sentence is wrong."""
+    with _in_sentence(what):
+        tokens = tokenize(sentence, max_tokens=MAX_TOKENS)
     return tokens, embed_tokens(tokens, dim=dim, seed=seed)
 
 
@@ -72,10 +80,8 @@ def trained_inputs(sentence: str, what: str) -> tuple[list[str], Tensor]:
     """<s> and a sentence of symbols A-T, embedded as the trained sequence model's first layer reads them."""
     from attnviz.learned.inputs import trained_embeddings
 
-    try:
+    with _in_sentence(what):
         return trained_embeddings(tokenize(sentence, max_tokens=MAX_TOKENS))
-    except AttnvizError as exc:
-        raise AttnvizError("in_sentence", what=Name(what), error=exc) from None
 
 
 WordVectors = Callable[[str], tuple[list[str], Tensor]]  # sentence -> (tokens, (n, d) vectors)
@@ -85,10 +91,8 @@ def model_inputs(sentence: str, word_vectors: WordVectors | None, what: str) -> 
     """WordPiece tokens and the pretrained model's input embeddings, with errors that say which sentence is wrong."""
     if word_vectors is None:
         raise AttnvizError("no_model_vectors")
-    try:
+    with _in_sentence(what):
         return word_vectors(sentence)
-    except AttnvizError as exc:
-        raise AttnvizError("in_sentence", what=Name(what), error=exc) from None
 
 
 def resolve_inputs(state: AttentionState, word_vectors: WordVectors | None = None) -> AttentionInputs:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 
 MONTHS = (
@@ -116,11 +116,6 @@ class DateExample:
     target: str
     format: str
 
-    @property
-    def characters(self) -> list[str]:
-        """The input tokens: one per character."""
-        return list(self.text)
-
 
 def example(date: dt.date, format_name: str) -> DateExample:
     """The pair for `date` written in the format named `format_name`."""
@@ -179,8 +174,3 @@ def encode_inputs(texts: list[str]) -> tuple[list[list[int]], list[int]]:
 def encode_targets(targets: list[str]) -> list[list[int]]:
     """Output ids of each ISO date (ten characters each)."""
     return [[OUTPUT_INDEX[character] for character in target] for target in targets]
-
-
-def iter_formats(language: str | None = None) -> Iterator[DateFormat]:
-    """The formats, optionally of one language."""
-    return (date_format for date_format in FORMATS if language in (None, date_format.language))

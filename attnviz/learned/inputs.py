@@ -16,7 +16,6 @@ from attnviz.errors import AttnvizError, short
 from attnviz.learned.induction import BOS, INDEX, MAX_LENGTH, SYMBOLS, InductionTransformer
 
 TRAINED_DIM = 64  # numbers per token of the sequence model
-TRAINED_HEADS = 2  # heads of its layers
 
 
 @functools.cache

@@ -160,8 +160,8 @@ def translate_texts(model: DateTranslator, texts: list[str]) -> list[Translation
     for index, (text, length) in enumerate(zip(texts, lengths, strict=True)):
         output = "".join(OUTPUT_VOCAB[int(i)] for i in ids[index])
 
-        def row(tensor: Tensor, index: int = index, length: int = length, keyed: bool = True) -> Tensor:
-            return tensor[index, :, :length] if keyed else tensor[index]
+        def row(tensor: Tensor, index: int = index, length: int = length) -> Tensor:
+            return tensor[index, :, :length]  # (10, T): this text's own characters
 
         trace = AttentionTrace(
             queries=stacked.queries[index],
