@@ -62,30 +62,20 @@ def _check_block_size(block_size: Any, num_keys: int) -> int:
     return block_size
 
 
-def online_softmax_row(
-    queries: Any,
-    keys: Any,
-    values: Any,
-    row: int,
-    block_size: int,
-    *,
-    mask: Any = None,
-    scale: float | None = None,
-) -> OnlineSoftmaxTrace:
-    """Query `row` of (Q, d) queries over (K, d) keys and (K, v) values, keys taken `block_size` at a time; `mask`
-    (Q, K) bool, True where a query may attend; `scale` 1/sqrt(d) by default."""
+def _one_sequence(queries: Any, keys: Any, values: Any, block_size: Any) -> tuple[Tensor, Tensor, Tensor, int]:
+    """Checked (Q, d), (K, d), (K, v) tensors of one sequence and the block size."""
     q, k, v, batched = prepare_inputs(queries, keys, values)
     if batched and q.shape[0] != 1:
-        raise ValueError("online_softmax_row takes one sequence: queries (Q, d), keys (K, d), values (K, v)")
-    q, k, v = q[0], k[0], v[0]
-    num_queries, num_keys = q.shape[0], k.shape[0]
-    if not 0 <= row < num_queries:
-        raise ValueError(f"row must be between 0 and {num_queries - 1}; got {row}")
-    block_size = _check_block_size(block_size, num_keys)
-    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
-    allowed = torch.ones(num_keys, dtype=torch.bool) if mask is None else torch.as_tensor(mask, dtype=torch.bool)[row]
-    scores = (k @ q[row]) * scale  # (K,)
-    scores = scores.masked_fill(~allowed, -math.inf)
+        raise ValueError("the online softmax takes one sequence: queries (Q, d), keys (K, d), values (K, v)")
+    return q[0], k[0], v[0], _check_block_size(block_size, k.shape[1])
+
+
+def _online_row(
+    q: Tensor, k: Tensor, v: Tensor, allowed: Tensor, row: int, block_size: int, scale: float
+) -> OnlineSoftmaxTrace:
+    """The block-by-block softmax of checked inputs' query `row`, `allowed` (K,) its mask row."""
+    num_keys = k.shape[0]
+    scores = ((k @ q[row]) * scale).masked_fill(~allowed, -math.inf)  # (K,)
     m, total = -math.inf, 0.0
     out = torch.zeros(v.shape[-1], dtype=v.dtype)
     steps = []
@@ -109,15 +99,41 @@ def online_softmax_row(
     return OnlineSoftmaxTrace(row, block_size, scale, steps, output, weights)
 
 
+def _mask_rows(mask: Any, num_queries: int, num_keys: int) -> Tensor:
+    """(Q, K) bool, all True when there is no mask."""
+    if mask is None:
+        return torch.ones(num_queries, num_keys, dtype=torch.bool)
+    return torch.as_tensor(mask, dtype=torch.bool).expand(num_queries, num_keys)
+
+
+def online_softmax_row(
+    queries: Any,
+    keys: Any,
+    values: Any,
+    row: int,
+    block_size: int,
+    *,
+    mask: Any = None,
+    scale: float | None = None,
+) -> OnlineSoftmaxTrace:
+    """Query `row` of (Q, d) queries over (K, d) keys and (K, v) values, keys taken `block_size` at a time; `mask`
+    (Q, K) bool, True where a query may attend; `scale` 1/sqrt(d) by default."""
+    q, k, v, block_size = _one_sequence(queries, keys, values, block_size)
+    if not 0 <= row < q.shape[0]:
+        raise ValueError(f"row must be between 0 and {q.shape[0] - 1}; got {row}")
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
+    allowed = _mask_rows(mask, q.shape[0], k.shape[0])[row]
+    return _online_row(q, k, v, allowed, row, block_size, scale)
+
+
 def flash_attention(
     queries: Any, keys: Any, values: Any, block_size: int, *, mask: Any = None, scale: float | None = None
 ) -> Tensor:
     """Softmax attention (Q, v) computed with keys in blocks and an online softmax, every row (see the module)."""
-    q, _, v, _ = prepare_inputs(queries, keys, values)
-    rows = [
-        online_softmax_row(queries, keys, values, row, block_size, mask=mask, scale=scale).output
-        for row in range(q.shape[1])
-    ]
+    q, k, v, block_size = _one_sequence(queries, keys, values, block_size)  # checked once for every row
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
+    allowed = _mask_rows(mask, q.shape[0], k.shape[0])
+    rows = [_online_row(q, k, v, allowed[row], row, block_size, scale).output for row in range(q.shape[0])]
     return torch.stack(rows) if rows else torch.zeros(0, v.shape[-1])
 
 
