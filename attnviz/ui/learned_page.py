@@ -19,7 +19,7 @@ from attnviz.learned_state import HEADS, LEARNED_FIELDS, LearnedState, decode_le
 from attnviz.multihead import head_rows
 from attnviz.plotting import POSITION_MARK
 from attnviz.ui import fieldwidgets
-from attnviz.ui.common import chart, shared_value
+from attnviz.ui.common import chart, inputs_box, shared_value
 from attnviz.ui.learned_training import (
     SESSION,
     capped_steps,
@@ -52,12 +52,13 @@ def learned_page() -> None:
     state: LearnedState = SESSION.sync_from_link(decode_learned, LearnedState)
     for warning in SESSION.warnings:
         show_warning(warning)
-    task = fieldwidgets.choice(SESSION, field(LEARNED_FIELDS, "task"), "learned.task_{}", radio=True)
-    state = replace(state, task=task)
-    if task == "dates":
-        state, ready = _date_input(state)
-    else:
-        state, ready = _sequence_input(state)
+    with inputs_box():  # folded on a projector, so that the first chart starts on the first screen
+        task = fieldwidgets.choice(SESSION, field(LEARNED_FIELDS, "task"), "learned.task_{}", radio=True)
+        state = replace(state, task=task)
+        if task == "dates":
+            state, ready = _date_input(state)
+        else:
+            state, ready = _sequence_input(state)
     # The seed and the steps are drawn with the training, below; the model above already depends on them
     state = replace(state, seed=int(SESSION.value("seed")), steps=capped_steps(task))
     run, exact = model_run(state)
