@@ -4,7 +4,7 @@ import streamlit as st
 
 from attnviz import PRESETS, figures
 from attnviz.explain import number_tex
-from attnviz.ui.common import chart, page_frame
+from attnviz.ui.common import PAGES, chart, page_frame
 from attnviz.ui.settings import current_language, palette, tr
 
 page_frame("home", "🔍")
@@ -43,19 +43,9 @@ chart(
 )
 
 st.header(tr("home.explore"))
-cards = st.columns(5)
-for column, (path, icon, page) in zip(
-    cards,
-    (
-        ("pages/1_Self_attention.py", "🔁", "self"),
-        ("pages/2_Cross_attention.py", "🔀", "cross"),
-        ("pages/3_Kernel_attention.py", "📈", "kernel"),
-        ("pages/4_Pretrained_model.py", "🧠", "model"),
-        ("pages/5_Learned_attention.py", "🌱", "learned"),
-    ),
-    strict=True,
-):
-    with column.container(border=True):
-        st.subheader(f"{icon} {tr(page + '.title')}")
-        st.write(tr(f"home.card_{page}"))
-        st.page_link(path, label=tr("home.open"), icon="➡️")
+for row in (PAGES[1:4], PAGES[4:]):  # rows of three: five or six in a row were too narrow for their text
+    for column, (path, icon, page) in zip(st.columns(3), row, strict=False):
+        with column.container(border=True):
+            st.subheader(f"{icon} {tr(page + '.title')}")
+            st.write(tr(f"home.card_{page}"))
+            st.page_link(path, label=tr("home.open"), icon="➡️")

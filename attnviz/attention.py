@@ -109,15 +109,29 @@ def attend(
     valid_lens: Any = None,
     causal: bool = False,
     temperature: float = 1.0,
+    mask: Any = None,
+    bias: Any = None,
     **score_params: Any,
 ) -> AttentionTrace:
-    """Attention pooling of `values` by how well each query scores against each key, fully traced."""
+    """Attention pooling of `values` by how well each query scores against each key, fully traced.
+
+    `mask` (Q, K) or (B, Q, K) bool, True where a query may attend, narrows what valid lengths and `causal` allow
+    (a sliding window, a prefix); `bias` (Q, K) or (B, Q, K) is added to the scaled scores before the softmax
+    (ALiBi's distance penalty)."""
     q, k, v, batched = prepare_inputs(queries, keys, values)
     temperature = check_positive(temperature, "temperature")
     batch, num_queries, num_keys = q.shape[0], q.shape[1], k.shape[1]
-    mask = build_mask(valid_lens, bool(causal), batch, num_queries, num_keys, batched)
+    allowed = build_mask(valid_lens, bool(causal), batch, num_queries, num_keys, batched)
+    if mask is not None:
+        allowed = allowed & _pairwise(mask, "mask", batch, num_queries, num_keys).to(torch.bool)
     name, params, scores, scale = _resolve_score(score, q, k, score_params)
     scaled = scores * scale  # (B, Q, K)
+    added = None
+    if bias is not None:
+        added = _pairwise(bias, "bias", batch, num_queries, num_keys).to(scaled.dtype)
+        check_finite(added, "bias")
+        scaled = scaled + added  # (B, Q, K) + (B, Q, K)
+    mask = allowed
     big = torch.finfo(scaled.dtype).max
     logits = torch.nan_to_num(scaled / temperature, posinf=big, neginf=-big)
     weights = softmax_where(scaled, mask, temperature)  # (B, Q, K)
@@ -139,7 +153,21 @@ def attend(
         temperature=temperature,
         causal=bool(causal),
         valid_lens=lens,
+        bias=None if added is None else unbatch(added),
     )
+
+
+def _pairwise(data: Any, name: str, batch: int, num_queries: int, num_keys: int) -> Tensor:
+    """A (Q, K) or (B, Q, K) mask or bias, as (B, Q, K)."""
+    tensor = torch.as_tensor(data)
+    if tensor.dim() not in (2, 3) or tuple(tensor.shape[-2:]) != (num_queries, num_keys):
+        raise ValueError(
+            f"{name} must have shape ({num_queries}, {num_keys}) or (B, {num_queries}, {num_keys}) "
+            f"(queries x keys); got {tuple(tensor.shape)}"
+        )
+    if tensor.dim() == 3 and tensor.shape[0] not in (1, batch):
+        raise ValueError(f"{name} has {tensor.shape[0]} batch rows but there are {batch}")
+    return tensor.expand(batch, num_queries, num_keys)
 
 
 class DotProductAttention(nn.Module):

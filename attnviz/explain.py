@@ -192,15 +192,24 @@ def explain_row(
             "temperature": _num(trace.temperature),
         }
         scale_note += " " + tr("explain.scale_first", **numbers, z=_num(logits[0]))
-    steps.append(
-        Step(
+    if trace.bias is None:
+        scale_step = Step(
             tr("explain.scale"),
             rf"z_j = a(\mathbf q, \mathbf k_j) \times {scale_tex} \,/\, T",
             note=scale_note,
             columns=[tr("explain.key"), tr("explain.logit")],  # the score is step 1's column
             rows=[[k, z] for k, z in zip(key_labels, logits, strict=True)],
         )
-    )
+    else:  # ALiBi: a penalty per key added before the softmax
+        bias = trace.bias[row].tolist()
+        scale_step = Step(
+            tr("explain.scale_bias"),
+            rf"z_j = \left(a(\mathbf q, \mathbf k_j) \times {scale_tex} + b_j\right) \,/\, T",
+            note=tr("explain.bias_note", scale=_num(trace.scale), temperature=_num(trace.temperature)),
+            columns=[tr("explain.key"), tr("explain.bias"), tr("explain.logit")],
+            rows=[[k, b, z] for k, b, z in zip(key_labels, bias, logits, strict=True)],
+        )
+    steps.append(scale_step)
     blocked = [k for k, ok in zip(key_labels, allowed, strict=True) if not ok]
     steps.append(
         Step(

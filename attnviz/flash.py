@@ -71,11 +71,14 @@ def _one_sequence(queries: Any, keys: Any, values: Any, block_size: Any) -> tupl
 
 
 def _online_row(
-    q: Tensor, k: Tensor, v: Tensor, allowed: Tensor, row: int, block_size: int, scale: float
+    q: Tensor, k: Tensor, v: Tensor, allowed: Tensor, row: int, block_size: int, scale: float, bias: Tensor | None
 ) -> OnlineSoftmaxTrace:
-    """The block-by-block softmax of checked inputs' query `row`, `allowed` (K,) its mask row."""
+    """The block-by-block softmax of checked inputs' query `row`, `allowed` (K,) its mask row, `bias` (K,) or None."""
     num_keys = k.shape[0]
-    scores = ((k @ q[row]) * scale).masked_fill(~allowed, -math.inf)  # (K,)
+    scores = (k @ q[row]) * scale  # (K,)
+    if bias is not None:
+        scores = scores + bias
+    scores = scores.masked_fill(~allowed, -math.inf)
     m, total = -math.inf, 0.0
     out = torch.zeros(v.shape[-1], dtype=v.dtype)
     steps = []
@@ -106,6 +109,13 @@ def _mask_rows(mask: Any, num_queries: int, num_keys: int) -> Tensor:
     return torch.as_tensor(mask, dtype=torch.bool).expand(num_queries, num_keys)
 
 
+def _bias_rows(bias: Any, like: Tensor, num_queries: int, num_keys: int) -> Tensor | None:
+    """(Q, K) in the inputs' dtype, or None."""
+    if bias is None:
+        return None
+    return torch.as_tensor(bias).to(like.dtype).expand(num_queries, num_keys)
+
+
 def online_softmax_row(
     queries: Any,
     keys: Any,
@@ -115,25 +125,39 @@ def online_softmax_row(
     *,
     mask: Any = None,
     scale: float | None = None,
+    bias: Any = None,
 ) -> OnlineSoftmaxTrace:
     """Query `row` of (Q, d) queries over (K, d) keys and (K, v) values, keys taken `block_size` at a time; `mask`
-    (Q, K) bool, True where a query may attend; `scale` 1/sqrt(d) by default."""
+    (Q, K) bool, True where a query may attend; `scale` 1/sqrt(d) by default; `bias` (Q, K) added to the scaled
+    scores (ALiBi)."""
     q, k, v, block_size = _one_sequence(queries, keys, values, block_size)
     if not 0 <= row < q.shape[0]:
         raise ValueError(f"row must be between 0 and {q.shape[0] - 1}; got {row}")
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
     allowed = _mask_rows(mask, q.shape[0], k.shape[0])[row]
-    return _online_row(q, k, v, allowed, row, block_size, scale)
+    added = _bias_rows(bias, q, q.shape[0], k.shape[0])
+    return _online_row(q, k, v, allowed, row, block_size, scale, None if added is None else added[row])
 
 
 def flash_attention(
-    queries: Any, keys: Any, values: Any, block_size: int, *, mask: Any = None, scale: float | None = None
+    queries: Any,
+    keys: Any,
+    values: Any,
+    block_size: int,
+    *,
+    mask: Any = None,
+    scale: float | None = None,
+    bias: Any = None,
 ) -> Tensor:
     """Softmax attention (Q, v) computed with keys in blocks and an online softmax, every row (see the module)."""
     q, k, v, block_size = _one_sequence(queries, keys, values, block_size)  # checked once for every row
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
     allowed = _mask_rows(mask, q.shape[0], k.shape[0])
-    rows = [_online_row(q, k, v, allowed[row], row, block_size, scale).output for row in range(q.shape[0])]
+    added = _bias_rows(bias, q, q.shape[0], k.shape[0])
+    rows = [
+        _online_row(q, k, v, allowed[row], row, block_size, scale, None if added is None else added[row]).output
+        for row in range(q.shape[0])
+    ]
     return torch.stack(rows) if rows else torch.zeros(0, v.shape[-1])
 
 

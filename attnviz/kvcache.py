@@ -17,6 +17,7 @@ from torch import Tensor
 
 from attnviz._validate import as_float_tensor, check_finite
 from attnviz.masking import softmax_where
+from attnviz.positions import apply_rope
 
 
 @dataclass(frozen=True)
@@ -29,7 +30,7 @@ class DecodeStep:
     new_value: Tensor  # (v,) W_v x_t: the row appended to the value cache
     keys: Tensor  # (step + 1, d): the key cache after this step
     values: Tensor  # (step + 1, v)
-    scores: Tensor  # (step + 1,) q · k_j / sqrt(d)
+    scores: Tensor  # (step + 1,) q · k_j / sqrt(d), plus ALiBi's -slope × (step - j) when it is on
     weights: Tensor  # (step + 1,)
     output: Tensor  # (v,)
 
@@ -56,8 +57,16 @@ def _projections(x: Any, W_q: Any, W_k: Any, W_v: Any) -> tuple[Tensor, Tensor, 
     return tokens, *mats
 
 
-def decode_with_cache(x: Any, W_q: Any, W_k: Any, W_v: Any) -> list[DecodeStep]:
-    """Every step of decoding the tokens x (T, d_model) with a KV cache (projections as nn.Linear weights, out x in)."""
+def _at(vector: Tensor, position: int) -> Tensor:
+    """A (d,) query or key turned by RoPE to its position (the cache keeps keys already turned)."""
+    return apply_rope(vector[None], torch.tensor([position]))[0]
+
+
+def decode_with_cache(
+    x: Any, W_q: Any, W_k: Any, W_v: Any, *, rope: bool = False, alibi_slope: float | None = None
+) -> list[DecodeStep]:
+    """Every step of decoding the tokens x (T, d_model) with a KV cache (projections as nn.Linear weights, out x in);
+    `rope`: the new query and key are turned to their position; `alibi_slope`: ALiBi's penalty on older keys."""
     tokens, wq, wk, wv = _projections(x, W_q, W_k, W_v)
     scale = 1.0 / math.sqrt(wq.shape[0])
     keys = torch.zeros(0, wk.shape[0], dtype=tokens.dtype)
@@ -65,9 +74,13 @@ def decode_with_cache(x: Any, W_q: Any, W_k: Any, W_v: Any) -> list[DecodeStep]:
     steps = []
     for t in range(tokens.shape[0]):
         query, new_key, new_value = wq @ tokens[t], wk @ tokens[t], wv @ tokens[t]  # only the new token's
+        if rope:
+            query, new_key = _at(query, t), _at(new_key, t)
         keys = torch.cat([keys, new_key[None]])  # the cache grows by one row: (t + 1, d)
         values = torch.cat([values, new_value[None]])
         scores = (keys @ query) * scale  # (t + 1,)
+        if alibi_slope is not None:
+            scores = scores - alibi_slope * torch.arange(t, -1, -1, dtype=scores.dtype)  # distances t, ..., 1, 0
         weights = softmax_where(scores, None)
         steps.append(DecodeStep(t, query, new_key, new_value, keys, values, scores, weights, weights @ values))
     return steps

@@ -151,6 +151,7 @@ def _unbatch_trace(trace: AttentionTrace) -> AttentionTrace:
         for name in ("queries", "keys", "values", "scores", "logits", "mask", "weights", "output")
     }
     lens = trace.valid_lens.squeeze(0) if trace.valid_lens is not None else None
+    bias = trace.bias.squeeze(0) if trace.bias is not None else None
     return AttentionTrace(
         **fields,
         score=trace.score,
@@ -159,6 +160,7 @@ def _unbatch_trace(trace: AttentionTrace) -> AttentionTrace:
         temperature=trace.temperature,
         causal=trace.causal,
         valid_lens=lens,
+        bias=bias,
     )
 
 

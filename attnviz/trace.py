@@ -28,6 +28,7 @@ class AttentionTrace:
     valid_lens: Tensor | None = None
     no_support: Tensor | None = None  # (B, Q) kernel regression: no key inside the kernel window
     distances: Tensor | None = None  # (B, Q, K) kernel regression: |q − k|
+    bias: Tensor | None = None  # (B, Q, K) added to the scaled scores before the softmax (ALiBi); in `logits`
 
     @property
     def batched(self) -> bool:

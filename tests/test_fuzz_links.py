@@ -16,6 +16,7 @@ from streamlit.testing.v1 import AppTest
 
 from attnviz.learned_state import LEARNED_FIELDS, decode_learned
 from attnviz.model_state import MODEL_FIELDS
+from attnviz.modern_state import MODERN_FIELDS, decode_modern
 from attnviz.presets import PRESET_PAGES
 from attnviz.state import KERNEL_FIELDS, attention_fields, decode_attention, decode_kernel
 
@@ -26,8 +27,9 @@ PAGES = {
     "kernel": ("pages/3_Kernel_attention.py", KERNEL_FIELDS),
     "model": ("pages/4_Pretrained_model.py", MODEL_FIELDS),
     "learned": ("pages/5_Learned_attention.py", LEARNED_FIELDS),
+    "modern": ("pages/6_Modern_attention.py", MODERN_FIELDS),
 }
-CASES_PER_PAGE = 130  # 650 in all
+CASES_PER_PAGE = 130  # 780 in all
 
 INJECTIONS = [
     "[Log in again](http://attacker/p)",
@@ -106,6 +108,7 @@ def test_decoding_hostile_links_never_raises(page):
         "kernel": decode_kernel,
         "model": __import__("attnviz.model_state", fromlist=["decode_model"]).decode_model,
         "learned": decode_learned,
+        "modern": decode_modern,
     }[page]
     for params in generated_links(page, fields, 1, 2000):
         decoded = decode(params)

@@ -89,6 +89,7 @@ def test_a_link_in_chinese_opens_each_page_in_chinese():
         ("pages/3_Kernel_attention.py", "kernel"),
         ("pages/4_Pretrained_model.py", "model"),
         ("pages/5_Learned_attention.py", "learned"),
+        ("pages/6_Modern_attention.py", "modern"),
     ):
         at = run_page(path, lang="zh-Hant")
         assert at.title[0].value == t(f"{page}.title", "zh-Hant"), path
@@ -207,12 +208,14 @@ PAGES = {
     "kernel": "pages/3_Kernel_attention.py",
     "model": "pages/4_Pretrained_model.py",
     "learned": "pages/5_Learned_attention.py",
+    "modern": "pages/6_Modern_attention.py",
 }
 # English prose left on a Chinese page: three or more English words in a row. Allowed: the user's own example
 # sentences, names of models, functions and formulas.
 ENGLISH_RUN = re.compile(r"\b[A-Za-z]{2,}(?:[ -][a-z]{2,}){2,}\b")
 ALLOWED = (
     "the quick brown fox jumps over the dog",
+    "the cat sat on the mat and the dog lay on the rug by the door",
     "the cat sat on the mat",
     "The cat sat on the mat because it was tired",
     "all-MiniLM-L6-v2",
@@ -241,6 +244,7 @@ LINKS = {  # links that bring out more of each page: several heads, a comparison
     "kernel": {"kn": "boxcar", "bw": "0.5", "p": "waist_weight"},
     "model": {"s2": "Where is it?", "pt": "ab", "hs": "1", "hd": "1,2"},
     "learned": {"tk": "induction", "sd": "3"},  # the heads' table, and a seed not trained yet: its Train button
+    "modern": {"pr": "rope_repeat", "tp": "flash", "bk": "1"},  # the online softmax half-way, its blocks to go
 }
 
 

@@ -28,6 +28,7 @@ PAGES = (  # (script, icon, catalogue name): the sidebar's links, in the interfa
     ("pages/3_Kernel_attention.py", "📈", "kernel"),
     ("pages/4_Pretrained_model.py", "🧠", "model"),
     ("pages/5_Learned_attention.py", "🌱", "learned"),
+    ("pages/6_Modern_attention.py", "🚀", "modern"),
 )
 
 

@@ -1,0 +1,233 @@
+"""The modern-attention page: the inputs (a preset, a sentence or typed numbers), the model (positions, mask, heads),
+and one topic at a time: positions, masks, grouped-query heads (modern_sections.py), the KV cache and FlashAttention's
+online softmax (modern_steppers.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import streamlit as st
+import torch
+
+from attnviz.bert_views import token_labels
+from attnviz.errors import AttnvizError
+from attnviz.fields import field
+from attnviz.modern import ModernTrace, modern_attention
+from attnviz.modern_state import (
+    MAX_TOKENS,
+    MODEL_DIM,
+    MODERN_FIELDS,
+    PRESETS,
+    ModernState,
+    apply_modern_preset,
+    decode_modern,
+    encode_modern,
+)
+from attnviz.plotting import POSITION_MARK
+from attnviz.sparse import scheme_mask
+from attnviz.text import embed_tokens, tokenize
+from attnviz.ui import fieldwidgets
+from attnviz.ui.common import inputs_box
+from attnviz.ui.session import PageSession
+from attnviz.ui.settings import md_escape, tr
+from attnviz.ui.widgets import matrix_editor, share_box, show_error, show_warning
+
+SESSION = PageSession("modern")
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """The tokens' labels and vectors (T, d_model) the page works on."""
+
+    labels: list[str]
+    x: torch.Tensor
+
+
+def _load_preset() -> None:
+    """Callback of the preset picker: the preset's settings in every control; "none": the defaults."""
+    SESSION.load(apply_modern_preset(st.session_state[SESSION.key("preset")]))
+
+
+def modern_page() -> None:
+    """Draw the modern-attention page."""
+    from attnviz.ui import modern_sections, modern_steppers  # they import this module's SESSION
+
+    state: ModernState = SESSION.sync_from_link(decode_modern, ModernState)
+    for warning in SESSION.warnings:
+        show_warning(warning)
+    with inputs_box():
+        state, inputs = _inputs(state)
+    state = _model_controls(state, inputs)
+    topic = state.topic
+    trace = _compute(state, inputs) if inputs is not None else None
+    if trace is not None:
+        draw = {
+            "positions": modern_sections.positions_section,
+            "masks": modern_sections.masks_section,
+            "heads": modern_sections.heads_section,
+            "kv_cache": modern_steppers.kv_cache_section,
+            "flash": modern_steppers.flash_section,
+        }[topic]
+        state = draw(state, inputs, trace)
+    params = SESSION.publish(state, encode_modern)
+    share_box(SESSION, params, decode_modern)
+
+
+def _inputs(state: ModernState) -> tuple[ModernState, Inputs | None]:
+    """Preset, topic and the tokens: None (with the reason on the page) when they cannot be read."""
+    preset_label = {key: tr(f"modern.preset_{key}") for key in PRESETS} | {"": tr("attention.no_preset")}
+    top, side = st.columns([3, 2])
+    preset = fieldwidgets.choice(
+        SESSION, field(MODERN_FIELDS, "preset"), preset_label.__getitem__, where=top, on_change=_load_preset
+    )
+    if preset:
+        side.caption(tr(f"modern.preset_{preset}_note"))
+    topic = fieldwidgets.choice(SESSION, field(MODERN_FIELDS, "topic"), "modern.topic_{}", radio=True)
+    source = fieldwidgets.choice(SESSION, field(MODERN_FIELDS, "source"), "modern.source_{}", radio=True)
+    state = replace(state, preset=preset, topic=topic, source=source)
+    if source == "sentence":
+        text = st.text_input(
+            tr("modern.sentence"),
+            key=SESSION.bound("sentence"),
+            max_chars=field(MODERN_FIELDS, "sentence").max_len,
+            help=tr("modern.sentence_help", limit=MAX_TOKENS),
+        )
+        state = replace(state, sentence=text)
+        try:
+            tokens = tokenize(text, MAX_TOKENS)
+        except AttnvizError as exc:
+            show_error(exc)
+            return state, None
+        x = embed_tokens(tokens, MODEL_DIM, seed=0, normalize=True)  # (T, 16), each of length 1
+        return state, Inputs(token_labels(tokens, POSITION_MARK, start=1), x)
+    matrix = matrix_editor(SESSION, "x", tr("modern.x"), tr("modern.x_help"))
+    if matrix is None:
+        return state, None
+    state = replace(state, x=matrix)
+    return state, Inputs([str(i + 1) for i in range(len(matrix))], torch.tensor(matrix, dtype=torch.float32))
+
+
+def _divisors(n: int) -> list[int]:
+    return [g for g in range(1, n + 1) if n % g == 0]
+
+
+def _model_controls(state: ModernState, inputs: Inputs | None) -> ModernState:
+    """Positions, mask and its parameter, valid length, heads, key/value heads, head size, projections and seed."""
+    f = {name: field(MODERN_FIELDS, name) for name in ("positions", "mask", "projections")}
+    one, two, three = st.columns(3)
+    positions = fieldwidgets.choice(SESSION, f["positions"], "modern.positions_{}", where=one)
+    mask = fieldwidgets.choice(SESSION, f["mask"], "modern.mask_{}", where=two)
+    parameter = {"sliding": "window", "local_global": "window", "prefix": "prefix", "block_sparse": "block"}.get(mask)
+    values = {}
+    if parameter is not None:
+        values[parameter] = fieldwidgets.number(SESSION, field(MODERN_FIELDS, parameter), where=three)
+    if mask == "local_global":
+        values["global_tokens"] = _global_tokens(three)
+    valid = fieldwidgets.number(SESSION, field(MODERN_FIELDS, "valid"), where=one)
+    heads = fieldwidgets.number(SESSION, field(MODERN_FIELDS, "heads"), where=two)
+    kv_key = SESSION.bound("kv_heads")
+    if heads % st.session_state[kv_key]:  # a link's, or left from more heads: the nearest count that divides H
+        st.warning(tr("modern.kv_heads_reset", kv_heads=st.session_state[kv_key], heads=heads), icon="⚠️")
+        st.session_state[kv_key] = max(g for g in _divisors(heads) if g <= st.session_state[kv_key])
+    kv_heads = three.selectbox(
+        tr("modern.kv_heads"), _divisors(heads), key=kv_key, help=tr("modern.kv_heads_help", heads=heads)
+    )
+    head_dim = fieldwidgets.number(SESSION, field(MODERN_FIELDS, "head_dim"), where=one)
+    projections = fieldwidgets.choice(SESSION, f["projections"], "modern.projections_{}", where=two)
+    seed = fieldwidgets.number(SESSION, field(MODERN_FIELDS, "seed"), where=three, disabled=projections != "random")
+    return replace(
+        state,
+        positions=positions,
+        mask=mask,
+        valid=int(valid),
+        heads=int(heads),
+        kv_heads=int(kv_heads),
+        head_dim=int(head_dim),
+        projections=projections,
+        seed=int(seed),
+        **values,
+    )
+
+
+def _global_tokens(where: st.delta_generator.DeltaGenerator) -> tuple[int, ...]:
+    """The global tokens as "1, 5": numbers from 1, each checked (a wrong one is named on the page)."""
+    f = field(MODERN_FIELDS, "global_tokens")
+    key = SESSION.key("global_text")
+    if key not in st.session_state or SESSION.get("global_loaded") != SESSION.version:
+        st.session_state[key] = ", ".join(str(t) for t in SESSION.value("global_tokens"))
+        SESSION.put(SESSION.version, "global_loaded")
+    text = where.text_input(tr(f.label), key=key, help=tr("modern.global_tokens_help"))
+    try:
+        tokens = f.parse(text.replace(" ", "")) if text.strip() else ()
+    except AttnvizError as exc:
+        show_error(exc)
+        return SESSION.value("global_tokens")
+    st.session_state[SESSION.key("global_tokens")] = tokens
+    return tokens
+
+
+def _projection_weights(state: ModernState, d_model: int) -> dict[str, torch.Tensor] | None:
+    """Identity projections (q = k = v = the typed numbers, split into heads), or None for seeded random ones."""
+    if state.projections != "identity":
+        return None
+    if state.heads * state.head_dim != d_model or state.kv_heads != state.heads:
+        raise AttnvizError(
+            "identity_size", heads=state.heads, head_dim=state.head_dim, features=d_model, kv_heads=state.kv_heads
+        )
+    eye = torch.eye(d_model)
+    return {"W_q": eye, "W_k": eye, "W_v": eye}
+
+
+def page_mask(state: ModernState, length: int) -> torch.Tensor:
+    """The (T, T) mask of the state's scheme, global tokens past the end left out."""
+    globals_ = tuple(t - 1 for t in state.global_tokens if t <= length)
+    return scheme_mask(
+        state.mask, length, window=state.window, prefix=state.prefix, block=state.block, global_tokens=globals_
+    )
+
+
+def valid_length(state: ModernState, length: int) -> int | None:
+    """The valid length the computation uses: None for none (0, or at least the number of tokens)."""
+    return state.valid if 0 < state.valid < length else None
+
+
+def compute(
+    state: ModernState, inputs: Inputs, *, mask: str | None = None, positions: str | None = None
+) -> ModernTrace:
+    """The state's attention on the inputs; `mask` and `positions` replace the state's (the plain comparison)."""
+    length = inputs.x.shape[0]
+    scheme = replace(state, mask=mask or state.mask, positions=positions or state.positions)
+    return modern_attention(
+        inputs.x,
+        num_heads=scheme.heads,
+        kv_heads=scheme.kv_heads,
+        head_dim=scheme.head_dim,
+        positions=scheme.positions,
+        mask=page_mask(scheme, length),
+        valid_len=valid_length(scheme, length),
+        seed=scheme.seed,
+        weights=_projection_weights(scheme, inputs.x.shape[1]),
+    )
+
+
+def _compute(state: ModernState, inputs: Inputs) -> ModernTrace | None:
+    try:
+        return compute(state, inputs)
+    except AttnvizError as exc:
+        show_error(exc)
+        return None
+
+
+def head_index(state: ModernState) -> int:
+    """The query head shown (0-based), drawn as a picker when there are several; clamped to the heads there are."""
+    key = SESSION.bound("head")
+    if st.session_state[key] > state.heads:
+        st.session_state[key] = 1
+    if state.heads == 1:
+        return 0
+    return int(st.selectbox(tr("modern.head"), list(range(1, state.heads + 1)), key=key)) - 1
+
+
+def escaped(labels: list[str]) -> str:
+    """Tokens as literal Markdown."""
+    return md_escape(" ".join(labels))

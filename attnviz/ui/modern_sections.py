@@ -1,0 +1,281 @@
+"""The modern-attention page's topics that compare one layer's attention with plain causal attention: positions,
+masks beyond causal, and grouped-query heads with the KV cache's memory."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import replace
+
+import numpy as np
+import streamlit as st
+import torch
+
+from attnviz import figures, modern_figures
+from attnviz.explain import explain_row
+from attnviz.fields import field
+from attnviz.kvcache import PUBLISHED_CONFIGS, kv_cache_bytes_per_token
+from attnviz.modern import ModernTrace
+from attnviz.modern_state import MODERN_FIELDS, ModernState
+from attnviz.positions import rope_angles
+from attnviz.sparse import scored_pairs
+from attnviz.ui import fieldwidgets
+from attnviz.ui.common import arrow_table, chart
+from attnviz.ui.modern_page import SESSION, Inputs, compute, head_index
+from attnviz.ui.settings import current_language, md_escape, palette, tr
+from attnviz.ui.widgets import selected_row, work_panel, work_panel_content
+
+MAX_REPEATS = 6  # rows of the RoPE check: token pairs seen at the same distance more than once
+
+
+def side_by_side(state: ModernState, inputs: Inputs, trace: ModernTrace, head: int, scheme: str, name: str) -> None:
+    """The head's weights with the page's scheme beside plain causal attention (no positions, causal mask)."""
+    plain = compute(state, inputs, mask="causal", positions="none")
+    weights = torch.stack([plain.weights[head], trace.weights[head]])  # (2, T, T)
+    change = (weights[1] - weights[0]).abs()  # (T, T)
+    row, key = divmod(int(change.argmax()), change.shape[1])
+    masks = torch.stack([plain.heads[head].mask, trace.heads[head].mask])
+    titles = [tr("modern.plain_causal"), scheme]
+    language = current_language()
+    chart(
+        lambda: figures.heads_grid(
+            weights.numpy(),
+            mask=masks.numpy(),
+            query_labels=inputs.labels,
+            key_labels=inputs.labels,
+            head_titles=titles,
+            palette=palette(),
+            columns=2,
+            lang=language,
+        ),
+        name,
+    )
+    st.caption(
+        tr(
+            "modern.largest_change",
+            change=f"{float(change[row, key]):.3f}",
+            query=md_escape(inputs.labels[row]),
+            key_token=md_escape(inputs.labels[key]),
+            before=f"{float(weights[0, row, key]):.3f}",
+            after=f"{float(weights[1, row, key]):.3f}",
+        )
+    )
+
+
+def work(state: ModernState, inputs: Inputs, trace: ModernTrace, head: int) -> ModernState:
+    """Show-your-work for one query row of the head (its queries and keys after the positional scheme)."""
+    with st.expander(tr("modern.work_heading")):
+        row = selected_row(SESSION, inputs.labels, tr("modern.row"))
+        steps = explain_row(trace.heads[head], row, inputs.labels[row], inputs.labels, current_language())
+        work_panel(work_panel_content(steps))
+        if trace.positions == "rope":
+            _rope_angles(trace, row)
+    return replace(state, row=int(row), head=head + 1)
+
+
+def _rope_angles(trace: ModernTrace, row: int) -> None:
+    """The angles that turned this query's pairs: m θ_i for pair i at position m (the keys' likewise, at theirs)."""
+    head_dim = trace.queries.shape[-1]
+    angles = rope_angles(row + 1, head_dim)[row].tolist()  # (d/2,)
+    st.markdown(tr("modern.rope_angles", position=row + 1))
+    st.latex(r"\theta_i = 10000^{-2i/d}, \quad (x_{2i}, x_{2i+1}) \mapsto R(m\theta_i)\,(x_{2i}, x_{2i+1})")
+    columns = [tr("modern.pair"), "θ_i", "m θ_i", "cos", "sin"]
+    rows = [
+        [f"({2 * i + 1}, {2 * i + 2})", 10000 ** (-2 * i / head_dim), angle, math.cos(angle), math.sin(angle)]
+        for i, angle in enumerate(angles)
+    ]
+    st.dataframe(arrow_table(columns, rows), hide_index=True)
+
+
+def positions_section(state: ModernState, inputs: Inputs, trace: ModernTrace) -> ModernState:
+    """A positional scheme against none: the weights side by side, what the scheme adds, and a row worked out."""
+    head = head_index(state)
+    scheme = tr(f"modern.positions_{state.positions}")
+    st.subheader(tr("modern.positions_heading", scheme=scheme))
+    st.markdown(tr(f"modern.positions_{state.positions}_text"))
+    side_by_side(state, inputs, trace, head, scheme, f"attnviz_positions_{state.positions}")
+    if state.positions == "rope":
+        _rope_check(state, inputs, trace, head)
+    elif state.positions == "alibi":
+        _alibi_slopes(trace, head, inputs.labels)
+    elif state.positions == "sinusoidal" and trace.encoding is not None:
+        language = current_language()
+        chart(
+            lambda: figures.matrix_heatmap(
+                trace.encoding.numpy(),
+                row_labels=inputs.labels,
+                col_labels=[str(i + 1) for i in range(trace.encoding.shape[1])],
+                title=tr("modern.sinusoidal_chart"),
+                x_title=tr("modern.feature"),
+                y_title=tr("modern.token"),
+                lang=language,
+            ),
+            "attnviz_sinusoidal_encoding",
+        )
+    return work(state, inputs, trace, head)
+
+
+def _rope_check(state: ModernState, inputs: Inputs, trace: ModernTrace, head: int) -> None:
+    """RoPE's property on the student's tokens: a pair of tokens at the same distance scores the same wherever it
+    stands, and differently at another distance; without positions the pair scores the same at every distance.
+    Each row is a (query token, key token, distance) seen more than once, with the scores it got."""
+    scores = trace.heads[head].scores  # (T, T) q_m · k_n after rotation
+    unturned = compute(state, inputs, positions="none").heads[head].scores  # the same head without RoPE
+    groups: dict[tuple[str, str, int], list[tuple[int, int]]] = defaultdict(list)
+    tokens = [label.split("·")[0] for label in inputs.labels]
+    for m in range(len(tokens)):
+        for n in range(m + 1):
+            groups[(tokens[m], tokens[n], m - n)].append((m, n))
+    repeated = [(key, pairs) for key, pairs in groups.items() if len(pairs) > 1]
+    if not repeated:
+        st.info(tr("modern.rope_no_repeats"), icon="ℹ️")
+        return
+    rows = []
+    for (query, key, distance), pairs in repeated[:MAX_REPEATS]:
+        values = [float(scores[m, n]) for m, n in pairs]
+        where = ", ".join(f"{m + 1}→{n + 1}" for m, n in pairs)
+        m, n = pairs[0]
+        rows.append(
+            [
+                query,
+                key,
+                distance,
+                where,
+                ", ".join(f"{v:.4f}" for v in values),
+                max(values) - min(values),
+                float(unturned[m, n]),
+            ]
+        )
+    st.markdown(tr("modern.rope_check", count=len(repeated)))
+    columns = [
+        tr("modern.query_token"),
+        tr("modern.key_token"),
+        tr("modern.distance"),
+        tr("modern.pairs"),
+        tr("modern.scores"),
+        tr("modern.spread"),
+        tr("modern.without_positions"),
+    ]
+    st.dataframe(arrow_table(columns, rows), hide_index=True, width="stretch")
+
+
+def _alibi_slopes(trace: ModernTrace, head: int, labels: list[str]) -> None:
+    """Each head's slope and its penalty at a few distances; the shown head's bias as a matrix."""
+    assert trace.slopes is not None
+    columns = [tr("modern.query_head"), tr("modern.slope"), *(tr("modern.bias_at", distance=d) for d in (1, 4, 8))]
+    rows = [[h + 1, s, -s, -4 * s, -8 * s] for h, s in enumerate(trace.slopes.tolist())]
+    st.dataframe(arrow_table(columns, rows), hide_index=True, width="stretch")
+    bias = trace.heads[head].bias
+    assert bias is not None
+    language = current_language()
+    chart(
+        lambda: figures.matrix_heatmap(
+            bias.numpy(),
+            row_labels=labels,
+            col_labels=labels,
+            title=tr("modern.alibi_chart", head=head + 1, slope=f"{float(trace.slopes[head]):.4g}"),
+            x_title=tr("modern.keys"),
+            y_title=tr("modern.queries"),
+            lang=language,
+        ),
+        "attnviz_alibi_bias",
+    )
+
+
+def masks_section(state: ModernState, inputs: Inputs, trace: ModernTrace) -> ModernState:
+    """A mask beyond causal against causal: the pairs it scores, the weights side by side, a row worked out."""
+    head = head_index(state)
+    scheme = tr(f"modern.mask_{state.mask}")
+    st.subheader(tr("modern.masks_heading", scheme=scheme))
+    st.markdown(tr(f"modern.mask_{state.mask}_text"))
+    allowed = trace.heads[head].mask  # the scheme's mask narrowed by the valid length
+    count = scored_pairs(allowed)
+    st.markdown(
+        tr("modern.pair_count", scored=count.scored, total=count.total, share=f"{count.share:.1%}", causal=count.causal)
+    )
+    side_by_side(state, inputs, trace, head, scheme, f"attnviz_mask_{state.mask}")
+    return work(state, inputs, trace, head)
+
+
+def heads_section(state: ModernState, inputs: Inputs, trace: ModernTrace) -> ModernState:
+    """MHA -> GQA -> MQA: which query heads share which key/value head, every head's weights, and the KV cache's
+    memory for this layer and for published models."""
+    kind = "MHA" if state.kv_heads == state.heads else "MQA" if state.kv_heads == 1 else "GQA"
+    st.subheader(tr("modern.heads_heading", kind=kind, heads=state.heads, kv_heads=state.kv_heads))
+    st.markdown(tr("modern.heads_text"))
+    lines = []
+    for g in range(trace.kv_heads):
+        members = [str(h + 1) for h, group in enumerate(trace.groups) if group == g]
+        lines.append("- " + tr("modern.share_line", kv_head=g + 1, heads=", ".join(members)))
+    st.markdown("\n".join(lines))
+    language = current_language()
+    chart(
+        lambda: modern_figures.kv_share_map(trace.groups, title=tr("modern.share_chart"), lang=language),
+        "attnviz_kv_share",
+        table="elsewhere",  # the lines above say the same in words
+    )
+    titles = [tr("modern.head_title", head=h + 1, kv_head=g + 1) for h, g in enumerate(trace.groups)]
+    chart(
+        lambda: figures.heads_grid(
+            trace.weights.numpy(),
+            mask=torch.stack([t.mask for t in trace.heads]).numpy(),
+            query_labels=inputs.labels,
+            key_labels=inputs.labels,
+            head_titles=titles,
+            palette=palette(),
+            columns=min(4, state.heads),
+            lang=language,
+        ),
+        "attnviz_gqa_heads",
+    )
+    _memory(state)
+    head = head_index(state)
+    return work(state, inputs, trace, head)
+
+
+def _memory(state: ModernState) -> None:
+    """Bytes per token of the KV cache, 2 x layers x kv heads x head size x bytes, for published models and this
+    page's layer; and what a context of the chosen length holds."""
+    st.markdown(f"**{tr('modern.memory_heading')}**")
+    st.latex(r"\text{bytes/token} = 2 \times L \times n_{kv} \times d_{head} \times b")
+    left, right = st.columns(2)
+    context = fieldwidgets.number(SESSION, field(MODERN_FIELDS, "context"), where=left)
+    value_bytes = fieldwidgets.choice(
+        SESSION, field(MODERN_FIELDS, "value_bytes"), "modern.value_bytes_{}", where=right
+    )
+    size = int(value_bytes)
+    models = [(c.name, c.kind, c.layers, c.query_heads, c.kv_heads, c.head_dim, c.source) for c in PUBLISHED_CONFIGS]
+    kind = "MHA" if state.kv_heads == state.heads else "MQA" if state.kv_heads == 1 else "GQA"
+    models.append((tr("modern.this_layer"), kind, 1, state.heads, state.kv_heads, state.head_dim, ""))
+    rows = []
+    for name, kind, layers, heads, kv_heads, head_dim, source in models:
+        per_token = kv_cache_bytes_per_token(layers, kv_heads, head_dim, size)
+        rows.append([name, kind, layers, heads, kv_heads, head_dim, per_token, per_token * context / 2**30, source])
+    columns = [
+        tr("modern.model"),
+        tr("modern.kind"),
+        "L",
+        tr("modern.query_heads"),
+        "n_kv",
+        "d_head",
+        tr("modern.bytes_per_token"),
+        tr("modern.gib_at", context=f"{context:,}"),
+        tr("modern.source_url"),
+    ]
+    st.dataframe(
+        arrow_table(columns, rows),
+        hide_index=True,
+        width="stretch",
+        column_config={columns[-1]: st.column_config.LinkColumn(display_text="config.json")},
+    )
+    st.caption(tr("modern.memory_note"))
+
+
+def group_of(trace: ModernTrace, head: int) -> int:
+    """The key/value head that query head `head` reads."""
+    return trace.groups[head]
+
+
+def finite_or_none(values: np.ndarray) -> list[float | None]:
+    """Numbers for a table, -inf (a masked score) as an empty cell."""
+    return [float(v) if math.isfinite(v) else None for v in values.tolist()]

@@ -1,0 +1,302 @@
+"""The modern-attention page in AppTest: every preset, every control, bad input, and links."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from attnviz.modern_state import PRESETS, ModernState, apply_modern_preset, decode_modern, encode_modern
+from tests.test_app import _array, figures, run_page
+
+PAGE = "pages/6_Modern_attention.py"
+SIXTEEN = "the cat sat on the mat and the dog lay on the rug by the door"
+
+
+def _page(**params: str):
+    return run_page(PAGE, **params)
+
+
+def _rerun(at: AppTest) -> AppTest:
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def _text(at: AppTest) -> str:
+    kinds = ("markdown", "caption", "subheader", "info", "success", "warning", "error")
+    return "\n".join(str(element.value) for kind in kinds for element in at.get(kind))
+
+
+def _table(at: AppTest, column: str):
+    """The first table with that column."""
+    for frame in at.dataframe:
+        if column in frame.value.columns:
+            return frame.value
+    raise AssertionError(f"no table with a column {column!r}")
+
+
+def _widget(at: AppTest, kind: str, name: str):
+    return getattr(at, kind)(key=f"w:modern:{name}")
+
+
+@pytest.mark.parametrize("preset", list(PRESETS))
+def test_every_preset_draws_its_topic_without_an_error(preset):
+    at = _page(pr=preset)
+    state = apply_modern_preset(preset)
+    assert not at.error and not at.warning
+    heading = at.subheader[0].value
+    wanted = {
+        "positions": "against no positions",
+        "masks": "against causal attention",
+        "heads": "query heads share",
+        "kv_cache": "The KV cache",
+        "flash": "FlashAttention",
+    }[state.topic]
+    assert wanted in heading
+    assert _widget(at, "radio", "topic").value == state.topic
+    assert at.get("plotly_chart"), "every topic draws a chart"
+    if state.topic in ("kv_cache", "flash"):
+        assert "Equal to the ordinary computation" in at.success[0].value
+
+
+def test_rope_gives_a_repeated_pair_the_same_score_at_the_same_distance_only():
+    at = _page(pr="rope_repeat")
+    table = _table(at, "spread")
+    assert len(table) == 6  # the first six repeated (query, key, distance) triples
+    assert (table["spread"] < 1e-5).all()
+    first = table.iloc[0]
+    assert (first["query"], first["key"], first["distance"], first["query → key"]) == ("a", "a", 0, "1→1, 5→5, 9→9")
+    # a and a at distance 0 and at distance 2 score differently with RoPE, the same without positions
+    table = _table(_page(pr="rope_repeat", s="a b a b a b"), "spread")
+    pairs = table[(table["query"] == "a") & (table["key"] == "a")]
+    assert list(pairs["distance"]) == [0, 2]
+    with_rope = [float(text.split(",")[0]) for text in pairs["scores"]]
+    assert abs(with_rope[0] - with_rope[1]) > 0.1
+    assert pairs["score without positions"].nunique() == 1
+    at = _page(pr="rope_repeat", s="a x x x a")
+    table = _table(at, "spread")
+    a_rows = table[(table["query"] == "a") & (table["key"] == "a")]
+    assert list(a_rows["distance"]) == [0]  # a→a at distance 4 occurs once only: not listed
+
+
+def test_without_repeats_the_page_says_what_to_try():
+    at = _page(s="one two three four")
+    assert "No pair of tokens occurs twice" in at.info[0].value
+
+
+def test_alibi_lists_the_papers_slopes_and_adds_the_bias_in_the_worked_row():
+    at = _page(pr="alibi_heads", r="5")  # query 6 ("mat") of head 1, slope 1/2
+    table = _table(at, "slope")
+    assert list(table["slope"]) == [2.0**-i for i in range(1, 9)]
+    assert list(table["bias at distance 4"]) == [-4 * 2.0**-i for i in range(1, 9)]
+    work = _text(at)
+    assert "**2. Scale, add the position bias, apply the temperature**" in work
+    header = next(line for line in work.splitlines() if line.startswith("| key |"))
+    cells = [cell.strip() for cell in header.strip("|").split("|")]
+    bias = cells.index("bias b")
+    rows = [line for line in work.splitlines() if line.startswith("| the·1 |") or line.startswith("| mat |")]
+    assert [row.strip("|").split("|")[bias].strip() for row in rows] == ["-2.5", "0"]  # -(1/2) x 5, and itself
+
+
+def test_sinusoidal_positions_show_the_encoding_beside_plain_causal_attention():
+    at = _page(pr="sinusoidal")
+    titles = [a["text"] for a in figures(at)[0]["layout"]["annotations"] if a["text"] in ("plain causal", "Sinusoidal")]
+    assert titles == ["plain causal", "Sinusoidal"]
+    encoding = figures(at)[1]
+    assert encoding["layout"]["title"]["text"] == "The encoding P added to each token"
+    z = _array(encoding["data"][0]["z"])
+    assert z.shape == (16, 16)
+    assert np.allclose(z[0], [0, 1] * 8)  # position 0: sin 0 = 0, cos 0 = 1
+    assert np.isclose(z[3, 0], math.sin(3)) and np.isclose(z[3, 1], math.cos(3))  # d2l's P[3, 0] and P[3, 1]
+
+
+def test_the_sliding_window_of_3_on_16_tokens_scores_45_pairs():
+    at = _page(pr="sliding_3")
+    assert "This mask scores **45 of 256** pairs (17.6%); causal attention scores 136." in _text(at)
+    _widget(at, "number_input", "window").set_value(4)
+    assert "**58 of 256**" in _text(_rerun(at))  # 1 + 2 + 3 + 4 x 13
+
+
+@pytest.mark.parametrize(
+    ("params", "scored"),
+    [
+        (
+            {"pr": "longformer"},
+            16 + 2 * 15 + 2 * 15 - 2,
+        ),  # the band |i - j| < 2, plus row and column 1 (minus overlaps)
+        ({"pr": "prefix_lm"}, 136 + 15),  # causal, plus the 6 x 6 prefix's upper half
+        ({"pr": "block_sparse"}, 4 * 10 + 16 + 12 * 4 - 16 + 0),
+        ({"pr": "sliding_3", "vl": "10"}, 30),  # keys 11-16 are padding: 1 + 2 + 3 x 8, then 2 and 1 valid keys
+        ({"tp": "masks", "m": "full", "s": SIXTEEN}, 256),
+    ],
+)
+def test_each_mask_counts_its_scored_pairs(params, scored):
+    at = _page(**params)
+    count = re.search(r"This mask scores \*\*(\d+) of (\d+)\*\*", _text(at))
+    assert count and int(count[2]) == 256
+    if params.get("pr") == "block_sparse":  # counted by hand below, independently of the code
+        n, block = 16, 4
+        scored = sum(1 for i in range(n) for j in range(i + 1) if j // block in (i // block, i // block - 1, 0))
+    assert int(count[1]) == scored
+
+
+def test_global_tokens_are_typed_as_numbers_and_a_bad_one_is_named():
+    at = _page(pr="longformer")
+    box = at.text_input(key="w:modern:global_text")
+    assert box.value == "1"
+    box.set_value("1, 9")
+    before = re.search(r"scores \*\*(\d+)", _text(_rerun(at)))[1]
+    assert int(before) > 74
+    assert at.query_params["gl"] == "1,9"
+    at.text_input(key="w:modern:global_text").set_value("1, <b>x</b>")
+    _rerun(at)
+    assert len(at.error) == 1 and "\\<b\\>x\\</b\\>" in at.error[0].value
+    assert at.get("plotly_chart")  # the page keeps working with the last good tokens
+
+
+def test_heads_offer_only_key_value_counts_that_divide_them():
+    at = _page()
+    _widget(at, "number_input", "heads").set_value(8)
+    _rerun(at)
+    kv = _widget(at, "selectbox", "kv_heads")
+    assert kv.options == ["1", "2", "4", "8"]
+    _widget(at, "radio", "topic").set_value("heads")
+    _widget(at, "selectbox", "kv_heads").set_value(4)
+    text = _text(_rerun(at))
+    assert "GQA: 8 query heads share 4 key/value head(s)" in text
+    assert "key/value head 1 ← query heads 1, 2" in text and "key/value head 4 ← query heads 7, 8" in text
+    assert at.query_params["g"] == "4" and at.query_params["h"] == "8"
+
+
+def test_a_link_with_key_value_heads_that_do_not_divide_falls_back_with_a_warning():
+    at = _page(h="8", g="3")
+    assert "3 key/value heads do not divide 8 query heads" in at.warning[0].value
+    assert _widget(at, "selectbox", "kv_heads").value == 2
+
+
+def test_the_memory_calculator_follows_the_context_and_the_bytes():
+    at = _page(pr="gqa_8_2")
+    table = _table(at, "bytes per token")
+    llama3 = table[table["model"] == "Llama 3 8B"].iloc[0]
+    assert llama3["bytes per token"] == 2 * 32 * 8 * 128 * 2  # 131,072: 128 KiB per token in fp16
+    assert llama3["GiB at 8,192 tokens"] == pytest.approx(1.0)
+    mine = table[table["model"] == "this page's layer"].iloc[0]
+    assert (mine["kind"], mine["bytes per token"]) == ("GQA", 2 * 1 * 2 * 4 * 2)
+    _widget(at, "number_input", "context").set_value(32768)
+    _widget(at, "selectbox", "value_bytes").set_value("4")
+    table = _table(_rerun(at), "bytes per token")
+    llama3 = table[table["model"] == "Llama 3 8B"].iloc[0]
+    assert llama3["GiB at 32,768 tokens"] == pytest.approx(8.0)
+    assert table[table["model"] == "Falcon 7B"].iloc[0]["kind"] == "MQA"
+
+
+def test_rope_needs_an_even_head_size_and_says_so():
+    at = _page(dh="3")
+    assert "head size must be even; got 3" in at.error[0].value
+    at = _page(dh="3", p="none")
+    assert not at.error and at.get("plotly_chart")
+
+
+def test_identity_projections_need_matching_sizes():
+    at = _page(pj="identity")  # a sentence's 16 numbers, 2 heads of 4
+    assert "heads × head size must equal the number of features" in at.error[0].value
+    at = _page(pj="identity", **{"in": "numbers"}, dh="2")  # the default 6 x 4 numbers: 2 heads of 2
+    assert not at.error and at.get("plotly_chart")
+
+
+def test_the_seed_changes_the_projections_and_the_link_keeps_it():
+    first = _table(_page(pr="rope_repeat"), "scores")["scores"].tolist()
+    at = _page(pr="rope_repeat")
+    _widget(at, "number_input", "seed").set_value(7)
+    _rerun(at)
+    assert _table(at, "scores")["scores"].tolist() != first
+    assert at.query_params["sd"] == "7"
+
+
+def test_the_worked_row_follows_the_head_and_the_row():
+    at = _page(pr="alibi_heads")
+    at.session_state["open:modern:work"] = True
+    _widget(at, "selectbox", "head").set_value(8)
+    _rerun(at)
+    rows = [box for box in at.selectbox if box.label == "Query to explain"]
+    rows[0].set_value(5)
+    _rerun(at)
+    assert at.query_params["hd"] == "8" and at.query_params["r"] == "5"
+    assert "head 8" in _text(at)  # the bias chart's title names the head
+
+
+def test_the_kv_cache_stepper_grows_the_cache_and_checks_each_step():
+    at = _page(pr="kv_decode")
+    slider = _widget(at, "slider", "decode_step")
+    assert (slider.min, slider.max, slider.value) == (1, 7, 7)
+    slider.set_value(3)
+    _rerun(at)
+    text = _text(at)
+    assert "Step 3: the new token sat" in text and "now holds 3 keys and 3 values (24 numbers for this head)" in text
+    assert "Equal to the ordinary computation" in at.success[0].value
+    assert len(_table(at, "K[1]")) == 3 and len(_table(at, "V[1]")) == 3
+    assert at.query_params["t"] == "3"
+
+
+def test_the_online_softmax_stepper_rescales_at_the_huge_logit():
+    at = _page(pr="flash_rescale")
+    table = _table(at, "e^(m − m')")
+    assert list(table["block"]) == [1, 2, 3]
+    assert table["e^(m − m')"].tolist()[0] == "—"
+    rescale = float(table["e^(m − m')"].tolist()[2])
+    assert rescale == pytest.approx(math.exp((1 - 20) / math.sqrt(2)), rel=1e-3)  # key 5's 20/sqrt 2 over key 1's
+    assert "went up 1 time(s)" in _text(at)
+    _widget(at, "slider", "block_step").set_value(2)
+    _rerun(at)
+    assert "1 block(s) to go" in at.info[0].value and not at.success
+    assert len(_table(at, "e^(m − m')")) == 2
+    _widget(at, "number_input", "block_size").set_value(3)
+    _rerun(at)
+    assert _widget(at, "slider", "block_step").max == 2
+
+
+def test_the_traffic_table_uses_the_stated_model():
+    at = _page(pr="flash_rescale")
+    table = _table(at, "naive / tiled")
+    n, d = 6, 2  # 3 query blocks of B = 2
+    assert table.iloc[0]["naive"] == 4 * n * d + 4 * n * n
+    assert table.iloc[0]["tiled"] == 2 * n * d + 2 * n * d * 3 + 2 * n
+
+
+def test_bad_sentences_and_numbers_are_named_and_the_page_keeps_working():
+    at = _page(s="   ")
+    assert at.error and not at.get("plotly_chart")
+    at = _page(s=" ".join(["w"] * 33))
+    assert "33" in at.error[0].value and "32" in at.error[0].value
+    at = _page(tp="kv_cache", s="<b> **y**", t="1")  # tokens <, b, >, *, *, y, *, *
+    text = _text(at)
+    assert "the new token \\< brings" in text and "the new token < brings" not in text
+
+
+def test_typed_numbers_drive_the_page():
+    at = _page(**{"in": "numbers"}, x="1,0;0,1;1,1;2,0", dh="2", h="1", g="1", tp="flash", bs="2")
+    assert "Equal to the ordinary computation" in at.success[0].value
+    at = _page(**{"in": "numbers"}, x="1,a")
+    assert "row 1, column 2: 'a' is not a number" in at.warning[0].value
+    assert at.get("plotly_chart")  # on the default numbers
+
+
+def test_links_round_trip_and_a_reset_state_writes_no_parameters():
+    state = ModernState(topic="masks", mask="local_global", global_tokens=(1, 5), window=2, heads=4, kv_heads=2)
+    params = encode_modern(state)
+    assert decode_modern(params).state == state
+    at = _page(**params)
+    assert _widget(at, "radio", "topic").value == "masks"
+    assert at.text_input(key="w:modern:global_text").value == "1, 5"
+    assert {key: at.query_params[key] for key in params} == params
+    assert encode_modern(ModernState()) == {}
+
+
+def test_presentation_mode_folds_the_inputs():
+    at = _page(pm="1", pr="gqa_8_2")
+    assert at.expander[0].label == "Inputs"
+    assert not at.error
