@@ -16,6 +16,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from attnviz._validate import check_finite
 from attnviz.attention import prepare_inputs
 from attnviz.errors import AttnvizError
 
@@ -113,7 +114,13 @@ def _bias_rows(bias: Any, like: Tensor, num_queries: int, num_keys: int) -> Tens
     """(Q, K) in the inputs' dtype, or None."""
     if bias is None:
         return None
-    return torch.as_tensor(bias).to(like.dtype).expand(num_queries, num_keys)
+    tensor = torch.as_tensor(bias).to(like.dtype)
+    if tuple(tensor.shape) != (num_queries, num_keys):
+        raise ValueError(
+            f"bias must have shape ({num_queries}, {num_keys}) (queries x keys); got {tuple(tensor.shape)}"
+        )
+    check_finite(tensor, "bias")
+    return tensor
 
 
 def online_softmax_row(

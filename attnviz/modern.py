@@ -113,7 +113,9 @@ def modern_attention(
     length, d_model = tokens.shape
     if positions == "rope" and head_dim % 2:
         raise AttnvizError("rope_odd", size=head_dim)
-    allowed = torch.ones(length, length, dtype=torch.bool).tril() if mask is None else torch.as_tensor(mask)
+    allowed = torch.ones(length, length, dtype=torch.bool).tril() if mask is None else torch.as_tensor(mask).bool()
+    if allowed.shape != (length, length):
+        raise ValueError(f"mask must have shape ({length}, {length}) (queries x keys); got {tuple(allowed.shape)}")
     mats = weights if weights is not None else projections(d_model, num_heads, kv_heads, head_dim, seed)
     encoding = sinusoidal_encoding(length, d_model) if positions == "sinusoidal" else None
     encoded = tokens if encoding is None else tokens + encoding  # (T, d_model)

@@ -68,6 +68,7 @@ def scheme_mask(
     kind: str, n: int, *, window: int = 3, prefix: int = 0, block: int = 4, global_tokens: tuple[int, ...] = (0,)
 ) -> Tensor:
     """The (n, n) mask of one of MASK_KINDS with its parameter."""
+    _positions(n)  # n checked once, for every kind
     if kind == "causal":
         return causal_mask(n, n)
     if kind == "full":

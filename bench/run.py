@@ -106,7 +106,7 @@ def load_page(scenario: Scenario, users: tuple[int, ...], seconds: float, **opti
     return rows
 
 
-PAIRED_PAGES = ("elements", "self", "cross", "kernel", "model", "model_sentence")
+PAIRED_PAGES = ("elements", "self", "cross", "kernel", "model", "model_sentence", "modern")
 
 
 def paired_rounds(
@@ -442,13 +442,18 @@ def main() -> None:
         "browser); the results file then holds only them",
     )
     parser.add_argument("--seconds", type=float, help="the length of each load window (default 15, 3 with --quick)")
+    parser.add_argument(
+        "--paired-pages",
+        default=",".join(PAIRED_PAGES),
+        help="the pages of the paired rounds, each against the minimal page (default: all of them)",
+    )
     args = parser.parse_args()
     seconds = args.seconds or (3.0 if args.quick else 15.0)
     date = dt.date.today().isoformat()
     results: dict[str, Any] = {"date": date, "seconds": seconds, "machine": machine(), "versions": versions()}
     steps: list[tuple[str, Callable[[], Any]]] = [
         ("load", lambda: [row for name in args.pages.split(",") for row in load_page(SCENARIOS[name], USERS, seconds)]),
-        ("paired", lambda: paired_rounds(1 if args.quick else 3, seconds)),
+        ("paired", lambda: paired_rounds(1 if args.quick else 3, seconds, pages=tuple(args.paired_pages.split(",")))),
         ("gc_on", lambda: load_page(SCENARIOS["self"], (10, 30), seconds, **{"runner.postScriptGC": True})),
         ("memory", lambda: memory_over_reruns(400 if args.quick else 2000)),
         ("payload", large_payload),

@@ -100,6 +100,16 @@ SCENARIOS: dict[str, Scenario] = {
             Control("w:model:sentence", "string", model_sentences()),
             query="s=" + "+".join(["cat"] * (MODEL_TOKENS - 2)),
         ),
+        Scenario(
+            "modern",
+            "Modern attention, GQA preset (16 tokens, 8 query heads over 2 key/value heads, RoPE)",
+            "app.py",
+            "Modern_attention",
+            # A new seed of W_q, W_k, W_v each time: the layer is computed again, and its share map, the 8 heads'
+            # weights, the memory table and the worked row are made again
+            Control("w:modern:seed", "int", tuple(range(1, 10000))),
+            query="pr=gqa_8_2",
+        ),
     )
 }
 

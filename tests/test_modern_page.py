@@ -63,24 +63,33 @@ def test_every_preset_draws_its_topic_without_an_error(preset):
         assert "Equal to the ordinary computation" in at.success[0].value
 
 
+ROPE_LINE = re.compile(
+    r"- \*\*(\S+) → (\S+)\*\* at distance (\d+) \(([^)]*)\): ([-\d., ]+) \(spread ([\d.e+-]+)\); "
+    r"without positions ([-\d.]+) at every distance"
+)
+
+
+def _rope_lines(at: AppTest) -> list[tuple[str, str, int, str, list[float], float, float]]:
+    found = ROPE_LINE.findall(_text(at))
+    return [
+        (q, k, int(d), pairs, [float(v) for v in s.split(", ")], float(sp), float(p))
+        for q, k, d, pairs, s, sp, p in found
+    ]
+
+
 def test_rope_gives_a_repeated_pair_the_same_score_at_the_same_distance_only():
-    at = _page(pr="rope_repeat")
-    table = _table(at, "spread")
-    assert len(table) == 6  # the first six repeated (query, key, distance) triples
-    assert (table["spread"] < 1e-5).all()
-    first = table.iloc[0]
-    assert (first["query"], first["key"], first["distance"], first["query → key"]) == ("a", "a", 0, "1→1, 5→5, 9→9")
+    lines = _rope_lines(_page(pr="rope_repeat"))
+    assert len(lines) == 6  # the first six repeated (query, key, distance) triples
+    assert all(max(scores) - min(scores) < 1e-3 and spread < 1e-5 for *_, scores, spread, _ in lines)
+    assert lines[0][:4] == ("a", "a", 0, "1→1, 5→5, 9→9")
     # a and a at distance 0 and at distance 2 score differently with RoPE, the same without positions
-    table = _table(_page(pr="rope_repeat", s="a b a b a b"), "spread")
-    pairs = table[(table["query"] == "a") & (table["key"] == "a")]
-    assert list(pairs["distance"]) == [0, 2]
-    with_rope = [float(text.split(",")[0]) for text in pairs["scores"]]
-    assert abs(with_rope[0] - with_rope[1]) > 0.1
-    assert pairs["score without positions"].nunique() == 1
-    at = _page(pr="rope_repeat", s="a x x x a")
-    table = _table(at, "spread")
-    a_rows = table[(table["query"] == "a") & (table["key"] == "a")]
-    assert list(a_rows["distance"]) == [0]  # a→a at distance 4 occurs once only: not listed
+    lines = _rope_lines(_page(pr="rope_repeat", s="a b a b a b"))
+    pairs = [line for line in lines if line[:2] == ("a", "a")]
+    assert [line[2] for line in pairs] == [0, 2]
+    assert abs(pairs[0][4][0] - pairs[1][4][0]) > 0.1
+    assert pairs[0][6] == pairs[1][6]
+    lines = _rope_lines(_page(pr="rope_repeat", s="a x x x a"))
+    assert [line[2] for line in lines if line[:2] == ("a", "a")] == [0]  # a→a at distance 4 occurs once: not listed
 
 
 def test_without_repeats_the_page_says_what_to_try():
@@ -180,18 +189,17 @@ def test_a_link_with_key_value_heads_that_do_not_divide_falls_back_with_a_warnin
 
 def test_the_memory_calculator_follows_the_context_and_the_bytes():
     at = _page(pr="gqa_8_2")
-    table = _table(at, "bytes per token")
-    llama3 = table[table["model"] == "Llama 3 8B"].iloc[0]
+    table = _table(at, "bytes per token").set_index("model")
+    llama3 = table.loc["Llama 3 8B (GQA)"]
+    assert llama3["L × n_kv × d_head"] == "32 × 8 × 128"
     assert llama3["bytes per token"] == 2 * 32 * 8 * 128 * 2  # 131,072: 128 KiB per token in fp16
     assert llama3["GiB at 8,192 tokens"] == pytest.approx(1.0)
-    mine = table[table["model"] == "this page's layer"].iloc[0]
-    assert (mine["kind"], mine["bytes per token"]) == ("GQA", 2 * 1 * 2 * 4 * 2)
+    assert table.loc["this page's layer (GQA)"]["bytes per token"] == 2 * 1 * 2 * 4 * 2
     _widget(at, "number_input", "context").set_value(32768)
     _widget(at, "selectbox", "value_bytes").set_value("4")
-    table = _table(_rerun(at), "bytes per token")
-    llama3 = table[table["model"] == "Llama 3 8B"].iloc[0]
-    assert llama3["GiB at 32,768 tokens"] == pytest.approx(8.0)
-    assert table[table["model"] == "Falcon 7B"].iloc[0]["kind"] == "MQA"
+    table = _table(_rerun(at), "bytes per token").set_index("model")
+    assert table.loc["Llama 3 8B (GQA)"]["GiB at 32,768 tokens"] == pytest.approx(8.0)
+    assert table.loc["Falcon 7B (MQA)"]["bytes per token"] == 2 * 32 * 1 * 64 * 4
 
 
 def test_rope_needs_an_even_head_size_and_says_so():
@@ -209,11 +217,11 @@ def test_identity_projections_need_matching_sizes():
 
 
 def test_the_seed_changes_the_projections_and_the_link_keeps_it():
-    first = _table(_page(pr="rope_repeat"), "scores")["scores"].tolist()
+    first = _rope_lines(_page(pr="rope_repeat"))
     at = _page(pr="rope_repeat")
     _widget(at, "number_input", "seed").set_value(7)
     _rerun(at)
-    assert _table(at, "scores")["scores"].tolist() != first
+    assert _rope_lines(at)[0][4] != first[0][4]
     assert at.query_params["sd"] == "7"
 
 
@@ -236,7 +244,7 @@ def test_the_kv_cache_stepper_grows_the_cache_and_checks_each_step():
     slider.set_value(3)
     _rerun(at)
     text = _text(at)
-    assert "Step 3: the new token sat" in text and "now holds 3 keys and 3 values (24 numbers for this head)" in text
+    assert "Step 3: the new token “sat”" in text and "now holds 3 keys and 3 values (24 numbers for this head)" in text
     assert "Equal to the ordinary computation" in at.success[0].value
     assert len(_table(at, "K[1]")) == 3 and len(_table(at, "V[1]")) == 3
     assert at.query_params["t"] == "3"
@@ -245,10 +253,11 @@ def test_the_kv_cache_stepper_grows_the_cache_and_checks_each_step():
 def test_the_online_softmax_stepper_rescales_at_the_huge_logit():
     at = _page(pr="flash_rescale")
     table = _table(at, "e^(m − m')")
-    assert list(table["block"]) == [1, 2, 3]
+    assert list(table["block: keys"]) == ["1: 1…2", "2: 3…4", "3: 5…6"]
     assert table["e^(m − m')"].tolist()[0] == "—"
     rescale = float(table["e^(m − m')"].tolist()[2])
     assert rescale == pytest.approx(math.exp((1 - 20) / math.sqrt(2)), rel=1e-3)  # key 5's 20/sqrt 2 over key 1's
+    assert float(table["m'"].tolist()[2]) == pytest.approx(20 / math.sqrt(2), rel=1e-3)
     assert "went up 1 time(s)" in _text(at)
     _widget(at, "slider", "block_step").set_value(2)
     _rerun(at)
@@ -259,12 +268,17 @@ def test_the_online_softmax_stepper_rescales_at_the_huge_logit():
     assert _widget(at, "slider", "block_step").max == 2
 
 
-def test_the_traffic_table_uses_the_stated_model():
+def test_the_traffic_lines_use_the_stated_model():
     at = _page(pr="flash_rescale")
-    table = _table(at, "naive / tiled")
     n, d = 6, 2  # 3 query blocks of B = 2
-    assert table.iloc[0]["naive"] == 4 * n * d + 4 * n * n
-    assert table.iloc[0]["tiled"] == 2 * n * d + 2 * n * d * 3 + 2 * n
+    naive, tiled = 4 * n * d + 4 * n * n, 2 * n * d + 2 * n * d * 3 + 2 * n
+    assert (
+        f"n = 6, d = 2, B = 2: naive {naive} numbers (the n² = 36 scores written and read twice), tiled {tiled}"
+        in _text(at)
+    )
+    n, d, b = 4096, 128, 128
+    naive, tiled = 4 * n * d + 4 * n * n, 2 * n * d + 2 * n * d * (n // b) + 2 * n
+    assert f"naive {naive:,} numbers" in _text(at) and f"tiled {tiled:,}: {naive / tiled:.2f}× less" in _text(at)
 
 
 def test_bad_sentences_and_numbers_are_named_and_the_page_keeps_working():
@@ -274,7 +288,7 @@ def test_bad_sentences_and_numbers_are_named_and_the_page_keeps_working():
     assert "33" in at.error[0].value and "32" in at.error[0].value
     at = _page(tp="kv_cache", s="<b> **y**", t="1")  # tokens <, b, >, *, *, y, *, *
     text = _text(at)
-    assert "the new token \\< brings" in text and "the new token < brings" not in text
+    assert "the new token “\\<” brings" in text and "“<”" not in text
 
 
 def test_typed_numbers_drive_the_page():
@@ -300,3 +314,53 @@ def test_presentation_mode_folds_the_inputs():
     at = _page(pm="1", pr="gqa_8_2")
     assert at.expander[0].label == "Inputs"
     assert not at.error
+
+
+def _pairs(at: AppTest) -> int:
+    return int(re.search(r"This mask scores \*\*(\d+) of", _text(at))[1])
+
+
+def test_the_preset_picker_and_the_mask_controls_drive_the_page():
+    at = _page()
+    _widget(at, "selectbox", "preset").set_value("sliding_3")
+    _rerun(at)
+    assert _widget(at, "radio", "topic").value == "masks" and _pairs(at) == 45
+    assert at.query_params["pr"] == "sliding_3"
+    _widget(at, "selectbox", "mask").set_value("prefix")
+    _rerun(at)
+    _widget(at, "number_input", "prefix").set_value(8)
+    assert _pairs(_rerun(at)) == 136 + 8 * 7 // 2  # causal, plus the prefix's upper triangle
+    _widget(at, "selectbox", "mask").set_value("block_sparse")
+    _rerun(at)
+    _widget(at, "number_input", "block").set_value(8)
+    assert _pairs(_rerun(at)) == 136  # two blocks of 8: the first block is global, so every earlier key is seen
+    _widget(at, "number_input", "block").set_value(2)
+    wanted = sum(1 for i in range(16) for j in range(i + 1) if j // 2 in (i // 2, i // 2 - 1, 0))
+    assert _pairs(_rerun(at)) == wanted
+    _widget(at, "number_input", "valid").set_value(4)
+    assert _pairs(_rerun(at)) == sum(
+        1 for i in range(16) for j in range(min(i + 1, 4)) if j // 2 in (i // 2, i // 2 - 1, 0)
+    )
+    _widget(at, "selectbox", "preset").set_value("")
+    _rerun(at)
+    assert _widget(at, "radio", "topic").value == "positions" and "pr" not in at.query_params
+
+
+def test_the_position_head_size_source_and_projection_controls_drive_the_page():
+    at = _page(tp="kv_cache", s="a b c d", h="1", g="1")
+    assert "(32 numbers for this head)" in _text(at)  # 2 x 4 tokens x 4
+    _widget(at, "number_input", "head_dim").set_value(2)
+    assert "(16 numbers for this head)" in _text(_rerun(at))
+    _widget(at, "selectbox", "positions").set_value("alibi")
+    _rerun(at)
+    assert "Equal to the ordinary computation" in at.success[0].value and at.query_params["p"] == "alibi"
+    _widget(at, "radio", "source").set_value("numbers")
+    _rerun(at)
+    assert "Tokens' numbers x (one row per token)" in _text(at) and "(16 numbers" not in _text(at)  # the editor
+    assert "Step 6:" in _text(at)
+    _widget(at, "selectbox", "projections").set_value("identity")
+    _rerun(at)
+    assert "heads × head size must equal the number of features" in at.error[0].value  # 1 x 2 for 4 numbers
+    _widget(at, "number_input", "head_dim").set_value(4)
+    _rerun(at)
+    assert not at.error and "Equal to the ordinary computation" in at.success[0].value

@@ -29,7 +29,7 @@ from attnviz.text import embed_tokens, tokenize
 from attnviz.ui import fieldwidgets
 from attnviz.ui.common import inputs_box
 from attnviz.ui.session import PageSession
-from attnviz.ui.settings import md_escape, tr
+from attnviz.ui.settings import begin_run, md_escape, presenting, tr
 from attnviz.ui.widgets import matrix_editor, share_box, show_error, show_warning
 
 SESSION = PageSession("modern")
@@ -37,8 +37,9 @@ SESSION = PageSession("modern")
 
 @dataclass(frozen=True)
 class Inputs:
-    """The tokens' labels and vectors (T, d_model) the page works on."""
+    """The tokens, their labels (a repeated token marked with its position) and vectors (T, d_model)."""
 
+    tokens: list[str]
     labels: list[str]
     x: torch.Tensor
 
@@ -50,15 +51,23 @@ def _load_preset() -> None:
 
 def modern_page() -> None:
     """Draw the modern-attention page."""
-    from attnviz.ui import modern_sections, modern_steppers  # they import this module's SESSION
-
     state: ModernState = SESSION.sync_from_link(decode_modern, ModernState)
     for warning in SESSION.warnings:
         show_warning(warning)
     with inputs_box():
         state, inputs = _inputs(state)
-    state = _model_controls(state, inputs)
-    topic = state.topic
+    _controls_and_topic(state, inputs)
+
+
+@st.fragment
+def _controls_and_topic(state: ModernState, inputs: Inputs | None) -> None:
+    """The model's controls and the topic computed from them. A fragment: moving a control or a stepper reruns only
+    this part, not the page frame, the sidebar and the inputs above (their values arrive as the arguments of the
+    last full run; they are at most 32 x 32 numbers)."""
+    from attnviz.ui import modern_sections, modern_steppers  # they import this module's SESSION
+
+    begin_run()  # a fragment rerun does not pass through page_frame
+    state = _model_controls(state)
     trace = _compute(state, inputs) if inputs is not None else None
     if trace is not None:
         draw = {
@@ -67,7 +76,7 @@ def modern_page() -> None:
             "heads": modern_sections.heads_section,
             "kv_cache": modern_steppers.kv_cache_section,
             "flash": modern_steppers.flash_section,
-        }[topic]
+        }[state.topic]
         state = draw(state, inputs, trace)
     params = SESSION.publish(state, encode_modern)
     share_box(SESSION, params, decode_modern)
@@ -99,42 +108,47 @@ def _inputs(state: ModernState) -> tuple[ModernState, Inputs | None]:
             show_error(exc)
             return state, None
         x = embed_tokens(tokens, MODEL_DIM, seed=0, normalize=True)  # (T, 16), each of length 1
-        return state, Inputs(token_labels(tokens, POSITION_MARK, start=1), x)
+        return state, Inputs(tokens, token_labels(tokens, POSITION_MARK, start=1), x)
     matrix = matrix_editor(SESSION, "x", tr("modern.x"), tr("modern.x_help"))
     if matrix is None:
         return state, None
     state = replace(state, x=matrix)
-    return state, Inputs([str(i + 1) for i in range(len(matrix))], torch.tensor(matrix, dtype=torch.float32))
+    numbers = [str(i + 1) for i in range(len(matrix))]
+    return state, Inputs(numbers, numbers, torch.tensor(matrix, dtype=torch.float32))
 
 
 def _divisors(n: int) -> list[int]:
     return [g for g in range(1, n + 1) if n % g == 0]
 
 
-def _model_controls(state: ModernState, inputs: Inputs | None) -> ModernState:
-    """Positions, mask and its parameter, valid length, heads, key/value heads, head size, projections and seed."""
+def _model_controls(state: ModernState) -> ModernState:
+    """Positions, the mask and its parameter; the heads, key/value heads and head size; the valid length, the
+    projections, their seed and the head shown. Three columns, each read top to bottom (as a phone stacks them);
+    folded on a projector, so that the first chart starts on the first screen."""
+    box = st.expander(tr("frame.controls"), expanded=False) if presenting() else st.container()
     f = {name: field(MODERN_FIELDS, name) for name in ("positions", "mask", "projections")}
-    one, two, three = st.columns(3)
+    one, two, three = box.columns(3)
     positions = fieldwidgets.choice(SESSION, f["positions"], "modern.positions_{}", where=one)
-    mask = fieldwidgets.choice(SESSION, f["mask"], "modern.mask_{}", where=two)
+    mask = fieldwidgets.choice(SESSION, f["mask"], "modern.mask_{}", where=one)
     parameter = {"sliding": "window", "local_global": "window", "prefix": "prefix", "block_sparse": "block"}.get(mask)
     values = {}
     if parameter is not None:
-        values[parameter] = fieldwidgets.number(SESSION, field(MODERN_FIELDS, parameter), where=three)
+        values[parameter] = fieldwidgets.number(SESSION, field(MODERN_FIELDS, parameter), where=one)
     if mask == "local_global":
-        values["global_tokens"] = _global_tokens(three)
-    valid = fieldwidgets.number(SESSION, field(MODERN_FIELDS, "valid"), where=one)
+        values["global_tokens"] = _global_tokens(one)
     heads = fieldwidgets.number(SESSION, field(MODERN_FIELDS, "heads"), where=two)
     kv_key = SESSION.bound("kv_heads")
     if heads % st.session_state[kv_key]:  # a link's, or left from more heads: the nearest count that divides H
         st.warning(tr("modern.kv_heads_reset", kv_heads=st.session_state[kv_key], heads=heads), icon="⚠️")
         st.session_state[kv_key] = max(g for g in _divisors(heads) if g <= st.session_state[kv_key])
-    kv_heads = three.selectbox(
+    kv_heads = two.selectbox(
         tr("modern.kv_heads"), _divisors(heads), key=kv_key, help=tr("modern.kv_heads_help", heads=heads)
     )
-    head_dim = fieldwidgets.number(SESSION, field(MODERN_FIELDS, "head_dim"), where=one)
-    projections = fieldwidgets.choice(SESSION, f["projections"], "modern.projections_{}", where=two)
+    head_dim = fieldwidgets.number(SESSION, field(MODERN_FIELDS, "head_dim"), where=two)
+    valid = fieldwidgets.number(SESSION, field(MODERN_FIELDS, "valid"), where=three)
+    projections = fieldwidgets.choice(SESSION, f["projections"], "modern.projections_{}", where=three)
     seed = fieldwidgets.number(SESSION, field(MODERN_FIELDS, "seed"), where=three, disabled=projections != "random")
+    head = _head_picker(int(heads), three)
     return replace(
         state,
         positions=positions,
@@ -145,8 +159,19 @@ def _model_controls(state: ModernState, inputs: Inputs | None) -> ModernState:
         head_dim=int(head_dim),
         projections=projections,
         seed=int(seed),
+        head=head,
         **values,
     )
+
+
+def _head_picker(heads: int, where: st.delta_generator.DeltaGenerator) -> int:
+    """The query head shown and worked out (1-based), a picker when there are several; clamped to the heads."""
+    key = SESSION.bound("head")
+    if st.session_state[key] > heads:
+        st.session_state[key] = 1
+    if heads == 1:
+        return 1
+    return int(where.selectbox(tr("modern.head"), list(range(1, heads + 1)), key=key))
 
 
 def _global_tokens(where: st.delta_generator.DeltaGenerator) -> tuple[int, ...]:
@@ -216,16 +241,6 @@ def _compute(state: ModernState, inputs: Inputs) -> ModernTrace | None:
     except AttnvizError as exc:
         show_error(exc)
         return None
-
-
-def head_index(state: ModernState) -> int:
-    """The query head shown (0-based), drawn as a picker when there are several; clamped to the heads there are."""
-    key = SESSION.bound("head")
-    if st.session_state[key] > state.heads:
-        st.session_state[key] = 1
-    if state.heads == 1:
-        return 0
-    return int(st.selectbox(tr("modern.head"), list(range(1, state.heads + 1)), key=key)) - 1
 
 
 def escaped(labels: list[str]) -> str:

@@ -21,7 +21,7 @@ from attnviz.positions import rope_angles
 from attnviz.sparse import scored_pairs
 from attnviz.ui import fieldwidgets
 from attnviz.ui.common import arrow_table, chart
-from attnviz.ui.modern_page import SESSION, Inputs, compute, head_index
+from attnviz.ui.modern_page import SESSION, Inputs, compute
 from attnviz.ui.settings import current_language, md_escape, palette, tr
 from attnviz.ui.widgets import selected_row, work_panel, work_panel_content
 
@@ -70,7 +70,7 @@ def work(state: ModernState, inputs: Inputs, trace: ModernTrace, head: int) -> M
         work_panel(work_panel_content(steps))
         if trace.positions == "rope":
             _rope_angles(trace, row)
-    return replace(state, row=int(row), head=head + 1)
+    return replace(state, row=int(row))
 
 
 def _rope_angles(trace: ModernTrace, row: int) -> None:
@@ -89,7 +89,7 @@ def _rope_angles(trace: ModernTrace, row: int) -> None:
 
 def positions_section(state: ModernState, inputs: Inputs, trace: ModernTrace) -> ModernState:
     """A positional scheme against none: the weights side by side, what the scheme adds, and a row worked out."""
-    head = head_index(state)
+    head = state.head - 1
     scheme = tr(f"modern.positions_{state.positions}")
     st.subheader(tr("modern.positions_heading", scheme=scheme))
     st.markdown(tr(f"modern.positions_{state.positions}_text"))
@@ -122,7 +122,7 @@ def _rope_check(state: ModernState, inputs: Inputs, trace: ModernTrace, head: in
     scores = trace.heads[head].scores  # (T, T) q_m · k_n after rotation
     unturned = compute(state, inputs, positions="none").heads[head].scores  # the same head without RoPE
     groups: dict[tuple[str, str, int], list[tuple[int, int]]] = defaultdict(list)
-    tokens = [label.split("·")[0] for label in inputs.labels]
+    tokens = inputs.tokens
     for m in range(len(tokens)):
         for n in range(m + 1):
             groups[(tokens[m], tokens[n], m - n)].append((m, n))
@@ -130,33 +130,23 @@ def _rope_check(state: ModernState, inputs: Inputs, trace: ModernTrace, head: in
     if not repeated:
         st.info(tr("modern.rope_no_repeats"), icon="ℹ️")
         return
-    rows = []
+    lines = []
     for (query, key, distance), pairs in repeated[:MAX_REPEATS]:
         values = [float(scores[m, n]) for m, n in pairs]
-        where = ", ".join(f"{m + 1}→{n + 1}" for m, n in pairs)
-        m, n = pairs[0]
-        rows.append(
-            [
-                query,
-                key,
-                distance,
-                where,
-                ", ".join(f"{v:.4f}" for v in values),
-                max(values) - min(values),
-                float(unturned[m, n]),
-            ]
+        lines.append(
+            "- "
+            + tr(
+                "modern.rope_line",
+                query=md_escape(query),
+                key_token=md_escape(key),
+                distance=distance,
+                pairs=", ".join(f"{m + 1}→{n + 1}" for m, n in pairs),
+                scores=", ".join(f"{v:.4f}" for v in values),
+                spread=f"{max(values) - min(values):.1e}",
+                plain=f"{float(unturned[pairs[0]]):.4f}",
+            )
         )
-    st.markdown(tr("modern.rope_check", count=len(repeated)))
-    columns = [
-        tr("modern.query_token"),
-        tr("modern.key_token"),
-        tr("modern.distance"),
-        tr("modern.pairs"),
-        tr("modern.scores"),
-        tr("modern.spread"),
-        tr("modern.without_positions"),
-    ]
-    st.dataframe(arrow_table(columns, rows), hide_index=True, width="stretch")
+    st.markdown(tr("modern.rope_check", count=len(repeated)) + "\n\n" + "\n".join(lines))
 
 
 def _alibi_slopes(trace: ModernTrace, head: int, labels: list[str]) -> None:
@@ -184,7 +174,7 @@ def _alibi_slopes(trace: ModernTrace, head: int, labels: list[str]) -> None:
 
 def masks_section(state: ModernState, inputs: Inputs, trace: ModernTrace) -> ModernState:
     """A mask beyond causal against causal: the pairs it scores, the weights side by side, a row worked out."""
-    head = head_index(state)
+    head = state.head - 1
     scheme = tr(f"modern.mask_{state.mask}")
     st.subheader(tr("modern.masks_heading", scheme=scheme))
     st.markdown(tr(f"modern.mask_{state.mask}_text"))
@@ -209,12 +199,15 @@ def heads_section(state: ModernState, inputs: Inputs, trace: ModernTrace) -> Mod
         lines.append("- " + tr("modern.share_line", kv_head=g + 1, heads=", ".join(members)))
     st.markdown("\n".join(lines))
     language = current_language()
+    title = tr("modern.share_chart")
     chart(
-        lambda: modern_figures.kv_share_map(trace.groups, title=tr("modern.share_chart"), lang=language),
+        lambda: modern_figures.kv_share_map(trace.groups, title=title, lang=language),
         "attnviz_kv_share",
         table="elsewhere",  # the lines above say the same in words
+        shared=("kv_share", trace.groups, language),  # the same map for every seed, sentence and session
     )
     titles = [tr("modern.head_title", head=h + 1, kv_head=g + 1) for h, g in enumerate(trace.groups)]
+    columns = 2 if state.heads <= 4 else 4  # four panels of 16 tokens is what a phone's width holds
     chart(
         lambda: figures.heads_grid(
             trace.weights.numpy(),
@@ -223,13 +216,13 @@ def heads_section(state: ModernState, inputs: Inputs, trace: ModernTrace) -> Mod
             key_labels=inputs.labels,
             head_titles=titles,
             palette=palette(),
-            columns=min(4, state.heads),
+            columns=columns,
             lang=language,
         ),
         "attnviz_gqa_heads",
     )
     _memory(state)
-    head = head_index(state)
+    head = state.head - 1
     return work(state, inputs, trace, head)
 
 
@@ -244,24 +237,16 @@ def _memory(state: ModernState) -> None:
         SESSION, field(MODERN_FIELDS, "value_bytes"), "modern.value_bytes_{}", where=right
     )
     size = int(value_bytes)
-    models = [(c.name, c.kind, c.layers, c.query_heads, c.kv_heads, c.head_dim, c.source) for c in PUBLISHED_CONFIGS]
+    models = [(c.name, c.kind, c.layers, c.kv_heads, c.head_dim, c.source) for c in PUBLISHED_CONFIGS]
     kind = "MHA" if state.kv_heads == state.heads else "MQA" if state.kv_heads == 1 else "GQA"
-    models.append((tr("modern.this_layer"), kind, 1, state.heads, state.kv_heads, state.head_dim, ""))
+    models.append((tr("modern.this_layer"), kind, 1, state.kv_heads, state.head_dim, ""))
     rows = []
-    for name, kind, layers, heads, kv_heads, head_dim, source in models:
+    for name, kind, layers, kv_heads, head_dim, source in models:
         per_token = kv_cache_bytes_per_token(layers, kv_heads, head_dim, size)
-        rows.append([name, kind, layers, heads, kv_heads, head_dim, per_token, per_token * context / 2**30, source])
-    columns = [
-        tr("modern.model"),
-        tr("modern.kind"),
-        "L",
-        tr("modern.query_heads"),
-        "n_kv",
-        "d_head",
-        tr("modern.bytes_per_token"),
-        tr("modern.gib_at", context=f"{context:,}"),
-        tr("modern.source_url"),
-    ]
+        sizes = f"{layers} × {kv_heads} × {head_dim}"
+        rows.append([f"{name} ({kind})", sizes, per_token, round(per_token * context / 2**30, 4), source])
+    gib = tr("modern.gib_at", context=f"{context:,}")
+    columns = [tr("modern.model"), "L × n_kv × d_head", tr("modern.bytes_per_token"), gib, tr("modern.source_url")]
     st.dataframe(
         arrow_table(columns, rows),
         hide_index=True,

@@ -18,7 +18,7 @@ from attnviz.modern import ModernTrace
 from attnviz.modern_state import MODERN_FIELDS, STEP_END, ModernState
 from attnviz.ui import fieldwidgets
 from attnviz.ui.common import arrow_table, chart
-from attnviz.ui.modern_page import SESSION, Inputs, compute, escaped, head_index
+from attnviz.ui.modern_page import SESSION, Inputs, compute, escaped
 from attnviz.ui.settings import current_language, palette, tr
 from attnviz.ui.widgets import selected_row
 
@@ -27,14 +27,20 @@ LONG_EXAMPLE = (4096, 128, 128)  # n, d, B of the traffic table's second row: a 
 
 
 def _stepper(name: str, last: int, label: str) -> int:
-    """A slider over 1..last bound to field `name`; a stored step past the end (STEP_END: "the last") shows the last."""
+    """A slider over 1..last bound to field `name`. A stored step past the end (STEP_END: "the last") shows the last,
+    and a stepper left at its end stays there when there are more steps (more tokens, smaller blocks)."""
     key = SESSION.bound(name)
-    if not 1 <= st.session_state[key] <= last:
+    before = SESSION.get("stepper", name)  # (value, last) drawn on the previous run
+    at_end = before is not None and before[0] == before[1] and st.session_state[key] == before[0]
+    if at_end or not 1 <= st.session_state[key] <= last:
         st.session_state[key] = last
     if last == 1:
         st.caption(tr("modern.one_step"))
-        return 1
-    return int(st.slider(label, 1, last, key=key, help=tr("modern.stepper_help")))
+        value = 1
+    else:
+        value = int(st.slider(label, 1, last, key=key, help=tr("modern.stepper_help")))
+    SESSION.put((value, last), "stepper", name)
+    return value
 
 
 def _check(difference: float) -> None:
@@ -49,7 +55,7 @@ def kv_cache_section(state: ModernState, inputs: Inputs, trace: ModernTrace) -> 
     """Decode the tokens one at a time with a KV cache; the weights so far, the cache and the check at each step."""
     st.subheader(tr("modern.kv_heading"))
     st.markdown(tr("modern.kv_text"))
-    head = head_index(state)
+    head = state.head - 1
     causal = compute(state, inputs, mask="causal")  # decoding is causal: the mask and valid length are not used here
     if state.mask != "causal" or state.valid:
         st.caption(tr("modern.kv_causal_only"))
@@ -120,7 +126,7 @@ def kv_cache_section(state: ModernState, inputs: Inputs, trace: ModernTrace) -> 
         width="stretch",
     )
     decode_step = STEP_END if done == length else done
-    return replace(state, decode_step=decode_step, head=head + 1)
+    return replace(state, decode_step=decode_step)
 
 
 def flash_section(state: ModernState, inputs: Inputs, trace: ModernTrace) -> ModernState:
@@ -128,15 +134,12 @@ def flash_section(state: ModernState, inputs: Inputs, trace: ModernTrace) -> Mod
     and the memory traffic of the naive and the tiled computation."""
     st.subheader(tr("modern.flash_heading"))
     st.markdown(tr("modern.flash_text"))
-    st.latex(
-        r"m' = \max(m, \max_j s_j), \quad \ell' = \ell\, e^{m - m'} + \sum_j e^{s_j - m'}, \quad "
-        r"\mathbf o' = \mathbf o\, e^{m - m'} + \sum_j e^{s_j - m'} \mathbf v_j, \quad "
-        r"\text{" + tr("modern.flash_result") + r"} = \mathbf o / \ell"
-    )
-    head = head_index(state)
+    head = state.head - 1
     length = len(inputs.labels)
-    block_size = int(fieldwidgets.number(SESSION, field(MODERN_FIELDS, "block_size")))
-    row = selected_row(SESSION, inputs.labels, tr("modern.row"))
+    left, right = st.columns(2)
+    block_size = int(fieldwidgets.number(SESSION, field(MODERN_FIELDS, "block_size"), where=left))
+    with right:
+        row = selected_row(SESSION, inputs.labels, tr("modern.row"))
     reference = trace.heads[head]
     group = trace.groups[head]
     online = online_softmax_row(
@@ -164,6 +167,13 @@ def flash_section(state: ModernState, inputs: Inputs, trace: ModernTrace) -> Mod
         ),
         "attnviz_online_softmax",
     )
+    block = r"j \in \text{" + tr("modern.block") + "}"
+    st.latex(  # one line per quantity: it fits a phone and a projector
+        rf"\begin{{aligned}} m' &= \max(m, \max_{{{block}}} s_j) \\ "
+        rf"\ell' &= \ell\, e^{{m - m'}} + \sum_{{{block}}} e^{{s_j - m'}} \\ "
+        rf"\mathbf o' &= \mathbf o\, e^{{m - m'}} + \sum_{{{block}}} e^{{s_j - m'}} \mathbf v_j \\ "
+        r"\text{" + tr("modern.flash_result") + r"} &= \mathbf o / \ell \end{aligned}"
+    )
     _block_table(online.steps[:done], inputs.labels)
     if done < blocks:
         st.info(tr("modern.flash_to_go", left=blocks - done), icon="⏭️")
@@ -177,29 +187,19 @@ def flash_section(state: ModernState, inputs: Inputs, trace: ModernTrace) -> Mod
         _check(difference)
     _traffic(length, trace.queries.shape[-1], block_size)
     block_step = STEP_END if done == blocks else done
-    return replace(state, block_size=block_size, row=int(row), block_step=block_step, head=head + 1)
+    return replace(state, block_size=block_size, row=int(row), block_step=block_step)
 
 
 def _block_table(steps: list, labels: list[str]) -> None:
-    """One row per block read: its keys, its largest score, m before and after, the rescale factor, ℓ and o."""
-    columns = [tr("modern.block"), tr("modern.keys"), tr("modern.block_max"), "m", "m'", "e^(m − m')", "ℓ'", "o'"]
+    """One row per block read: the block and its keys, m after it, the rescale factor, ℓ and o (five columns: the
+    block's own maximum and m before it are in the chart and the row above; a phone shows the table whole)."""
+    columns = [tr("modern.block_keys"), "m'", "e^(m − m')", "ℓ'", "o'"]
     rows = []
     for s in steps:
-        keys = f"{labels[s.start]} … {labels[s.stop - 1]}" if s.stop - s.start > 1 else labels[s.start]
-        out = ", ".join(number_text(float(v)) for v in s.o_after[:4]) + (", …" if s.o_after.numel() > 4 else "")
+        keys = f"{labels[s.start]}…{labels[s.stop - 1]}" if s.stop - s.start > 1 else labels[s.start]
+        out = ", ".join(number_text(float(v)) for v in s.o_after[:3]) + (", …" if s.o_after.numel() > 3 else "")
         rescale = number_text(s.rescale) if math.isfinite(s.m_before) else "—"  # nothing to rescale before block 1
-        rows.append(
-            [
-                s.block + 1,
-                keys,
-                _shown(s.block_max),
-                _shown(s.m_before),
-                _shown(s.m_after),
-                rescale,
-                number_text(s.l_after),
-                f"[{out}]",
-            ]
-        )
+        rows.append([f"{s.block + 1}: {keys}", _shown(s.m_after), rescale, number_text(s.l_after), f"[{out}]"])
     st.dataframe(arrow_table(columns, rows), hide_index=True, width="stretch")
 
 
@@ -209,12 +209,23 @@ def _shown(value: float) -> str:
 
 
 def _traffic(n: int, d: int, block_size: int) -> None:
-    """Numbers moved to and from slow memory, naive against tiled, for this head and for a long example."""
-    st.markdown(f"**{tr('modern.traffic_heading')}**")
-    rows = []
+    """Numbers moved to and from slow memory, naive against tiled, for this head and for a long example (lines, not
+    a table of seven columns: they wrap on a phone)."""
+    lines = []
     for tokens, size, block in ((n, d, block_size), LONG_EXAMPLE):
         traffic = memory_traffic(tokens, size, block)
-        rows.append([tokens, size, block, traffic.score_matrix, traffic.naive, traffic.tiled, traffic.ratio])
-    columns = ["n", "d", "B", "n²", tr("modern.naive"), tr("modern.tiled"), tr("modern.ratio")]
-    st.dataframe(arrow_table(columns, rows), hide_index=True, width="stretch")
+        lines.append(
+            "- "
+            + tr(
+                "modern.traffic_line",
+                n=tokens,
+                d=size,
+                block=block,
+                scores=f"{traffic.score_matrix:,}",
+                naive=f"{traffic.naive:,}",
+                tiled=f"{traffic.tiled:,}",
+                ratio=f"{traffic.ratio:.2f}",
+            )
+        )
+    st.markdown(f"**{tr('modern.traffic_heading')}**\n\n" + "\n".join(lines))
     st.caption(tr("modern.traffic_note"))

@@ -23,10 +23,10 @@ def test_both_steppers_and_a_link_on_a_fresh_server(new_page, fresh_server) -> N
     first = fresh_server(log_name="modern-a")
     page: Page = new_page(viewport={"width": 1400, "height": 1000})
     goto(page, first.url_for("Modern_attention") + "?pr=kv_decode", timeout=90000)  # a cold link: the page's own frame
-    page.get_by_text("Step 7: the new token .", exact=False).wait_for(timeout=30000)
+    page.get_by_text("Step 7: the new token “.”", exact=False).wait_for(timeout=30000)
     assert page.get_by_text(EQUAL).count() == 1
     _press(page, "Tokens decoded", "ArrowLeft", 2)
-    page.get_by_text("Step 5: the new token the", exact=False).wait_for(timeout=30000)
+    page.get_by_text("Step 5: the new token “the·5”", exact=False).wait_for(timeout=30000)
     assert "now holds 5 keys and 5 values" in page.inner_text("body")
     assert page.get_by_text(EQUAL).count() == 1  # the check is made again at every step
     assert "t=5" in page.url
@@ -48,6 +48,6 @@ def test_both_steppers_and_a_link_on_a_fresh_server(new_page, fresh_server) -> N
     fresh = fresh_server(log_name="modern-b")
     other: Page = new_page(viewport={"width": 390, "height": 844})
     goto(other, fresh.url_for("Modern_attention") + "?" + link, timeout=90000)
-    other.get_by_text("Step 5: the new token the", exact=False).wait_for(timeout=30000)
+    other.get_by_text("Step 5: the new token “the·5”", exact=False).wait_for(timeout=30000)
     assert other.get_by_text(EQUAL).count() == 1
     assert exceptions(other) == []
