@@ -166,6 +166,7 @@ def _alibi_slopes(trace: ModernTrace, head: int, labels: list[str]) -> None:
             title=tr("modern.alibi_chart", head=head + 1, slope=f"{float(trace.slopes[head]):.4g}"),
             x_title=tr("modern.keys"),
             y_title=tr("modern.queries"),
+            mask=trace.heads[head].mask.numpy(),  # the pairs the mask never scores are marked, as on the weights
             lang=language,
         ),
         "attnviz_alibi_bias",
@@ -206,8 +207,12 @@ def heads_section(state: ModernState, inputs: Inputs, trace: ModernTrace) -> Mod
         table="elsewhere",  # the lines above say the same in words
         shared=("kv_share", trace.groups, language),  # the same map for every seed, sentence and session
     )
-    titles = [tr("modern.head_title", head=h + 1, kv_head=g + 1) for h, g in enumerate(trace.groups)]
     columns = 2 if state.heads <= 4 else 4  # four panels of 16 tokens is what a phone's width holds
+    # In four columns a phone has room for "Q5", not "Q5·KV2" (the map above says which K/V head each one reads)
+    titles = [
+        tr("modern.head_title", head=h + 1, kv_head=g + 1) if columns == 2 else f"Q{h + 1}"
+        for h, g in enumerate(trace.groups)
+    ]
     chart(
         lambda: figures.heads_grid(
             trace.weights.numpy(),
