@@ -187,19 +187,27 @@ def test_a_link_with_key_value_heads_that_do_not_divide_falls_back_with_a_warnin
     assert _widget(at, "selectbox", "kv_heads").value == 2
 
 
+MEMORY_LINE = re.compile(
+    r"- \*\*(.+?)\*\* \((\w+), L × n_kv × d_head = ([\d ×]+)\): ([\d,]+) bytes per token, ([\d.e+-]+) GiB"
+)
+
+
+def _memory(at: AppTest) -> dict[str, tuple[str, str, int, float]]:
+    return {m: (k, sizes, int(b.replace(",", "")), float(g)) for m, k, sizes, b, g in MEMORY_LINE.findall(_text(at))}
+
+
 def test_the_memory_calculator_follows_the_context_and_the_bytes():
     at = _page(pr="gqa_8_2")
-    table = _table(at, "bytes per token").set_index("model")
-    llama3 = table.loc["Llama 3 8B (GQA)"]
-    assert llama3["L × n_kv × d_head"] == "32 × 8 × 128"
-    assert llama3["bytes per token"] == 2 * 32 * 8 * 128 * 2  # 131,072: 128 KiB per token in fp16
-    assert llama3["GiB at 8,192 tokens"] == pytest.approx(1.0)
-    assert table.loc["this page's layer (GQA)"]["bytes per token"] == 2 * 1 * 2 * 4 * 2
+    rows = _memory(at)
+    assert len(rows) == 7  # six published models and this page's layer
+    assert rows["Llama 3 8B"] == ("GQA", "32 × 8 × 128", 2 * 32 * 8 * 128 * 2, 1.0)  # 128 KiB per token in fp16
+    assert "GiB at 8,192 tokens · [config.json](https://huggingface.co/meta-llama/Meta-Llama-3-8B" in _text(at)
+    assert rows["this page's layer"][2] == 2 * 1 * 2 * 4 * 2
     _widget(at, "number_input", "context").set_value(32768)
     _widget(at, "selectbox", "value_bytes").set_value("4")
-    table = _table(_rerun(at), "bytes per token").set_index("model")
-    assert table.loc["Llama 3 8B (GQA)"]["GiB at 32,768 tokens"] == pytest.approx(8.0)
-    assert table.loc["Falcon 7B (MQA)"]["bytes per token"] == 2 * 32 * 1 * 64 * 4
+    rows = _memory(_rerun(at))
+    assert rows["Llama 3 8B"][3] == pytest.approx(8.0)
+    assert rows["Falcon 7B"][:3] == ("MQA", "32 × 1 × 64", 2 * 32 * 1 * 64 * 4)
 
 
 def test_rope_needs_an_even_head_size_and_says_so():

@@ -7,7 +7,6 @@ import math
 from collections import defaultdict
 from dataclasses import replace
 
-import numpy as np
 import streamlit as st
 import torch
 
@@ -242,30 +241,21 @@ def _memory(state: ModernState) -> None:
         SESSION, field(MODERN_FIELDS, "value_bytes"), "modern.value_bytes_{}", where=right
     )
     size = int(value_bytes)
+    this_kind = "MHA" if state.kv_heads == state.heads else "MQA" if state.kv_heads == 1 else "GQA"
     models = [(c.name, c.kind, c.layers, c.kv_heads, c.head_dim, c.source) for c in PUBLISHED_CONFIGS]
-    kind = "MHA" if state.kv_heads == state.heads else "MQA" if state.kv_heads == 1 else "GQA"
-    models.append((tr("modern.this_layer"), kind, 1, state.kv_heads, state.head_dim, ""))
-    rows = []
+    models.append((tr("modern.this_layer"), this_kind, 1, state.kv_heads, state.head_dim, ""))
+    lines = []  # lines, not a table of five columns: they wrap on a phone
     for name, kind, layers, kv_heads, head_dim, source in models:
         per_token = kv_cache_bytes_per_token(layers, kv_heads, head_dim, size)
-        sizes = f"{layers} × {kv_heads} × {head_dim}"
-        rows.append([f"{name} ({kind})", sizes, per_token, round(per_token * context / 2**30, 4), source])
-    gib = tr("modern.gib_at", context=f"{context:,}")
-    columns = [tr("modern.model"), "L × n_kv × d_head", tr("modern.bytes_per_token"), gib, tr("modern.source_url")]
-    st.dataframe(
-        arrow_table(columns, rows),
-        hide_index=True,
-        width="stretch",
-        column_config={columns[-1]: st.column_config.LinkColumn(display_text="config.json")},
-    )
+        line = tr(
+            "modern.memory_line",
+            model=name,
+            kind=kind,
+            sizes=f"{layers} × {kv_heads} × {head_dim}",
+            per_token=f"{per_token:,}",
+            gib=f"{per_token * context / 2**30:.3g}",
+            context=f"{context:,}",
+        )
+        lines.append(f"- {line}" + (f" · [config.json]({source})" if source else ""))  # our own data's addresses
+    st.markdown("\n".join(lines))
     st.caption(tr("modern.memory_note"))
-
-
-def group_of(trace: ModernTrace, head: int) -> int:
-    """The key/value head that query head `head` reads."""
-    return trace.groups[head]
-
-
-def finite_or_none(values: np.ndarray) -> list[float | None]:
-    """Numbers for a table, -inf (a masked score) as an empty cell."""
-    return [float(v) if math.isfinite(v) else None for v in values.tolist()]
