@@ -234,7 +234,7 @@ def _memory(state: ModernState) -> None:
     """Bytes per token of the KV cache, 2 x layers x kv heads x head size x bytes, for published models and this
     page's layer; and what a context of the chosen length holds."""
     st.markdown(f"**{tr('modern.memory_heading')}**")
-    st.latex(r"\text{bytes/token} = 2 \times L \times n_{kv} \times d_{head} \times b")
+    st.latex(r"\text{" + tr("modern.bytes_per_token") + r"} = 2 \times L \times n_{kv} \times d_{head} \times b")
     left, right = st.columns(2)
     context = fieldwidgets.number(SESSION, field(MODERN_FIELDS, "context"), where=left)
     value_bytes = fieldwidgets.choice(
