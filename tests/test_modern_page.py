@@ -372,3 +372,12 @@ def test_the_position_head_size_source_and_projection_controls_drive_the_page():
     _widget(at, "number_input", "head_dim").set_value(4)
     _rerun(at)
     assert not at.error and "Equal to the ordinary computation" in at.success[0].value
+
+
+def test_typing_a_sentence_redraws_the_page_and_keeps_it_in_the_link():
+    at = _page(s="one two three four")
+    assert "No pair of tokens occurs twice" in at.info[0].value
+    _widget(at, "text_input", "sentence").set_value("a b a b a b")
+    _rerun(at)
+    assert not at.info and _rope_lines(at)[0][:4] == ("a", "a", 0, "1→1, 3→3, 5→5")
+    assert at.query_params["s"] == "a b a b a b"
