@@ -29,6 +29,15 @@ from attnviz.trace import AttentionTrace
 
 __version__ = "0.1.0"
 
+
+def __getattr__(name: str):  # `attnviz.show` without importing Plotly with the core
+    if name == "show":
+        from attnviz.display import show
+
+        return show
+    raise AttributeError(f"module 'attnviz' has no attribute {name!r}")
+
+
 __all__ = [
     "KERNELS",
     "MAX_TOKENS",
@@ -60,6 +69,7 @@ __all__ = [
     "nadaraya_watson",
     "self_attention",
     "sequence_mask",
+    "show",
     "tokenize",
     "toy_function",
 ]

@@ -135,6 +135,12 @@ class BertTrace:
         }
         return AttentionTrace(**pick, score=trace.score, score_params=trace.score_params, scale=trace.scale)
 
+    def _repr_html_(self) -> str:
+        """A notebook shows the trace as the app draws it, offline (attnviz.display)."""
+        from attnviz.display import to_html  # Plotly only when a notebook asks
+
+        return to_html(self, document=False)
+
 
 class BertEncoder:
     """BERT's encoder written out: embeddings, then per layer self-attention (traced as `attend` traces it) and FFN."""

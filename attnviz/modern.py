@@ -58,6 +58,12 @@ class ModernTrace:
         """G, the key/value heads."""
         return self.keys.shape[0]
 
+    def _repr_html_(self) -> str:
+        """A notebook shows the trace as the app draws it, offline (attnviz.display)."""
+        from attnviz.display import to_html  # Plotly only when a notebook asks
+
+        return to_html(self, document=False)
+
 
 def grouped_query_attention(
     queries: Tensor, keys: Tensor, values: Tensor, *, mask: Any = None, bias: Any = None, valid_lens: Any = None

@@ -39,6 +39,12 @@ class MultiHeadTrace:
         """Number of heads."""
         return len(self.heads)
 
+    def _repr_html_(self) -> str:
+        """A notebook shows the trace as the app draws it, offline (attnviz.display)."""
+        from attnviz.display import to_html  # Plotly only when a notebook asks
+
+        return to_html(self, document=False)
+
 
 def projection_matrices(d_q: int, d_k: int, d_v: int, projections: str, seed: int) -> dict[str, Tensor]:
     """W_q, W_k, W_v, W_o as identity or seeded random matrices, or the trained sequence model's first layer's
@@ -127,7 +133,7 @@ def multi_head_attend(
     output = q + delta if residual else delta
     unbatch = (lambda t: t) if batched else (lambda t: t.squeeze(0))
     if not batched:
-        heads = [_unbatch_trace(t) for t in heads]
+        heads = [t.batch_row(0) for t in heads]
     return MultiHeadTrace(
         queries=unbatch(q),
         keys=unbatch(k),
@@ -141,26 +147,6 @@ def multi_head_attend(
         residual=bool(residual),
         projections=projections,
         **mats,
-    )
-
-
-def _unbatch_trace(trace: AttentionTrace) -> AttentionTrace:
-    """Drop the batch axis of size 1 from every tensor of a trace."""
-    fields = {
-        name: getattr(trace, name).squeeze(0)
-        for name in ("queries", "keys", "values", "scores", "logits", "mask", "weights", "output")
-    }
-    lens = trace.valid_lens.squeeze(0) if trace.valid_lens is not None else None
-    bias = trace.bias.squeeze(0) if trace.bias is not None else None
-    return AttentionTrace(
-        **fields,
-        score=trace.score,
-        score_params=trace.score_params,
-        scale=trace.scale,
-        temperature=trace.temperature,
-        causal=trace.causal,
-        valid_lens=lens,
-        bias=bias,
     )
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from torch import Tensor
@@ -34,3 +34,17 @@ class AttentionTrace:
     def batched(self) -> bool:
         """True when the inputs had a batch axis (weights are then (B, Q, K))."""
         return self.weights.dim() == 3
+
+    def batch_row(self, index: int) -> AttentionTrace:
+        """Batch row `index` of a batched trace, as an unbatched trace (every tensor with its batch axis taken)."""
+        tensors = ("queries", "keys", "values", "scores", "logits", "mask", "weights", "output")
+        optional = ("valid_lens", "no_support", "distances", "bias")
+        taken = {name: getattr(self, name)[index] for name in tensors}
+        taken |= {name: None if getattr(self, name) is None else getattr(self, name)[index] for name in optional}
+        return replace(self, **taken)
+
+    def _repr_html_(self) -> str:
+        """A notebook shows the trace as the app draws it, offline (attnviz.display)."""
+        from attnviz.display import to_html  # Plotly only when a notebook asks
+
+        return to_html(self, document=False)

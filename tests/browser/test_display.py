@@ -1,0 +1,41 @@
+"""attnviz.show's file in Chromium with every network request refused: the charts draw, each with a PNG and an SVG
+download, and the tables and worked row are there; nothing is fetched."""
+
+from __future__ import annotations
+
+import torch
+from playwright.sync_api import Page, Route
+
+import attnviz
+from attnviz.modern import modern_attention
+
+
+def test_the_offline_file_draws_without_the_network(new_page, tmp_path) -> None:
+    trace = attnviz.attend(torch.randn(4, 3), torch.randn(6, 3), torch.randn(6, 2), causal=True)
+    first = attnviz.show(trace, tmp_path / "weights.html")
+    heads = attnviz.show(modern_attention(torch.randn(6, 16), num_heads=4, kv_heads=2), tmp_path / "heads.html")
+    page: Page = new_page(viewport={"width": 1000, "height": 800})
+    fetched: list[str] = []
+
+    def refuse(route: Route) -> None:
+        if not route.request.url.startswith("file://"):
+            fetched.append(route.request.url)
+        route.abort() if not route.request.url.startswith("file://") else route.continue_()
+
+    page.route("**/*", refuse)
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    for path, panels in ((first, 1), (heads, 4)):
+        page.goto(path.resolve().as_uri())
+        page.wait_for_selector(".js-plotly-plot .main-svg", timeout=30000)
+        assert page.locator(".js-plotly-plot").count() == 1
+        assert page.locator(".js-plotly-plot .heatmaplayer image, .js-plotly-plot .hm").count() >= panels
+        page.locator(".js-plotly-plot").hover()
+        titles = page.eval_on_selector_all(".modebar-btn", "buttons => buttons.map(b => b.dataset.title)")
+        assert "Download plot as a PNG" in titles and "SVG" in titles
+        assert not any("Share" in title or "Edit" in title for title in titles)  # nothing that uploads the chart
+    assert "Show your work" not in page.inner_text("body")  # the grid has no single row to work out
+    page.goto(first.resolve().as_uri())
+    page.wait_for_selector(".js-plotly-plot .main-svg", timeout=30000)
+    assert "Show your work: query 1" in page.inner_text("body")
+    assert fetched == [] and errors == []

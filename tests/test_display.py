@@ -1,0 +1,100 @@
+"""attnviz.show and the traces' own display: the app's figures, their tables and a worked row in one HTML document
+that fetches nothing (Plotly inlined)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import plotly.offline
+import pytest
+import torch
+
+import attnviz
+from attnviz.bert import load_minilm
+from attnviz.display import figures_for, to_html
+from attnviz.modern import modern_attention
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _outside_plotly(page: str) -> str:
+    """The document without the inlined Plotly bundle (whose source mentions map-tile servers it never calls here)."""
+    bundle = plotly.offline.get_plotlyjs()
+    assert page.count(bundle) == 1, "Plotly is inlined exactly once"
+    return page.replace(bundle, "")
+
+
+def _trace() -> attnviz.AttentionTrace:
+    keys = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    values = torch.tensor([[10.0], [20.0], [30.0]])
+    queries = torch.tensor([[2.0, 0.0], [0.0, 2.0]])
+    return attnviz.attend(queries, keys, values, valid_lens=torch.tensor([2, 3]))
+
+
+def test_an_attention_trace_shows_its_weights_tables_and_a_worked_row():
+    trace = _trace()
+    page = _outside_plotly(trace._repr_html_())
+    assert page.count("Plotly.newPlot(") == 1 and not page.startswith("<!DOCTYPE")  # a notebook output's fragment
+    figure = figures_for(trace)[0]
+    assert figure.data[0].type == "heatmap" and figure.data[0].name == "weights"
+    assert "Numbers as a table (text alternative)" in page
+    assert "Show your work: query 1" in page and "<h4>1. Score" in page
+    # query 1 may see keys 1 and 2 only (valid length 2): its weight on key 3 is exactly 0, and the table says so
+    weights = trace.weights[0].tolist()
+    assert weights[2] == 0.0
+    assert f"<td>{weights[0]:.4g}</td><td>{weights[1]:.4g}</td>" in page
+
+
+def test_every_trace_type_displays_itself_offline():
+    heads = attnviz.self_attention(torch.randn(5, 8), num_heads=2, projections="random")
+    modern = modern_attention(torch.randn(6, 16), num_heads=4, kv_heads=2, positions="rope")
+    model = load_minilm().run("the cat sat on the mat")
+    batched = attnviz.attend(torch.randn(2, 3, 4), torch.randn(2, 5, 4), torch.randn(2, 5, 2))
+    for obj, charts in ((heads, 1), (modern, 1), (model, 6), (batched, 2)):
+        page = _outside_plotly(obj._repr_html_())
+        assert page.count("Plotly.newPlot(") == charts, type(obj).__name__
+        assert not re.search(r"https?://|src=|href=", page), type(obj).__name__
+    grid = figures_for(modern)[0]
+    assert sum(trace.type == "heatmap" and trace.name != "masked" for trace in grid.data) == 4  # a panel per head
+
+
+def test_show_writes_one_offline_file_in_a_script_and_opens_it_when_asked(tmp_path):
+    opened = tmp_path / "opened.txt"
+    browser = tmp_path / "browser.sh"
+    browser.write_text(f'#!/bin/sh\necho "$1" > {opened}\n')
+    browser.chmod(browser.stat().st_mode | stat.S_IXUSR)
+    script = (
+        "import torch, attnviz\n"
+        "trace = attnviz.attend(torch.eye(3), torch.eye(3), torch.eye(3), causal=True)\n"
+        "print(attnviz.show(trace, 'weights.html', lang='zh-Hans', open_browser=True))\n"
+    )
+    env = {**os.environ, "BROWSER": str(browser), "PYTHONPATH": str(ROOT)}
+    result = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    written = tmp_path / "weights.html"
+    assert result.stdout.strip() == "weights.html" and written.exists()
+    page = written.read_text(encoding="utf-8")
+    assert page.startswith("<!DOCTYPE html>") and '<html lang="zh-Hans">' in page
+    assert "写出计算过程：查询 1" in page  # the worked row in Chinese, and the chart's title (JSON writes it escaped)
+    assert json.dumps("注意力权重").strip('"') in page
+    assert not re.search(r"https?://|src=|href=", _outside_plotly(page))
+    assert opened.read_text().strip() == written.resolve().as_uri()
+
+
+def test_user_labels_are_text_never_markup():
+    trace = load_minilm().run("a b")  # [CLS] a b [SEP]: four tokens, relabelled as a hostile user's text
+    hostile = dataclasses.replace(trace, tokens=["<script>alert(1)</script>", "a", "b", "[SEP]"])
+    outside = _outside_plotly(to_html(hostile))
+    assert "<script>alert(1)" not in outside and "&lt;script&gt;alert(1)" in outside
+
+
+def test_anything_else_is_refused_with_what_it_takes():
+    with pytest.raises(TypeError, match="AttentionTrace"):
+        attnviz.show(42)
