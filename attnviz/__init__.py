@@ -1,6 +1,7 @@
 """attnviz: attention mechanisms you can see. The PyTorch core (no Streamlit, no Plotly here)."""
 
 from attnviz.attention import AdditiveAttention, DotProductAttention, attend
+from attnviz.hf import from_transformers
 from attnviz.kernel import (
     KERNELS,
     BandwidthFit,
@@ -62,6 +63,7 @@ __all__ = [
     "cross_attention",
     "embed_tokens",
     "fit_bandwidth",
+    "from_transformers",
     "make_score_module",
     "make_toy_data",
     "masked_softmax",

@@ -19,9 +19,11 @@ import plotly.graph_objects as go
 import plotly.io
 import plotly.offline
 
+from attnviz.bert_views import pooled_labels, thumbnails
 from attnviz.explain import Step, explain_row
 from attnviz.figures import figure_tables, heads_grid, weights_heatmap
 from attnviz.i18n import DEFAULT_LANGUAGE, t
+from attnviz.model_figures import model_view
 from attnviz.plotting import WEIGHTS_PALETTE
 from attnviz.trace import AttentionTrace
 
@@ -85,7 +87,25 @@ def figures_for(obj: Any, *, lang: str = DEFAULT_LANGUAGE, palette: str = WEIGHT
             ).update_layout(title={"text": t("fig.layer_n", lang, n=index + 1)})
             for index, layer in enumerate(layers)
         ]
+    parts = getattr(obj, "parts", None)
+    if isinstance(parts, dict):  # a Hugging Face model's trace: each stack as the app's model view (pooled when long)
+        return [_model_view(part, lang, palette) for part in parts.values()]
     raise TypeError(f"attnviz can show an AttentionTrace, a multi-head or modern trace, or a model trace; got {obj!r}")
+
+
+def _model_view(part: Any, lang: str, palette: str) -> go.Figure:
+    """Every layer's heads of one stack as thumbnails, max-pooled to MAX_THUMBNAIL tokens a side (the app's rule)."""
+    rows, cols = list(range(len(part.query_tokens))), list(range(len(part.key_tokens)))
+    views, _ = thumbnails(part.weights, rows, cols)
+    size = views.shape[-1], views.shape[-2]
+    figure = model_view(
+        views.numpy(),
+        row_labels=pooled_labels(part.query_tokens, size[1]),
+        col_labels=pooled_labels(part.key_tokens, size[0]),
+        palette=palette,
+        lang=lang,
+    )
+    return figure.update_layout(title={"text": t(f"display.part_{part.part}", lang)})
 
 
 def _stacked(masks: list[Any]) -> Any:

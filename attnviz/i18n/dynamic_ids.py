@@ -187,4 +187,12 @@ DYNAMIC_IDS = (
     N_("modern.value_bytes_1"),
     N_("modern.value_bytes_2"),
     N_("modern.value_bytes_4"),
+    # attnviz.display: f"display.part_{part}" (attnviz.hf.PARTS)
+    N_("display.part_cross"),
+    N_("display.part_decoder"),
+    N_("display.part_encoder"),
+    # attnviz.hf names the stack in its error: Name(f"part_{part}")
+    N_("field.part_cross"),
+    N_("field.part_decoder"),
+    N_("field.part_encoder"),
 )
