@@ -20,7 +20,7 @@ import plotly.io
 import plotly.offline
 
 from attnviz.bert_views import pooled_labels, thumbnails
-from attnviz.explain import Step, explain_row
+from attnviz.explain import Step, explain_kernel_row, explain_row
 from attnviz.figures import figure_tables, heads_grid, weights_heatmap
 from attnviz.i18n import DEFAULT_LANGUAGE, t
 from attnviz.model_figures import model_view
@@ -181,7 +181,10 @@ def to_html(
             parts.append(f"<details><summary>{html.escape(t('frame.table', lang))}</summary>{tables}</details>")
     if isinstance(obj, AttentionTrace) and not obj.batched and row is not None:
         labels = [f"k{j + 1}" for j in range(obj.weights.shape[1])]
-        steps = explain_row(obj, row, f"q{row + 1}", labels, lang)
+        if obj.distances is not None:  # Nadaraya–Watson: distances and kernel values, not scores
+            steps = explain_kernel_row(obj, row, labels, lang)
+        else:
+            steps = explain_row(obj, row, f"q{row + 1}", labels, lang)
         heading = html.escape(t("display.worked_row", lang, row=row + 1))
         parts.append(f"<details open><summary>{heading}</summary>{_steps(steps)}</details>")
     body = f'<div class="attnviz">{"".join(parts)}</div>'
@@ -201,7 +204,7 @@ def show(
     row: int | None = 0,
     lang: str = DEFAULT_LANGUAGE,
 ) -> Path | None:
-    """Show `obj` inline in a notebook (Jupyter, JupyterLab, VS Code, Colab); with `path`, or outside a notebook,
+    """Show `obj` inline in a notebook (an IPython kernel's HTML output); with `path`, or outside a notebook,
     write it as one offline HTML file (`attnviz.html` by default) and return its path; `open_browser` opens it."""
     if path is None and not open_browser and _in_notebook():
         from IPython.display import HTML, display  # present wherever a notebook runs
