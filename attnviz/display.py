@@ -18,6 +18,7 @@ from typing import Any
 import plotly.graph_objects as go
 import plotly.io
 import plotly.offline
+import torch
 
 from attnviz.bert_views import pooled_labels, thumbnails
 from attnviz.explain import Step, explain_kernel_row, explain_row
@@ -66,8 +67,7 @@ def figures_for(obj: Any, *, lang: str = DEFAULT_LANGUAGE, palette: str = WEIGHT
         return [
             heads_grid(
                 weights.numpy(),
-                mask=_stacked(masks),
-                head_titles=[t("fig.head_n", lang, n=h + 1) for h in range(len(heads))],
+                mask=torch.stack(masks).numpy(),
                 palette=palette,
                 columns=min(4, len(heads)),
                 lang=lang,
@@ -80,7 +80,6 @@ def figures_for(obj: Any, *, lang: str = DEFAULT_LANGUAGE, palette: str = WEIGHT
                 layer.weights.numpy(),
                 query_labels=obj.tokens,
                 key_labels=obj.tokens,
-                head_titles=[t("fig.head_n", lang, n=h + 1) for h in range(layer.weights.shape[0])],
                 palette=palette,
                 columns=min(6, layer.weights.shape[0]),
                 lang=lang,
@@ -106,12 +105,6 @@ def _model_view(part: Any, lang: str, palette: str) -> go.Figure:
         lang=lang,
     )
     return figure.update_layout(title={"text": t(f"display.part_{part.part}", lang)})
-
-
-def _stacked(masks: list[Any]) -> Any:
-    import torch  # the core's own dependency; kept local like the figure imports above
-
-    return torch.stack(masks).numpy()
 
 
 def _weights(trace: AttentionTrace, lang: str, palette: str, suffix: str = "") -> go.Figure:

@@ -109,10 +109,15 @@ class ModelConfig:
 
     @property
     def kind(self) -> str:
-        """ "MHA" (a key/value head per query head), "MQA" (one for all) or "GQA" (groups in between)."""
-        if self.kv_heads == self.query_heads:
-            return "MHA"
-        return "MQA" if self.kv_heads == 1 else "GQA"
+        """ "MHA", "GQA" or "MQA" (see `attention_kind`)."""
+        return attention_kind(self.query_heads, self.kv_heads)
+
+
+def attention_kind(query_heads: int, kv_heads: int) -> str:
+    """ "MHA" (a key/value head per query head), "MQA" (one for all) or "GQA" (groups in between)."""
+    if kv_heads == query_heads:
+        return "MHA"
+    return "MQA" if kv_heads == 1 else "GQA"
 
 
 # The numbers are those of each model's config.json on the Hugging Face Hub (num_hidden_layers, num_attention_heads,

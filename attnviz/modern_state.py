@@ -9,7 +9,7 @@ from typing import Any
 from attnviz.fields import Field, Matrix, decode_fields, encode_fields
 from attnviz.modern import POSITIONS
 from attnviz.sparse import MASK_KINDS
-from attnviz.state import Decoded
+from attnviz.state import Decoded, as_matrix
 
 TOPICS = ("positions", "masks", "heads", "kv_cache", "flash")
 SOURCES = ("sentence", "numbers")
@@ -25,12 +25,8 @@ MAX_CONTEXT = 1_048_576
 STEP_END = MAX_TOKENS  # a stepper past its last step shows the last one
 
 
-def _matrix(rows: list[list[float]]) -> Matrix:
-    return tuple(tuple(float(x) for x in row) for row in rows)
-
-
 # Six tokens of 4 features: with identity projections and 2 heads of 2, each head's q = k = v is a pair of columns
-DEFAULT_X = _matrix([[1, 0, 0, 1], [0, 1, 1, 0], [1, 1, 0, 0], [0, 0, 1, 1], [2, 0, 0, 2], [0, 2, 2, 0]])
+DEFAULT_X = as_matrix([[1, 0, 0, 1], [0, 1, 1, 0], [1, 1, 0, 0], [0, 0, 1, 1], [2, 0, 0, 2], [0, 2, 2, 0]])
 
 
 @dataclass(frozen=True)
@@ -109,7 +105,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     "flash_rescale": {  # query 1 over 6 keys in blocks of 2; key 5 scores 20/sqrt(2) and forces a rescale
         "topic": "flash",
         "source": "numbers",
-        "x": _matrix([[1, 0], [0, 1], [0.5, 0.5], [-1, 0], [20, 0], [0, -1]]),
+        "x": as_matrix([[1, 0], [0, 1], [0.5, 0.5], [-1, 0], [20, 0], [0, -1]]),
         "projections": "identity",
         "positions": "none",
         "mask": "full",

@@ -40,11 +40,12 @@ MAX_DIM = 64  # embedding size for sentences
 EMBEDDINGS = ("seeded", "minilm", "trained")
 
 
-def _matrix(rows: list[list[float]]) -> Matrix:
+def as_matrix(rows: list[list[float]]) -> Matrix:
+    """Rows of numbers as a state's matrix (tuples of floats)."""
     return tuple(tuple(float(x) for x in row) for row in rows)
 
 
-DEFAULT_X = _matrix([[1, 0, 1, 0], [0, 2, 0, 2], [1, 1, 1, 1]])
+DEFAULT_X = as_matrix([[1, 0, 1, 0], [0, 2, 0, 2], [1, 1, 1, 1]])
 
 
 @dataclass(frozen=True)
@@ -218,7 +219,7 @@ def default_attention_state(page: str) -> AttentionState:
         return AttentionState(
             page="cross",
             sentence="the cat sat on the mat",
-            queries=_matrix([[1, 0], [0, 1]]),
+            queries=as_matrix([[1, 0], [0, 1]]),
             score="additive",
         )
     return AttentionState(page="self")

@@ -381,3 +381,10 @@ def test_typing_a_sentence_redraws_the_page_and_keeps_it_in_the_link():
     _rerun(at)
     assert not at.info and _rope_lines(at)[0][:4] == ("a", "a", 0, "1→1, 3→3, 5→5")
     assert at.query_params["s"] == "a b a b a b"
+
+
+def test_the_kv_cache_check_ignores_the_pages_valid_length_and_mask():
+    """Decoding reads every token so far: the reference it is checked against must too (it kept the valid length)."""
+    at = _page(tp="kv_cache", vl="3", m="sliding", w="2")
+    assert not at.error and "Equal to the ordinary computation" in at.success[0].value
+    assert "now holds 12 keys and 12 values" in _text(at)  # all 12 tokens of the default sentence

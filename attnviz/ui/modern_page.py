@@ -23,6 +23,7 @@ from attnviz.modern_state import (
     decode_modern,
     encode_modern,
 )
+from attnviz.multihead import head_counts
 from attnviz.plotting import POSITION_MARK
 from attnviz.sparse import scheme_mask
 from attnviz.text import embed_tokens, tokenize
@@ -117,10 +118,6 @@ def _inputs(state: ModernState) -> tuple[ModernState, Inputs | None]:
     return state, Inputs(numbers, numbers, torch.tensor(matrix, dtype=torch.float32))
 
 
-def _divisors(n: int) -> list[int]:
-    return [g for g in range(1, n + 1) if n % g == 0]
-
-
 def _model_controls(state: ModernState) -> ModernState:
     """Positions, the mask and its parameter; the heads, key/value heads and head size; the valid length, the
     projections, their seed and the head shown. Three columns, each read top to bottom (as a phone stacks them);
@@ -140,9 +137,9 @@ def _model_controls(state: ModernState) -> ModernState:
     kv_key = SESSION.bound("kv_heads")
     if heads % st.session_state[kv_key]:  # a link's, or left from more heads: the nearest count that divides H
         st.warning(tr("modern.kv_heads_reset", kv_heads=st.session_state[kv_key], heads=heads), icon="⚠️")
-        st.session_state[kv_key] = max(g for g in _divisors(heads) if g <= st.session_state[kv_key])
+        st.session_state[kv_key] = max(g for g in head_counts(heads, limit=heads) if g <= st.session_state[kv_key])
     kv_heads = two.selectbox(
-        tr("modern.kv_heads"), _divisors(heads), key=kv_key, help=tr("modern.kv_heads_help", heads=heads)
+        tr("modern.kv_heads"), head_counts(heads, limit=heads), key=kv_key, help=tr("modern.kv_heads_help", heads=heads)
     )
     head_dim = fieldwidgets.number(SESSION, field(MODERN_FIELDS, "head_dim"), where=two)
     valid = fieldwidgets.number(SESSION, field(MODERN_FIELDS, "valid"), where=three)
@@ -216,12 +213,11 @@ def valid_length(state: ModernState, length: int) -> int | None:
     return state.valid if 0 < state.valid < length else None
 
 
-def compute(
-    state: ModernState, inputs: Inputs, *, mask: str | None = None, positions: str | None = None
-) -> ModernTrace:
-    """The state's attention on the inputs; `mask` and `positions` replace the state's (the plain comparison)."""
+def compute(state: ModernState, inputs: Inputs, **changes: object) -> ModernTrace:
+    """The state's attention on the inputs, with `changes` to its fields (mask="causal", positions="none", valid=0
+    for a comparison); the state's own trace when they change nothing."""
     length = inputs.x.shape[0]
-    scheme = replace(state, mask=mask or state.mask, positions=positions or state.positions)
+    scheme = replace(state, **changes)
     return modern_attention(
         inputs.x,
         num_heads=scheme.heads,

@@ -13,7 +13,7 @@ import torch
 from attnviz import figures, modern_figures
 from attnviz.explain import explain_row
 from attnviz.fields import field
-from attnviz.kvcache import PUBLISHED_CONFIGS, kv_cache_bytes_per_token
+from attnviz.kvcache import PUBLISHED_CONFIGS, attention_kind, kv_cache_bytes_per_token
 from attnviz.modern import ModernTrace
 from attnviz.modern_state import MODERN_FIELDS, ModernState
 from attnviz.positions import rope_angles
@@ -27,9 +27,17 @@ from attnviz.ui.widgets import selected_row, work_panel, work_panel_content
 MAX_REPEATS = 6  # rows of the RoPE check: token pairs seen at the same distance more than once
 
 
-def side_by_side(state: ModernState, inputs: Inputs, trace: ModernTrace, head: int, scheme: str, name: str) -> None:
-    """The head's weights with the page's scheme beside plain causal attention (no positions, causal mask)."""
-    plain = compute(state, inputs, mask="causal", positions="none")
+def plain_causal(state: ModernState, inputs: Inputs, trace: ModernTrace) -> ModernTrace:
+    """The same layer with no positions and the causal mask (the page's own trace when that is what it shows)."""
+    if (state.mask, state.positions) == ("causal", "none"):
+        return trace
+    return compute(state, inputs, mask="causal", positions="none")
+
+
+def side_by_side(
+    state: ModernState, inputs: Inputs, trace: ModernTrace, plain: ModernTrace, head: int, scheme: str, name: str
+) -> None:
+    """The head's weights with the page's scheme beside `plain`, plain causal attention (no positions, causal)."""
     weights = torch.stack([plain.weights[head], trace.weights[head]])  # (2, T, T)
     change = (weights[1] - weights[0]).abs()  # (T, T)
     row, key = divmod(int(change.argmax()), change.shape[1])
@@ -92,9 +100,11 @@ def positions_section(state: ModernState, inputs: Inputs, trace: ModernTrace) ->
     scheme = tr(f"modern.positions_{state.positions}")
     st.subheader(tr("modern.positions_heading", scheme=scheme))
     st.markdown(tr(f"modern.positions_{state.positions}_text"))
-    side_by_side(state, inputs, trace, head, scheme, f"attnviz_positions_{state.positions}")
-    if state.positions == "rope":
-        _rope_check(state, inputs, trace, head)
+    plain = plain_causal(state, inputs, trace)
+    side_by_side(state, inputs, trace, plain, head, scheme, f"attnviz_positions_{state.positions}")
+    if state.positions == "rope":  # the same head without RoPE: the plain trace itself when the mask is causal
+        unturned = plain if state.mask == "causal" else compute(state, inputs, positions="none")
+        _rope_check(inputs, trace, unturned, head)
     elif state.positions == "alibi":
         _alibi_slopes(trace, head, inputs.labels)
     elif state.positions == "sinusoidal" and trace.encoding is not None:
@@ -114,12 +124,12 @@ def positions_section(state: ModernState, inputs: Inputs, trace: ModernTrace) ->
     return work(state, inputs, trace, head)
 
 
-def _rope_check(state: ModernState, inputs: Inputs, trace: ModernTrace, head: int) -> None:
+def _rope_check(inputs: Inputs, trace: ModernTrace, unturned_trace: ModernTrace, head: int) -> None:
     """RoPE's property on the student's tokens: a pair of tokens at the same distance scores the same wherever it
     stands, and differently at another distance; without positions the pair scores the same at every distance.
     Each row is a (query token, key token, distance) seen more than once, with the scores it got."""
     scores = trace.heads[head].scores  # (T, T) q_m · k_n after rotation
-    unturned = compute(state, inputs, positions="none").heads[head].scores  # the same head without RoPE
+    unturned = unturned_trace.heads[head].scores  # the same head without RoPE
     groups: dict[tuple[str, str, int], list[tuple[int, int]]] = defaultdict(list)
     tokens = inputs.tokens
     for m in range(len(tokens)):
@@ -183,15 +193,21 @@ def masks_section(state: ModernState, inputs: Inputs, trace: ModernTrace) -> Mod
     st.markdown(
         tr("modern.pair_count", scored=count.scored, total=count.total, share=f"{count.share:.1%}", causal=count.causal)
     )
-    side_by_side(state, inputs, trace, head, scheme, f"attnviz_mask_{state.mask}")
+    side_by_side(state, inputs, trace, plain_causal(state, inputs, trace), head, scheme, f"attnviz_mask_{state.mask}")
     return work(state, inputs, trace, head)
 
 
 def heads_section(state: ModernState, inputs: Inputs, trace: ModernTrace) -> ModernState:
     """MHA -> GQA -> MQA: which query heads share which key/value head, every head's weights, and the KV cache's
     memory for this layer and for published models."""
-    kind = "MHA" if state.kv_heads == state.heads else "MQA" if state.kv_heads == 1 else "GQA"
-    st.subheader(tr("modern.heads_heading", kind=kind, heads=state.heads, kv_heads=state.kv_heads))
+    st.subheader(
+        tr(
+            "modern.heads_heading",
+            kind=attention_kind(state.heads, state.kv_heads),
+            heads=state.heads,
+            kv_heads=state.kv_heads,
+        )
+    )
     st.markdown(tr("modern.heads_text"))
     lines = []
     for g in range(trace.kv_heads):
@@ -241,9 +257,10 @@ def _memory(state: ModernState) -> None:
         SESSION, field(MODERN_FIELDS, "value_bytes"), "modern.value_bytes_{}", where=right
     )
     size = int(value_bytes)
-    this_kind = "MHA" if state.kv_heads == state.heads else "MQA" if state.kv_heads == 1 else "GQA"
     models = [(c.name, c.kind, c.layers, c.kv_heads, c.head_dim, c.source) for c in PUBLISHED_CONFIGS]
-    models.append((tr("modern.this_layer"), this_kind, 1, state.kv_heads, state.head_dim, ""))
+    models.append(
+        (tr("modern.this_layer"), attention_kind(state.heads, state.kv_heads), 1, state.kv_heads, state.head_dim, "")
+    )
     lines = []  # lines, not a table of five columns: they wrap on a phone
     for name, kind, layers, kv_heads, head_dim, source in models:
         per_token = kv_cache_bytes_per_token(layers, kv_heads, head_dim, size)

@@ -18,7 +18,7 @@ from attnviz.modern import ModernTrace
 from attnviz.modern_state import MODERN_FIELDS, STEP_END, ModernState
 from attnviz.ui import fieldwidgets
 from attnviz.ui.common import arrow_table, chart
-from attnviz.ui.modern_page import SESSION, Inputs, compute, escaped
+from attnviz.ui.modern_page import SESSION, Inputs, compute, escaped, valid_length
 from attnviz.ui.settings import current_language, palette, tr
 from attnviz.ui.widgets import selected_row
 
@@ -56,7 +56,9 @@ def kv_cache_section(state: ModernState, inputs: Inputs, trace: ModernTrace) -> 
     st.subheader(tr("modern.kv_heading"))
     st.markdown(tr("modern.kv_text"))
     head = state.head - 1
-    causal = compute(state, inputs, mask="causal")  # decoding is causal: the mask and valid length are not used here
+    # Decoding is causal and reads every token so far: the page's mask and valid length do not apply here
+    plain = (state.mask, valid_length(state, len(inputs.labels))) == ("causal", None)
+    causal = trace if plain else compute(state, inputs, mask="causal", valid=0)
     if state.mask != "causal" or state.valid:
         st.caption(tr("modern.kv_causal_only"))
     group, width = causal.groups[head], causal.queries.shape[-1]
