@@ -66,8 +66,10 @@ def head_weights(trace: BertTrace, layer: int, heads: tuple[int, ...]) -> Tensor
 def head_view(weights: Tensor, rows: list[int], cols: list[int], renormalise: bool = False) -> Tensor:
     """The (rows, cols) block of a weight matrix (..., T, T); with `renormalise`, each row rescaled to sum to 1.
 
-    A row whose shown weights are all 0 stays 0 (nothing to rescale)."""
-    block = weights[..., rows, :][..., cols]
+    A row whose shown weights are all 0 stays 0 (nothing to rescale). Every row and column: `weights` itself, not a
+    copy (at 1,024 tokens the copy of a model's 72 heads took 0.25 s)."""
+    block = weights if rows == list(range(weights.shape[-2])) else weights[..., rows, :]
+    block = block if cols == list(range(weights.shape[-1])) else block[..., cols]
     if renormalise:
         total = block.sum(dim=-1, keepdim=True)
         block = torch.where(total > 0, block / total.clamp_min(torch.finfo(block.dtype).tiny), block)

@@ -1,20 +1,26 @@
 """See a trace outside the app: the app's figures, their numbers as tables and a worked row, as one HTML document
-with Plotly's JavaScript inlined (nothing is fetched: it opens from a USB stick in an exam room).
+with Plotly's JavaScript inlined and the formulas as MathML (nothing is fetched: it opens from a USB stick in an exam
+room).
 
 In a notebook, a trace shows itself (`AttentionTrace._repr_html_` and the others call `to_html`), or call
 `attnviz.show(trace)`. In a plain script, `show(trace, path="attention.html")` writes the file, and
-`open_browser=True` opens it.
+`open_browser=True` opens it. The app's share box makes the same kind of file of the page as it is (`html_document`).
 """
 
 from __future__ import annotations
 
+import base64
 import html
 import itertools
 import json
+import re
 import webbrowser
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import latex2mathml.converter
+import numpy as np
 import plotly.graph_objects as go
 import plotly.io
 import plotly.offline
@@ -28,7 +34,10 @@ from attnviz.model_figures import model_view
 from attnviz.plotting import WEIGHTS_PALETTE
 from attnviz.trace import AttentionTrace
 
-MAX_TABLE_ROWS = 64  # a chart's table beyond this many rows is left out of the document (the chart has them all)
+# A table keeps its first rows and columns (the chart has them all): at 1,024 tokens the whole head view would be a
+# million cells, and a table of 64 rows of 1,024 columns alone slowed the file's opening by a second
+MAX_TABLE_ROWS = 64
+MAX_TABLE_COLUMNS = 64
 _IDS = itertools.count(1)  # element ids unique within a notebook's page, where several outputs share one document
 
 # After each chart: draw it, with a second download button for SVG beside Plotly's PNG one, and without the button
@@ -41,21 +50,53 @@ _DRAW = """<script>(function () {{
     toImageButtonOptions: {{format: "png", filename: {file}, scale: 2}}}};
   var figure = {figure};
   Plotly.newPlot(gd, figure.data, figure.layout, config);
+  var waiting = gd.previousElementSibling;
+  if (waiting && waiting.className === "attnviz-no-script") waiting.remove();
 }})();</script>"""
 
+# MathML Core (Chromium, Firefox, Safari) draws \mathbf as bold only through Unicode letters, which LaTeX-to-MathML
+# does not use: the style makes mathvariant="bold" upright and bold, as a vector is printed.
 _STYLE = """<style>
-.attnviz { font-family: system-ui, sans-serif; max-width: 1100px; }
+.attnviz { font-family: system-ui, sans-serif; max-width: 1100px; overflow-wrap: anywhere; }
 .attnviz table { border-collapse: collapse; margin: 0.5em 0 1em; font-size: 0.85em; }
+.attnviz .scroll { overflow-x: auto; max-width: 100%; }
+.attnviz span.scroll { display: inline-block; vertical-align: middle; }
 .attnviz td, .attnviz th { border: 1px solid #ccc; padding: 2px 6px; text-align: right; }
 .attnviz th { background: #f4f4f4; }
-.attnviz pre { background: #f7f7f7; padding: 4px 8px; white-space: pre-wrap; }
+.attnviz code { background: #f4f4f4; padding: 1px 4px; overflow-wrap: anywhere; }
 .attnviz details { margin: 0.5em 0; }
+.attnviz math [mathvariant="bold"] { font-weight: bold; font-style: normal; text-transform: none; }
 </style>"""
 
 
-def figures_for(obj: Any, *, lang: str = DEFAULT_LANGUAGE, palette: str = WEIGHTS_PALETTE) -> list[go.Figure]:
+@dataclass(frozen=True)
+class Chart:
+    """A chart of a document: its figure as JSON, as Plotly.js takes it (arrays may be base64 typed arrays, as the
+    app sends them); the name of its PNG and SVG downloads; and the figure itself when at hand (for its tables)."""
+
+    spec: str
+    name: str
+    figure: go.Figure | None = None
+
+    @classmethod
+    def of(cls, figure: go.Figure, name: str) -> Chart:
+        return cls(plotly.io.to_json(figure, validate=False), name, figure)
+
+
+@dataclass(frozen=True)
+class Worked:
+    """A worked computation of a document: a heading and its steps (formulas, notes and tables)."""
+
+    heading: str
+    steps: tuple[Step, ...]
+
+
+def figures_for(
+    obj: Any, *, lang: str = DEFAULT_LANGUAGE, palette: str = WEIGHTS_PALETTE, layer: int = 1, head: int = 1
+) -> list[go.Figure]:
     """The figures the app draws for `obj`: a trace's weights (masked cells marked, scores on hover), every head of
-    a multi-head or modern trace, the layers' heads of a model trace."""
+    a multi-head or modern trace; for a model trace, every layer's heads (the model view, pooled as the app pools a
+    long input) and the full weights of head `head` of layer `layer` (the head view; both counted from 1)."""
     if isinstance(obj, AttentionTrace):
         if obj.batched:
             return [_weights(obj.batch_row(b), lang, palette, f" · batch {b}") for b in range(obj.weights.shape[0])]
@@ -74,37 +115,59 @@ def figures_for(obj: Any, *, lang: str = DEFAULT_LANGUAGE, palette: str = WEIGHT
             )
         ]
     layers = getattr(obj, "layers", None)
-    if isinstance(layers, list) and layers and hasattr(obj, "tokens"):  # a model's trace: one grid per layer
-        return [
-            heads_grid(
-                layer.weights.numpy(),
-                query_labels=obj.tokens,
-                key_labels=obj.tokens,
-                palette=palette,
-                columns=min(6, layer.weights.shape[0]),
-                lang=lang,
-            ).update_layout(title={"text": t("fig.layer_n", lang, n=index + 1)})
-            for index, layer in enumerate(layers)
-        ]
+    if isinstance(layers, list) and layers and hasattr(obj, "tokens"):  # the app's model (BertTrace)
+        weights = torch.stack([item.weights for item in layers])  # (L, H, T, T)
+        return _model_figures("", weights, obj.tokens, obj.tokens, lang, palette, layer, head)
     parts = getattr(obj, "parts", None)
-    if isinstance(parts, dict):  # a Hugging Face model's trace: each stack as the app's model view (pooled when long)
-        return [_model_view(part, lang, palette) for part in parts.values()]
+    if isinstance(parts, dict):  # a Hugging Face model's trace: each stack's model view, then its head view
+        figures = []
+        for part in parts.values():
+            title = t(f"display.part_{part.part}", lang)
+            weights, queries, keys = part.weights, part.query_tokens, part.key_tokens
+            figures += _model_figures(title, weights, queries, keys, lang, palette, layer, head)
+        return figures
     raise TypeError(f"attnviz can show an AttentionTrace, a multi-head or modern trace, or a model trace; got {obj!r}")
 
 
-def _model_view(part: Any, lang: str, palette: str) -> go.Figure:
-    """Every layer's heads of one stack as thumbnails, max-pooled to MAX_THUMBNAIL tokens a side (the app's rule)."""
-    rows, cols = list(range(len(part.query_tokens))), list(range(len(part.key_tokens)))
-    views, _ = thumbnails(part.weights, rows, cols)
-    size = views.shape[-1], views.shape[-2]
-    figure = model_view(
+def _model_figures(
+    title: str,
+    weights: torch.Tensor,
+    queries: list[str],
+    keys: list[str],
+    lang: str,
+    palette: str,
+    layer: int,
+    head: int,
+) -> list[go.Figure]:
+    """Every layer's heads of one stack as thumbnails, max-pooled to MAX_THUMBNAIL tokens a side (the app's rule),
+    the chosen head outlined; then that head's weights, every token (a decoder's future keys marked masked)."""
+    layers, heads = weights.shape[:2]
+    if not (1 <= layer <= layers and 1 <= head <= heads):
+        raise ValueError(f"this model has layers 1 to {layers} and heads 1 to {heads}; got layer {layer}, head {head}")
+    views, _ = thumbnails(weights, list(range(len(queries))), list(range(len(keys))))
+    overview = model_view(
         views.numpy(),
-        row_labels=pooled_labels(part.query_tokens, size[1]),
-        col_labels=pooled_labels(part.key_tokens, size[0]),
+        row_labels=pooled_labels(queries, views.shape[-2]),
+        col_labels=pooled_labels(keys, views.shape[-1]),
+        selected_layer=layer,
+        selected_heads=(head,),
         palette=palette,
         lang=lang,
     )
-    return figure.update_layout(title={"text": t(f"display.part_{part.part}", lang)})
+    if title:
+        overview.update_layout(title={"text": title})
+    which = t("model.which_one", lang, head=head)
+    chosen = weights[layer - 1, head - 1]
+    detail = weights_heatmap(
+        chosen.numpy(),
+        mask=(weights > 0).any(dim=0).any(dim=0).numpy(),  # what the model never lets through, in any head
+        query_labels=queries,
+        key_labels=keys,
+        title=(f"{title} · " if title else "") + t("model.head_view_title", lang, layer=layer, which=which),
+        palette=palette,
+        lang=lang,
+    )
+    return [overview, detail]
 
 
 def _weights(trace: AttentionTrace, lang: str, palette: str, suffix: str = "") -> go.Figure:
@@ -119,34 +182,155 @@ def _weights(trace: AttentionTrace, lang: str, palette: str, suffix: str = "") -
     )
 
 
-def _chart(fig: go.Figure, name: str) -> str:
-    """A chart's <div> and the script that draws it (Plotly must be loaded before)."""
+def _chart(chart: Chart, lang: str) -> str:
+    """A chart's <div> and the script that draws it (Plotly must be loaded before). Before it, a line the script
+    removes: where scripts do not run (a notebook Jupyter does not trust), it says why no chart is there."""
     element = f"attnviz-{next(_IDS)}"
-    figure = plotly.io.to_json(fig, validate=False).replace("</", "<\\/")  # never ends the <script> early
-    script = _DRAW.format(id=json.dumps(element), svg_name=json.dumps("SVG"), file=json.dumps(name), figure=figure)
-    return f'<div id="{element}" style="width:100%"></div>{script}'
+    figure = chart.spec.replace("</", "<\\/")  # never ends the <script> early
+    name = json.dumps(chart.name)
+    script = _DRAW.format(id=json.dumps(element), svg_name=json.dumps("SVG"), file=name, figure=figure)
+    waiting = f'<p class="attnviz-no-script">{html.escape(t("display.no_script", lang))}</p>'
+    return f'{waiting}<div id="{element}" style="width:100%"></div>{script}'
 
 
-def _table(columns: list[Any], rows: list[list[Any]]) -> str:
+def _figure(chart: Chart) -> go.Figure:
+    """The chart's figure: the one at hand, or read back from its JSON (base64 typed arrays decoded)."""
+    if chart.figure is not None:
+        return chart.figure
+    return go.Figure(_arrays(json.loads(chart.spec)), skip_invalid=True)
+
+
+def _arrays(value: Any) -> Any:
+    """`value` with Plotly's base64 typed arrays ({"dtype", "bdata", "shape"}) as numpy arrays."""
+    if isinstance(value, dict):
+        if set(value) >= {"dtype", "bdata"}:
+            array = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
+            shape = value.get("shape")
+            if shape:
+                array = array.reshape([int(n) for n in str(shape).split(",")])
+            return array
+        return {key: _arrays(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_arrays(item) for item in value]
+    return value
+
+
+def _tables(chart: Chart, lang: str) -> str:
+    parts = []
+    for name, columns, rows in figure_tables(_figure(chart)):
+        if name:
+            parts.append(f"<p><b>{html.escape(html.unescape(name))}</b></p>")
+        parts.append(_table(columns, rows, lang) if rows else f"<p>{html.escape(t('frame.table_too_large', lang))}</p>")
+    if not parts:
+        return ""
+    return f"<details><summary>{html.escape(t('frame.table', lang))}</summary>{''.join(parts)}</details>"
+
+
+def _table(columns: list[Any], rows: list[list[Any]], lang: str) -> str:
+    """A table of its first MAX_TABLE_ROWS rows and, after the first (the labels), MAX_TABLE_COLUMNS columns."""
+
     def cell(value: Any, tag: str) -> str:
         text = "" if value is None else f"{value:.4g}" if isinstance(value, float) else str(value)
         return f"<{tag}>{html.escape(html.unescape(text))}</{tag}>"  # figure labels arrive escaped once already
 
-    head = "".join(cell(c, "th") for c in columns)
-    body = "".join("<tr>" + "".join(cell(v, "td") for v in row) + "</tr>" for row in rows[:MAX_TABLE_ROWS])
-    return f"<table><tr>{head}</tr>{body}</table>"
+    width = 1 + MAX_TABLE_COLUMNS
+    head = "".join(cell(c, "th") for c in columns[:width])
+    body = "".join("<tr>" + "".join(cell(v, "td") for v in row[:width]) + "</tr>" for row in rows[:MAX_TABLE_ROWS])
+    table = f'<div class="scroll"><table><tr>{head}</tr>{body}</table></div>'
+    if len(rows) > MAX_TABLE_ROWS or len(columns) > width:
+        shown = {"rows": min(len(rows), MAX_TABLE_ROWS), "columns": min(len(columns), width) - 1}
+        cut = t("display.table_cut", lang, **shown, total_rows=len(rows), total_columns=len(columns) - 1)
+        table += f"<p><small>{html.escape(cut)}</small></p>"
+    return table
 
 
-def _steps(steps: list[Step]) -> str:
-    """The worked row: each step's title, its formula (LaTeX source: no typesetting is fetched), note and table."""
+# A minus right after an opening bracket, a comma or another operator is a sign, not a subtraction
+_UNARY_MINUS = re.compile(
+    r"(<mo[^>]*>(?:\[|&#x(?:00028|0005B|0003D|000D7|0002B|0002C|02212|0002F|022C5);)</mo>)<mo>&#x02212;</mo>"
+)
+
+
+def math(latex: str, display: bool = True) -> str:
+    """LaTeX as MathML, which every current browser draws without fetching anything; the source, as code, in the
+    rare case the converter cannot read it."""
+    try:
+        mathml = latex2mathml.converter.convert(latex, display="block" if display else "inline")
+        mathml = mathml.replace(' xmlns="http://www.w3.org/1998/Math/MathML"', "")  # HTML knows <math> without it
+        mathml = _UNARY_MINUS.sub(r'\1<mo form="prefix">&#x02212;</mo>', mathml)  # "(−0.25)", not "( − 0.25)"
+        tag = "div" if display else "span"  # a long formula scrolls by itself on a phone; the page does not
+        return f'<{tag} class="scroll">{mathml}</{tag}>'
+    except Exception:  # the converter's errors have no common base, and a formula must never stop a file
+        return f"<code>{html.escape(latex)}</code>"
+
+
+_INLINE_MATH = re.compile(r"\$([^$]+)\$")
+
+
+def _latex_note(note: str) -> str:
+    """An app-made note with $…$ formulas: the text escaped, each formula as MathML, a paragraph per line."""
+    paragraphs = []
+    for paragraph in note.split("\n\n"):
+        pieces, last = [], 0
+        for found in _INLINE_MATH.finditer(paragraph):
+            pieces.append(html.escape(paragraph[last : found.start()]))
+            pieces.append(math(found.group(1), display=False))
+            last = found.end()
+        pieces.append(html.escape(paragraph[last:]))
+        paragraphs.append(f"<p>{''.join(pieces)}</p>")
+    return "".join(paragraphs)
+
+
+def _worked(worked: Worked, lang: str) -> str:
+    """The worked steps: each step's title, its formula, its note and its table."""
     parts = []
-    for step in steps:
-        parts.append(f"<h4>{step.number}. {html.escape(step.title)}</h4><pre>{html.escape(step.formula)}</pre>")
-        if step.note:
+    for step in worked.steps:
+        parts.append(f"<h4>{step.number}. {html.escape(step.title)}</h4>{math(step.formula)}")
+        if step.note and step.note_is_latex:
+            parts.append(_latex_note(step.note))
+        elif step.note:  # plain text, may quote the user's tokens
             parts.append(f"<p>{html.escape(step.note)}</p>")
         if step.rows:
-            parts.append(_table(step.columns, step.rows))
-    return "".join(parts)
+            parts.append(_table(step.columns, step.rows, lang))
+    heading = html.escape(worked.heading)
+    return f"<details open><summary>{heading}</summary>{''.join(parts)}</details>"
+
+
+def html_document(
+    items: list[Chart | Worked],
+    *,
+    lang: str = DEFAULT_LANGUAGE,
+    title: str = "attnviz",
+    heading: str = "",
+    intro: str = "",
+    link: str | None = None,
+    full: bool = True,
+) -> str:
+    """One HTML document of `items` in order: each chart with its numbers as tables, each worked computation;
+    under `heading` and the text `intro` when given, and `link`, the address that opens the same state in
+    the app (as text: the file refers to nothing). `full=False`: the fragment a notebook output holds. Both carry
+    Plotly's JavaScript inlined, so nothing is fetched."""
+    parts = [_STYLE]
+    if heading:
+        parts.append(f"<h1>{html.escape(heading)}</h1>")
+    if intro:
+        parts.append(f"<p>{html.escape(intro)}</p>")
+    if link:
+        parts.append(f"<p>{html.escape(t('display.link', lang))} <code>{html.escape(link)}</code></p>")
+    if any(isinstance(item, Chart) for item in items):
+        parts.append(f"<script>{plotly.offline.get_plotlyjs()}</script>")
+    for item in items:
+        if isinstance(item, Chart):
+            parts.append(_chart(item, lang) + _tables(item, lang))
+        else:
+            parts.append(_worked(item, lang))
+    body = f'<div class="attnviz">{"".join(parts)}</div>'
+    if not full:
+        return body
+    return (
+        f'<!DOCTYPE html><html lang="{html.escape(lang)}"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{html.escape(title)}</title></head><body>{body}</body></html>"
+    )
 
 
 def to_html(
@@ -157,36 +341,22 @@ def to_html(
     palette: str = WEIGHTS_PALETTE,
     title: str = "attnviz",
     document: bool = True,
+    layer: int = 1,
+    head: int = 1,
 ) -> str:
-    """`obj`'s figures with their numbers as tables and, for an unbatched AttentionTrace, query `row` worked out
-    (None: no worked row). A whole HTML document, or (`document=False`) the fragment a notebook output holds; both
-    carry Plotly's JavaScript inlined, so nothing is fetched."""
-    figures = figures_for(obj, lang=lang, palette=palette)
-    parts = [_STYLE, f"<script>{plotly.offline.get_plotlyjs()}</script>"]
-    for index, fig in enumerate(figures, start=1):
-        parts.append(_chart(fig, f"{title}_{index}"))
-        tables = "".join(
-            (f"<p><b>{html.escape(html.unescape(name))}</b></p>" if name else "") + _table(columns, rows)
-            for name, columns, rows in figure_tables(fig)
-            if rows
-        )
-        if tables:
-            parts.append(f"<details><summary>{html.escape(t('frame.table', lang))}</summary>{tables}</details>")
+    """`obj`'s figures (see `figures_for`) with their numbers as tables and, for an unbatched AttentionTrace, query
+    `row` worked out (None: no worked row). A whole HTML document, or (`document=False`) the fragment a notebook
+    output holds; both carry Plotly's JavaScript inlined, so nothing is fetched."""
+    figures = figures_for(obj, lang=lang, palette=palette, layer=layer, head=head)
+    items: list[Chart | Worked] = [Chart.of(fig, f"{title}_{i}") for i, fig in enumerate(figures, start=1)]
     if isinstance(obj, AttentionTrace) and not obj.batched and row is not None:
         labels = [f"k{j + 1}" for j in range(obj.weights.shape[1])]
         if obj.distances is not None:  # Nadaraya–Watson: distances and kernel values, not scores
             steps = explain_kernel_row(obj, row, labels, lang)
         else:
             steps = explain_row(obj, row, f"q{row + 1}", labels, lang)
-        heading = html.escape(t("display.worked_row", lang, row=row + 1))
-        parts.append(f"<details open><summary>{heading}</summary>{_steps(steps)}</details>")
-    body = f'<div class="attnviz">{"".join(parts)}</div>'
-    if not document:
-        return body
-    return (
-        f'<!DOCTYPE html><html lang="{html.escape(lang)}"><head><meta charset="utf-8">'
-        f"<title>{html.escape(title)}</title></head><body>{body}</body></html>"
-    )
+        items.append(Worked(t("display.worked_row", lang, row=row + 1), tuple(steps)))
+    return html_document(items, lang=lang, title=title, full=document)
 
 
 def show(
@@ -196,16 +366,18 @@ def show(
     open_browser: bool = False,
     row: int | None = 0,
     lang: str = DEFAULT_LANGUAGE,
+    layer: int = 1,
+    head: int = 1,
 ) -> Path | None:
     """Show `obj` inline in a notebook (an IPython kernel's HTML output); with `path`, or outside a notebook,
     write it as one offline HTML file (`attnviz.html` by default) and return its path; `open_browser` opens it."""
     if path is None and not open_browser and _in_notebook():
         from IPython.display import HTML, display  # present wherever a notebook runs
 
-        display(HTML(to_html(obj, row=row, lang=lang, document=False)))
+        display(HTML(to_html(obj, row=row, lang=lang, document=False, layer=layer, head=head)))
         return None
     target = Path(path if path is not None else "attnviz.html")
-    target.write_text(to_html(obj, row=row, lang=lang, title=target.stem), encoding="utf-8")
+    target.write_text(to_html(obj, row=row, lang=lang, title=target.stem, layer=layer, head=head), encoding="utf-8")
     if open_browser:
         webbrowser.open(target.resolve().as_uri())
     return target

@@ -46,6 +46,9 @@ def test_an_attention_trace_shows_its_weights_tables_and_a_worked_row():
     assert figure.data[0].type == "heatmap" and figure.data[0].name == "weights"
     assert "Numbers as a table (text alternative)" in page
     assert "Show your work: query 1" in page and "<h4>1. Score" in page
+    # the formulas are MathML, which a browser draws without fetching a typesetter; no LaTeX source is left
+    assert page.count('<math display="block">') == 5 and "\\frac" not in page and "\\mathbf" not in page
+    assert '<mi mathvariant="bold">q</mi>' in page  # vectors in bold (the style makes them upright)
     # query 1 may see keys 1 and 2 only (valid length 2): its weight on key 3 is exactly 0, and the table says so
     weights = trace.weights[0].tolist()
     assert weights[2] == 0.0
@@ -57,7 +60,7 @@ def test_every_trace_type_displays_itself_offline():
     modern = modern_attention(torch.randn(6, 16), num_heads=4, kv_heads=2, positions="rope")
     model = load_minilm().run("the cat sat on the mat")
     batched = attnviz.attend(torch.randn(2, 3, 4), torch.randn(2, 5, 4), torch.randn(2, 5, 2))
-    for obj, charts in ((heads, 1), (modern, 1), (model, 6), (batched, 2)):
+    for obj, charts in ((heads, 1), (modern, 1), (model, 2), (batched, 2)):  # a model: the model and head views
         page = _outside_plotly(obj._repr_html_())
         assert page.count("Plotly.newPlot(") == charts, type(obj).__name__
         assert not re.search(r"https?://|src=|href=", page), type(obj).__name__
@@ -98,3 +101,43 @@ def test_user_labels_are_text_never_markup():
 def test_anything_else_is_refused_with_what_it_takes():
     with pytest.raises(TypeError, match="AttentionTrace"):
         attnviz.show(42)
+
+
+def test_a_document_of_charts_as_the_app_sends_them_keeps_their_numbers(tmp_path):
+    """The app's share box gives `html_document` each chart's JSON as sent to the browser, with its arrays as
+    base64 typed arrays: the document's tables read the numbers back exactly."""
+    from attnviz.display import Chart, Worked, html_document
+    from attnviz.explain import explain_row
+    from attnviz.ui.plotly_element import figure_json
+
+    trace = _trace()
+    figure = figures_for(trace)[0]
+    spec, _ = figure_json(figure)
+    assert '"bdata"' in spec  # the arrays really are typed arrays here
+    steps = tuple(explain_row(trace, 1, "q2", ["k1", "k2", "k3"], "zh-Hans"))
+    page = html_document(
+        [Chart(spec, "weights"), Worked("写出计算过程", steps)],
+        lang="zh-Hans",
+        title="自注意力 · attnviz",
+        heading="自注意力",
+        intro="<b>not markup</b>",
+        link="https://example.org/self?q=1&k=2",
+    )
+    outside = _outside_plotly(page)
+    assert "<h1>自注意力</h1>" in outside and "&lt;b&gt;not markup&lt;/b&gt;" in outside
+    assert "<code>https://example.org/self?q=1&amp;k=2</code>" in outside  # the link as text, never as a reference
+    assert not re.search(r"src=|href=", outside)
+    weights = trace.weights[1].tolist()  # query 2 sees all three keys
+    assert "<td>q2</td>" + "".join(f"<td>{w:.4g}</td>" for w in weights) in outside
+    assert outside.count("Plotly.newPlot(") == 1 and "<math" in outside
+
+
+def test_formulas_are_mathml_with_signs_set_tight_and_the_source_when_unreadable():
+    from attnviz.display import math
+
+    worked = math(r"a = (-0.25) \times (-1.3) - 2")
+    signs = worked.count('<mo form="prefix">&#x02212;</mo>')
+    assert signs == 2 and worked.count("<mo>&#x02212;</mo>") == 1  # two signs, one subtraction
+    assert worked.startswith('<div class="scroll"><math display="block">')  # scrolls by itself on a phone
+    assert math("x_1", display=False).startswith('<span class="scroll"><math display="inline">')
+    assert math(r"\begin{nothing} <b>") == r"<code>\begin{nothing} &lt;b&gt;</code>"

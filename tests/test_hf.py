@@ -20,6 +20,7 @@ from transformers import (
 
 from attnviz.display import figures_for, to_html
 from attnviz.errors import AttnvizError
+from attnviz.figures import figure_tables
 from attnviz.hf import from_transformers
 
 WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "</s>", "the", "cat", "sat", "on", "a", "mat", "dog", "ran"]
@@ -112,7 +113,21 @@ def test_an_encoder_decoder_gives_encoder_decoder_and_cross_attention(tokenizer,
     cross = trace.parts["cross"]
     assert cross.query_tokens == ["[CLS]", "a", "cat", "ran", "[SEP]"] and len(cross.key_tokens) == 8
     assert cross.weights.shape == (2, 2, 5, 8)
-    assert len(figures_for(trace)) == 3  # a model view per stack
+    figures = figures_for(trace, layer=2, head=2)
+    assert len(figures) == 6  # each stack's model view, then its head view
+    assert [f.layout.title.text.split(" · ")[0] for f in figures[1::2]] == [
+        "Encoder: every layer's heads",
+        "Decoder: every layer's heads (self-attention)",
+        "Cross-attention: decoder queries over encoder keys",
+    ]
+    (_, columns, rows), *_ = figure_tables(figures[5])  # the cross head view: layer 2, head 2, every token
+    assert len(rows) == 5 and len(columns) == 1 + 8 and "layer 2, head 2" in figures[5].layout.title.text
+    shown = torch.tensor([row[1:] for row in rows], dtype=torch.float32)
+    assert torch.allclose(shown, cross.weights[1, 1], atol=1e-6)
+    decoder_view = figures[3]  # the decoder's head view marks every future key as never let through
+    assert any(item.name == "masked" for item in decoder_view.data)
+    with pytest.raises(ValueError, match="layers 1 to 2 and heads 1 to 2"):
+        figures_for(trace, layer=3)
 
 
 def test_sdpa_returns_no_weights_and_the_error_says_how_to_get_them(tokenizer):
@@ -129,4 +144,6 @@ def test_a_model_trace_displays_offline(tokenizer):
     model = _eager(BertModel(BertConfig(vocab_size=len(WORDS), hidden_size=16, num_hidden_layers=2,
                                         num_attention_heads=2, intermediate_size=32)))  # fmt: skip
     page = to_html(from_transformers(model, tokenizer, "the cat sat"))
-    assert page.count("Plotly.newPlot(") == 1 and "Encoder: every layer" in page
+    assert (
+        page.count("Plotly.newPlot(") == 2 and "Encoder: every layer" in page and "Head view: layer 1, head 1" in page
+    )

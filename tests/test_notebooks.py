@@ -71,7 +71,8 @@ def test_the_model_notebook_names_the_sdpa_fix_then_shows_the_real_heads(tmp_pat
     assert f"torch.Size([6, 12, {count}, {count}])" in printed  # MiniLM: 6 layers x 12 heads over the word pieces
     assert "Loading weights" not in printed  # the notebook switches the progress bars off
     outputs = _html_outputs(notebook)
-    assert len(outputs) == 1 and "Encoder: every layer" in outputs[0]
+    assert len(outputs) == 2 and all("Encoder: every layer" in output for output in outputs)
+    assert "Head view: layer 1, head 1" in outputs[0] and "Head view: layer 6, head 12" in outputs[1]
 
 
 @pytest.fixture(autouse=True)

@@ -7,6 +7,7 @@ import torch
 from playwright.sync_api import Page, Route
 
 import attnviz
+from attnviz.i18n import t
 from attnviz.modern import modern_attention
 
 
@@ -39,3 +40,19 @@ def test_the_offline_file_draws_without_the_network(new_page, tmp_path) -> None:
     page.wait_for_selector(".js-plotly-plot .main-svg", timeout=30000)
     assert "Show your work: query 1" in page.inner_text("body")
     assert fetched == [] and errors == []
+
+
+def test_where_scripts_do_not_run_the_file_says_why_no_chart_is_there(new_page, tmp_path) -> None:
+    """An untrusted notebook (or a viewer without JavaScript) shows the tables and the worked row, and a line where
+    each chart would be, saying why; where the script runs, that line is gone."""
+    trace = attnviz.attend(torch.randn(2, 3), torch.randn(4, 3), torch.randn(4, 2))
+    path = attnviz.show(trace, tmp_path / "weights.html", lang="zh-Hans")
+    line = t("display.no_script", "zh-Hans")
+    plain: Page = new_page(java_script_enabled=False)
+    plain.goto(path.resolve().as_uri())
+    assert line in plain.inner_text("body") and plain.locator(".js-plotly-plot").count() == 0
+    assert t("display.worked_row", "zh-Hans", row=1) in plain.inner_text("body")
+    drawn: Page = new_page()
+    drawn.goto(path.resolve().as_uri())
+    drawn.wait_for_selector(".js-plotly-plot .main-svg", timeout=30000)
+    assert line not in drawn.inner_text("body")
