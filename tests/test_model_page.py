@@ -165,6 +165,7 @@ def test_share_box_offers_the_link_and_the_exports():
     assert any("load_minilm()" in c.value for c in at.code)
     labels = [button.proto.label for button in at.get("download_button")]
     assert labels == [
+        "Offline HTML file",
         "Download this state (JSON)",
         "Download the head view (CSV)",
         "Download every head (NumPy .npz)",

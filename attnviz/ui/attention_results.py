@@ -353,7 +353,8 @@ def _compute_and_draw(
                 format_func=_head_label(),
                 key=session.key("workhead"),
             )
-        work_panel(explain_attention(trace, head_index, row, q_labels[row], k_labels, current_language()))
+        steps = explain_attention(trace, head_index, row, q_labels[row], k_labels, current_language())
+        work_panel(steps, heading=f"{tr('attention.show_work')} · {q_labels[row]}")
         if trace.projections != "identity":
             _projection_matrices(trace, head_index)
 

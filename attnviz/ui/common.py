@@ -17,7 +17,7 @@ from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from streamlit.runtime.scriptrunner_utils.script_run_context import ThreadState, get_script_run_ctx
 
 from attnviz.figures import chart_config, figure_tables
-from attnviz.ui import settings
+from attnviz.ui import offline, settings
 from attnviz.ui.plotly_element import figure_json, plotly_json_chart
 from attnviz.ui.settings import md_escape, tr
 
@@ -36,6 +36,7 @@ def page_frame(page: str, icon: str) -> None:
     """Page config, title and the shared sidebar (settings first); every page (and a cold deep link) calls this
     first. `page` names the catalogue's "<page>.title" and "<page>.intro"."""
     warnings = settings.from_link()
+    offline.begin(page)
     settings.begin_run()
     st.set_page_config(
         page_title=f"{tr(page + '.title')} · attnviz",
@@ -156,6 +157,7 @@ def chart(
         figure = None
         spec, height = _shared_json((*shared, settings.presenting()), fig)
     plotly_json_chart(st._main, spec, height, config=chart_config(name), key=key, **select)
+    offline.record_chart(spec, name)
 
     def tables() -> None:
         chart_tables(figure if figure is not None else _styled(fig()))  # type: ignore[operator]

@@ -263,7 +263,10 @@ def _draw(state: KernelState, side: Any = None) -> None:
         st.button(tr("kernel.use_learned"), on_click=_use_bandwidth, args=(fit.bandwidth,))
     st.subheader(tr("attention.show_work"))
     row = selected_row(SESSION, q_labels, tr("kernel.query_to_explain"))
-    work_panel(explain_kernel_row(trace, row, labels, current_language()))
+    work_panel(
+        explain_kernel_row(trace, row, labels, current_language()),
+        heading=f"{tr('attention.show_work')} · {q_labels[row]}",
+    )
 
 
 def _use_bandwidth(bandwidth: float) -> None:

@@ -145,7 +145,7 @@ def _try_dates(state: LearnedState, run: TrainingRun) -> None:
         row = selected_row(SESSION, outputs, tr("learned.row_date"))
         keys = token_labels(inputs, POSITION_MARK, start=1)  # shown literally in the steps (the chart escapes its own)
         steps = explain_row(result.trace, row, outputs[row], keys, language, run.model.decoder.attention)
-        work_panel(work_panel_content(steps))
+        work_panel(work_panel_content(steps), heading=f"{tr('learned.work_heading')} · {outputs[row]}")
         st.caption(tr("learned.trained_weights"))
         attention = run.model.decoder.attention
         _weight_tables({"W_q": attention.W_q.weight, "W_k": attention.W_k.weight, "w_v": attention.w_v.weight})
@@ -255,7 +255,10 @@ def _sequence_work(run: TrainingRun, seen: induction.SequenceAttention, titles: 
         row = selected_row(SESSION, labels, tr("learned.row_sequence"))
         layer, index = divmod(head - 1, heads)
         trace = seen.traces[layer][index]
-        work_panel(work_panel_content(explain_row(trace, row, labels[row], labels, language)))
+        steps = explain_row(trace, row, labels[row], labels, language)
+        work_panel(
+            work_panel_content(steps), heading=f"{tr('learned.work_heading')} · {titles[head - 1]} · {labels[row]}"
+        )
         projections = run.model.layers[layer].attention
         block = head_rows(projections.W_q.weight.shape[0], index, heads)
         st.caption(tr("learned.head_weights", layer=layer + 1, head=index + 1, first=block.start + 1, last=block.stop))

@@ -339,7 +339,8 @@ def _neuron_view(state: ModelState, trace: BertTrace, tokens: list[str]) -> None
             lambda: work_panel_content(
                 explain_row(trace.head(state.layer - 1, head - 1), token, tokens[token], tokens, language)
             ),
-        )
+        ),
+        heading=tr("model.neuron_heading", token=tokens[token], layer=state.layer, head=head),
     )
 
 

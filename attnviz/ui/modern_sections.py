@@ -74,7 +74,7 @@ def work(state: ModernState, inputs: Inputs, trace: ModernTrace, head: int) -> M
     with st.expander(tr("modern.work_heading")):
         row = selected_row(SESSION, inputs.labels, tr("modern.row"))
         steps = explain_row(trace.heads[head], row, inputs.labels[row], inputs.labels, current_language())
-        work_panel(work_panel_content(steps))
+        work_panel(work_panel_content(steps), heading=f"{tr('modern.work_heading')} · {inputs.labels[row]}")
         if trace.positions == "rope":
             _rope_angles(trace, row)
     return replace(state, row=int(row))

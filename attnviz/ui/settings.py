@@ -18,6 +18,7 @@ from streamlit.errors import StreamlitAPIException
 
 from attnviz.errors import AttnvizError, render, short
 from attnviz.i18n import DEFAULT_LANGUAGE, LANGUAGES, t
+from attnviz.ui import offline
 
 # Colour-blind-safe sequential palettes for weights (perceptually uniform, readable in greyscale); Cividis is
 # designed for the common colour-vision deficiencies. Diverging data (signed scores) always use RdBu.
@@ -51,6 +52,7 @@ _RUN: ContextVar[dict[str, str] | None] = ContextVar("attnviz_settings", default
 def begin_run() -> None:
     """Read the settings for this run (after a link or a callback may have changed them)."""
     _RUN.set({s.param: st.session_state.get(s.param, s.default) for s in SETTINGS})
+    offline.begin()  # the offline file: a fragment's rerun makes what it drew before out of date
 
 
 def get(setting: Setting) -> str:

@@ -20,6 +20,7 @@ from attnviz.links import link_problem, read_state_file, state_file
 from attnviz.pipeline import matrix_from_cells
 from attnviz.scores import SCORES
 from attnviz.state import Decoded
+from attnviz.ui import offline
 from attnviz.ui.common import arrow_table, lazy_expander
 from attnviz.ui.fieldwidgets import choice, number
 from attnviz.ui.session import PageSession
@@ -153,6 +154,7 @@ def share_box(
         return
     with box:
         problem = link_problem(params)
+        link = None
         if problem is None:
             link = (st.context.url or "") + ("?" + urlencode(params) if params else "")
             st.caption(tr("widget.share_caption"))
@@ -166,6 +168,7 @@ def share_box(
                 st.info(tr("widget.link_too_long"))
         else:
             st.warning(error_text(problem), icon="⚠️")
+        offline_button(session.page, link)
         st.download_button(
             tr("widget.download_state"),
             state_file(session.page, params),
@@ -178,6 +181,23 @@ def share_box(
             _load_state_file(session, upload.getvalue(), decode)
         if extra is not None:
             extra()
+
+
+def offline_button(page: str, link: str | None) -> None:
+    """The page as it is in one HTML file that fetches nothing, made when the button is clicked (`offline`)."""
+    lang = current_language()
+    make = offline.file_maker(tr(f"{page}.title"), tr(f"{page}.intro"), link, lang)
+    if make is None:
+        return
+    st.download_button(
+        tr("widget.offline_html"),
+        lambda: make().encode("utf-8"),
+        file_name=f"attnviz_{page}.html",
+        mime="text/html",
+        on_click="ignore",  # nothing on the page changes: no rerun
+        icon=":material/download:",
+        help=tr("widget.offline_help"),
+    )
 
 
 def _load_state_file(session: PageSession, data: bytes, decode: Callable[[dict[str, str]], Decoded]) -> None:
@@ -205,6 +225,7 @@ class WorkPanel:
     recipe: str
     numbers: str
     table: pa.Table | None
+    steps: tuple[Step, ...] = ()  # what it was made from (the share box's offline file works them out again)
 
 
 def work_panel_content(steps: list[Step]) -> WorkPanel:
@@ -225,10 +246,10 @@ def work_panel_content(steps: list[Step]) -> WorkPanel:
     if as_text:
         lines.append(markdown_table(columns, rows))
     table = arrow_table(columns, rows) if rows and not as_text else None
-    return WorkPanel("\n\n".join(recipe), "\n\n".join(lines), table)
+    return WorkPanel("\n\n".join(recipe), "\n\n".join(lines), table, tuple(steps))
 
 
-def work_panel(steps: list[Step] | WorkPanel) -> None:
+def work_panel(steps: list[Step] | WorkPanel, heading: str | None = None) -> None:
     """'Show your work' in two elements: the recipe (each step's title and formula) and the numbers (each step's
     working and one table with a column per quantity, a row per key).
 
@@ -237,6 +258,7 @@ def work_panel(steps: list[Step] | WorkPanel) -> None:
     on every change cost ~45 ms in the browser, and each extra element costs the server a message per rerun.
     """
     content = steps if isinstance(steps, WorkPanel) else work_panel_content(steps)
+    offline.record_steps(heading or tr("attention.show_work"), content.steps)  # `heading`: the panel's own title
     st.markdown(content.recipe)
     st.markdown(content.numbers)
     if content.table is not None:

@@ -14,6 +14,7 @@ import pytest
 from playwright.sync_api import Locator, Page, expect
 
 from attnviz.bert import load_minilm
+from attnviz.i18n import t
 
 from .helpers import (
     EXCEPTION_SELECTOR,
@@ -586,5 +587,64 @@ def test_model_page_downloads_are_made_when_pressed(
     assert rows[0] == "query_position,query,key_position,key,weight"
     weights = [float(row.rsplit(",", 1)[1]) for row in rows[1:]]  # one row per (query, key) of 13 tokens
     np.testing.assert_allclose(weights, expected[5, 11].ravel(), atol=1e-6)  # layer 6, head 12
+    assert exceptions(page) == []
+    assert_clean(console_errors)
+
+
+def _offline_file(page: Page, label: str) -> str:
+    """Click the share box's offline HTML button; the file the browser receives."""
+    with page.expect_download(timeout=60_000) as download:
+        page.get_by_role("button", name=label).click()
+    assert download.value.suggested_filename == "attnviz_self.html"
+    return Path(download.value.path()).read_text(encoding="utf-8")
+
+
+def _file_weights(document: str) -> list[list[float]]:
+    """The weights table of the file's first chart (its text alternative), as numbers."""
+    table = re.search(r"<table>(.*?)</table>", document, re.S)
+    assert table is not None, "the file has no table"
+    rows = re.findall(r"<tr>(.*?)</tr>", table.group(1), re.S)[1:]
+    return [[float(cell) for cell in re.findall(r"<td>([-0-9.e]+)</td>", row)] for row in rows]
+
+
+def test_the_share_box_offline_file_is_the_page_as_it_is_and_opens_without_a_network(
+    page: Page, server: StreamlitServer, console_errors: ConsoleRecorder, new_page, tmp_path: Path
+) -> None:
+    """In Chinese, the share box's offline file holds the weights the page shows, in Chinese, with its worked steps
+    as MathML; after a control in the page's fragment changes the weights, the next file has the new ones. Opened with
+    every request refused, the file draws its chart, with PNG and SVG downloads."""
+    lang = "zh-Hans"
+    before = weights_z(open_app(page, server.url_for(f"Self_attention?lang={lang}"), SELF_CHARTS))
+    page.get_by_text(t("widget.share_and_export", lang), exact=True).click()
+    label = t("widget.offline_html", lang)
+    expect(page.get_by_role("button", name=label)).to_be_visible(timeout=30_000)
+    first = _offline_file(page, label)
+    assert f'<html lang="{lang}">' in first and f"<h1>{t('self.title', lang)}</h1>" in first
+    assert t("attention.show_work", lang) in first and "<math" in first
+    np.testing.assert_allclose(_file_weights(first), before, atol=6e-4)  # the table prints 4 significant digits
+
+    set_number(page, t("attention.temperature", lang), "0.25")  # a control of the page's fragment
+    after = weights_z(wait_for_figures(page, lambda figs: weights_z(figs) != before))
+    second = _offline_file(page, label)
+    np.testing.assert_allclose(_file_weights(second), after, atol=6e-4)
+    assert not np.allclose(_file_weights(second), before, atol=1e-3)
+    assert first.count("Plotly.newPlot(") == second.count("Plotly.newPlot(") == 1  # replaced, not added
+
+    path = tmp_path / "attnviz_self.html"
+    path.write_text(second, encoding="utf-8")
+    offline: Page = new_page(viewport={"width": 390, "height": 844})
+    fetched: list[str] = []
+    offline.route("**/*", lambda route: route.continue_() if route.request.url.startswith("file://") else (
+        fetched.append(route.request.url), route.abort()))  # fmt: skip
+    offline.goto(path.resolve().as_uri())
+    offline.wait_for_selector(".js-plotly-plot .main-svg", timeout=30_000)
+    offline.locator(".js-plotly-plot").hover()
+    titles = offline.eval_on_selector_all(".modebar-btn", "buttons => buttons.map(b => b.dataset.title)")
+    assert "SVG" in titles and any("PNG" in title for title in titles)
+    boxes = offline.eval_on_selector_all("math", "maths => maths.map(m => m.getBoundingClientRect().width)")
+    assert boxes and min(boxes) > 0  # the browser typesets the formulas itself
+    width = offline.evaluate("document.documentElement.scrollWidth")
+    assert width <= 390, f"the file is {width} px wide on a phone"
+    assert fetched == []
     assert exceptions(page) == []
     assert_clean(console_errors)

@@ -1,0 +1,88 @@
+"""The share box's offline HTML file: while the box is open, a page records exactly the charts it sent to the browser
+and the worked steps it showed; a closed box keeps nothing; the file is made from that record, in the page's
+language. (The click itself, a fragment's rerun and the file opened without a network: tests/browser/test_pages.py.)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from attnviz.display import Chart, Worked
+from attnviz.i18n import t
+from attnviz.ui.offline import RECORD_KEY
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = {
+    "self": "1_Self_attention.py",
+    "cross": "2_Cross_attention.py",
+    "kernel": "3_Kernel_attention.py",
+    "model": "4_Pretrained_model.py",
+    "learned": "5_Learned_attention.py",
+    "modern": "6_Modern_attention.py",
+}
+
+
+def _open_share_box(page: str, **params: str) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "pages" / PAGES[page]), default_timeout=120)
+    for key, value in params.items():
+        at.query_params[key] = value
+    at.run()
+    assert at.session_state[RECORD_KEY] is None  # closed: nothing is recorded, nothing is kept
+    at.session_state[f"{page}:open:share"] = True
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+@pytest.mark.parametrize("page", list(PAGES))
+def test_an_open_share_box_records_every_chart_as_sent_and_the_worked_steps(page):
+    at = _open_share_box(page)
+    contents = at.session_state[RECORD_KEY].contents()
+    charts = [item for item in contents if isinstance(item, Chart)]
+    sent = [chart.proto.spec for chart in at.get("plotly_chart")]
+    assert [chart.spec for chart in charts] == sent and sent  # the same charts, in order, byte for byte
+    worked = [item for item in contents if isinstance(item, Worked)]
+    assert len(worked) == 1 and worked[0].steps  # every page shows one worked row
+    assert next(button.proto.label for button in at.get("download_button")) == "Offline HTML file"
+    at.session_state[f"{page}:open:share"] = False
+    at.run()
+    assert at.session_state[RECORD_KEY] is None  # closed again: the record is dropped
+
+
+def test_the_file_is_the_page_in_its_language_with_the_link_as_text():
+    at = _open_share_box("self", lang="zh-Hans", T="0.5")
+    [label] = [b.proto.label for b in at.get("download_button") if "HTML" in b.proto.label]
+    assert label == t("widget.offline_html", "zh-Hans") and label != t("widget.offline_html", "en")
+    record = at.session_state[RECORD_KEY]
+    [worked] = [item for item in record.contents() if isinstance(item, Worked)]
+    assert worked.heading.startswith(t("attention.show_work", "zh-Hans"))
+    assert any("T = 0.5" in (step.note or "") for step in worked.steps)  # the page's temperature, worked out
+
+
+def test_a_fragments_rerun_replaces_what_it_drew_and_drops_what_it_no_longer_draws(monkeypatch):
+    """The record's rule, run by run: a full run draws "a" outside any fragment and, in fragment F, two charts named
+    "b"; F's rerun draws one "b"; its next rerun draws nothing. Each file holds what the page shows at that time."""
+    from attnviz.ui import offline
+
+    where = {"scope": None, "run": object()}
+    monkeypatch.setattr(offline, "_where", lambda: (where["scope"], where["run"]))
+    record = offline.PageRecord(started=where["run"])
+    record.begin()
+    record.add("chart:a", Chart("{}", "a"))
+    where["scope"] = "F"
+    record.add("chart:b", Chart("{1}", "b"))
+    record.add("chart:b", Chart("{2}", "b"))  # a second chart of the same name in the same run
+    assert [item.spec for item in record.contents()] == ["{}", "{1}", "{2}"]
+
+    where["run"] = object()  # F reruns alone
+    record.begin()
+    assert [item.spec for item in record.contents()] == ["{}"]  # F's old charts are out of date at once
+    record.add("chart:b", Chart("{3}", "b"))
+    assert [item.spec for item in record.contents()] == ["{}", "{3}"]  # in its place, not added after
+
+    where["run"] = object()  # F reruns and draws nothing (an error message instead)
+    record.begin()
+    assert [item.spec for item in record.contents()] == ["{}"]
