@@ -116,15 +116,14 @@ def figures_for(
         ]
     layers = getattr(obj, "layers", None)
     if isinstance(layers, list) and layers and hasattr(obj, "tokens"):  # the app's model (BertTrace)
-        weights = torch.stack([item.weights for item in layers])  # (L, H, T, T)
-        return _model_figures("", weights, obj.tokens, obj.tokens, lang, palette, layer, head)
+        return _model_figures("", obj.attentions, obj.tokens, obj.tokens, None, lang, palette, layer, head)
     parts = getattr(obj, "parts", None)
     if isinstance(parts, dict):  # a Hugging Face model's trace: each stack's model view, then its head view
         figures = []
         for part in parts.values():
             title = t(f"display.part_{part.part}", lang)
             weights, queries, keys = part.weights, part.query_tokens, part.key_tokens
-            figures += _model_figures(title, weights, queries, keys, lang, palette, layer, head)
+            figures += _model_figures(title, weights, queries, keys, part.mask, lang, palette, layer, head)
         return figures
     raise TypeError(f"attnviz can show an AttentionTrace, a multi-head or modern trace, or a model trace; got {obj!r}")
 
@@ -134,6 +133,7 @@ def _model_figures(
     weights: torch.Tensor,
     queries: list[str],
     keys: list[str],
+    mask: torch.Tensor | None,
     lang: str,
     palette: str,
     layer: int,
@@ -160,7 +160,7 @@ def _model_figures(
     chosen = weights[layer - 1, head - 1]
     detail = weights_heatmap(
         chosen.numpy(),
-        mask=(weights > 0).any(dim=0).any(dim=0).numpy(),  # what the model never lets through, in any head
+        mask=None if mask is None else mask.numpy(),  # what the model never lets through (a decoder's future keys)
         query_labels=queries,
         key_labels=keys,
         title=(f"{title} · " if title else "") + t("model.head_view_title", lang, layer=layer, which=which),

@@ -69,7 +69,7 @@ def test_a_fragments_rerun_replaces_what_it_drew_and_drops_what_it_no_longer_dra
 
     where = {"scope": None, "run": object()}
     monkeypatch.setattr(offline, "_where", lambda: (where["scope"], where["run"]))
-    record = offline.PageRecord(started=where["run"])
+    record = offline.PageRecord()
     record.begin()
     record.add("chart:a", Chart("{}", "a"))
     where["scope"] = "F"

@@ -41,7 +41,6 @@ class _Item:
 class PageRecord:
     """What a page drew, in order, for its offline file."""
 
-    started: object = None  # the run that made it
     items: dict[str, _Item] = field(default_factory=dict)
     latest: dict[str | None, object] = field(default_factory=dict)  # each scope's latest run
     lock: threading.Lock = field(default_factory=threading.Lock)  # the file is made on another thread
@@ -78,17 +77,16 @@ def begin(page: str | None = None) -> None:
 
     While the page's share box is open, a full run starts a new record and a fragment's run makes what it drew
     before out of date (or starts the record, when the box was opened in it); a closed box keeps no record."""
-    if page is not None:
+    full_run = page is not None
+    if full_run:
         st.session_state[PAGE_KEY] = page
     page = st.session_state.get(PAGE_KEY)
     if not (isinstance(page, str) and st.session_state.get(share_open_key(page))):
         st.session_state[RECORD_KEY] = None
         return
-    ctx = get_script_run_ctx()
-    full_run = ctx is not None and not ctx.fragment_ids_this_run
     record = _record()
-    if record is None or (full_run and record.started is not _where()[1]):
-        record = st.session_state[RECORD_KEY] = PageRecord(started=_where()[1])
+    if record is None or full_run:
+        record = st.session_state[RECORD_KEY] = PageRecord()
     record.begin()
 
 
