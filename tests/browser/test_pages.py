@@ -624,7 +624,12 @@ def test_the_share_box_offline_file_is_the_page_as_it_is_and_opens_without_a_net
     np.testing.assert_allclose(_file_weights(first), before, atol=6e-4)  # the table prints 4 significant digits
 
     set_number(page, t("attention.temperature", lang), "0.25")  # a control of the page's fragment
-    after = weights_z(wait_for_figures(page, lambda figs: weights_z(figs) != before))
+
+    def changed(figures: Figures) -> bool:  # Plotly may be between two drawings when polled (no traces yet)
+        drawn = any(f["data"] and f["data"][0]["name"] == "weights" for f in figures)
+        return drawn and weights_z(figures) != before
+
+    after = weights_z(wait_for_figures(page, changed))
     second = _offline_file(page, label)
     np.testing.assert_allclose(_file_weights(second), after, atol=6e-4)
     assert not np.allclose(_file_weights(second), before, atol=1e-3)
