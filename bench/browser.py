@@ -164,7 +164,7 @@ def cold_start(browser: Browser, scenario: str = "self") -> tuple[float, float]:
 
 # Installed before any of the page's own scripts: the time (ms since navigation started) of the first animation frame
 # at which a Plotly chart is drawn with its data.
-_FIRST_CHART_JS = """
+FIRST_CHART_JS = """
 (() => {
   window.__firstChart = null;
   const poll = () => {
@@ -187,12 +187,18 @@ FIRST_VISIT_PAGES = ("minimal", "elements", "self", "model")
 def first_chart(browser: Browser, server: StreamlitServer, path: str) -> float:
     """Seconds from navigation to the first drawn chart for a new visitor (a fresh browser profile, nothing cached)
     opening `path` on a warm server."""
+    return first_chart_at(browser, server.url_for(path))
+
+
+def first_chart_at(browser: Browser, url: str, timeout_s: float = 60) -> float:
+    """Seconds from navigation to the first drawn chart for a new visitor (a fresh browser profile, nothing cached)
+    opening `url`."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    context.add_init_script(_FIRST_CHART_JS)
+    context.add_init_script(FIRST_CHART_JS)
     page = context.new_page()
     try:
-        page.goto(server.url_for(path), timeout=60_000)
-        page.wait_for_function("() => window.__firstChart !== null", timeout=60_000, polling=50)
+        page.goto(url, timeout=timeout_s * 1000)
+        page.wait_for_function("() => window.__firstChart !== null", timeout=timeout_s * 1000, polling=50)
         return float(page.evaluate("window.__firstChart")) / 1000
     finally:
         context.close()

@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
 # Container smoke test: build the image, run it as production would (read-only root, non-root user), wait until
 # Docker's HEALTHCHECK says healthy, then load pages: first a shared link on the cold container, then the home page.
-# Also starts the image under a path prefix (/attnviz/) to check that its health check follows the prefix.
+# Also starts the image under a path prefix (/attnviz/) to check that its health check follows the prefix. Last, it
+# starts one more cold container and prints the figures deploy/README.md quotes (bench/container.py): build time,
+# image size, time to healthy, memory before the first visitor, time to the first chart, memory after.
 # Needs a Docker engine; run it from anywhere:  bash deploy/smoke.sh
 #
 # Environment (all optional):
 #   ATTNVIZ_IMAGE        tag to build and run (attnviz:smoke)
 #   ATTNVIZ_SKIP_BUILD   1: run the existing ATTNVIZ_IMAGE without building it
 #   ATTNVIZ_BUILD_ARGS   extra `docker build` arguments, split on spaces, e.g. to build from mirrors:
-#                        "--build-arg BASE_IMAGE=... --build-arg TORCH_INDEX_URL=... --network host"
+#                        "--build-arg BASE_IMAGE=... --build-arg PIP_INDEX_URL=... --no-cache" (deploy/README.md)
 #   PYTHON               a Python with the dev requirements (`make test` installs them), used to open the link in
-#                        Chromium and compare its charts with a local server's (~/.venvs/attnviz/bin/python);
-#                        without Playwright only the HTTP checks run
+#                        Chromium and compare its charts with a local server's, and to time the first chart
+#                        (~/.venvs/attnviz/bin/python); without Playwright only the HTTP checks run
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -57,7 +59,8 @@ run_container() {
         >/dev/null
 }
 
-# Wait until Docker's own HEALTHCHECK reports the container healthy; print how long it took.
+# Wait until Docker's own HEALTHCHECK reports the container healthy; print how long it took (also in $healthy_s).
+healthy_s=0
 wait_healthy() {
     local name="$1" start=$SECONDS status
     while true; do
@@ -70,16 +73,26 @@ wait_healthy() {
         [ $((SECONDS - start)) -lt 180 ] || fail "$name not healthy after 180 s ($status)"
         sleep 1
     done
-    say "$name healthy after $((SECONDS - start)) s"
+    healthy_s=$((SECONDS - start))
+    say "$name healthy after $healthy_s s"
 }
 
 host_port() { docker port "$1" 8501/tcp | head -n 1 | sed 's/.*://'; }
 
+figures=()
 if [ "${ATTNVIZ_SKIP_BUILD:-0}" != 1 ]; then
     read -r -a build_args <<<"${ATTNVIZ_BUILD_ARGS:-}"
+    build_log="$(mktemp)"
     start=$SECONDS
-    docker build "${build_args[@]}" --tag "$image" . || fail "docker build"
-    say "built $image in $((SECONDS - start)) s"
+    docker build "${build_args[@]}" --tag "$image" . 2>&1 | tee "$build_log"
+    [ "${PIPESTATUS[0]}" = 0 ] || fail "docker build"
+    build_s=$((SECONDS - start))
+    # The classic builder prints "Step 3/25" and " ---> Using cache", BuildKit "#7 CACHED".
+    steps="$(grep -c -E '^Step [0-9]+/[0-9]+ :|^#[0-9]+ \[' "$build_log" || true)"
+    cached="$(grep -c -E '^ ---> Using cache|^#[0-9]+ CACHED' "$build_log" || true)"
+    rm -f "$build_log"
+    say "built $image in $build_s s ($cached of $steps steps from cache)"
+    figures+=(--build-s "$build_s" --build-steps "$steps" --cached-steps "$cached")
 fi
 size="$(docker image inspect --format '{{.Size}}' "$image")"
 say "image size: $((size / 1000000)) MB (target: under 1300 MB)"
@@ -115,5 +128,17 @@ prefixed="$container"
 wait_healthy "$prefixed"
 [ "$(http_get "http://127.0.0.1:$(host_port "$prefixed")/attnviz/_stcore/health")" = ok ] ||
     fail "/attnviz/_stcore/health is not ok"
+docker rm -f "$prefixed" >/dev/null
+
+# 3. The figures deploy/README.md quotes, on one more cold container (the ones above have been visited).
+if "$python" -c "import playwright" 2>/dev/null && [ -x /usr/bin/chromium ]; then
+    run_container figures
+    wait_healthy "$container"
+    say "figures (deploy/README.md quotes them; also in bench/results/<date>-container.md):"
+    "$python" -m bench.container --container "$container" --url "http://127.0.0.1:$(host_port "$container")" \
+        --size-bytes "$size" --healthy-s "$healthy_s" "${figures[@]}" || fail "figures"
+else
+    say "no Playwright in $python or no /usr/bin/chromium: no figures"
+fi
 
 say "passed"

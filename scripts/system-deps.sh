@@ -9,6 +9,8 @@ missing=()
 [ -x /usr/sbin/nginx ] || missing+=(nginx)
 [ -e /usr/lib/nginx/modules/ngx_http_js_module.so ] || missing+=(libnginx-mod-http-js)
 command -v openssl >/dev/null || missing+=(openssl)
+# iproute2: the image-build tests serve a package index from a network namespace of their own (a LAN mirror).
+command -v ip >/dev/null || missing+=(iproute2)
 # Fonts for CJK tokens and emoji, so screenshots show what a student's browser shows.
 for pkg in fonts-noto-cjk fonts-noto-color-emoji; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")

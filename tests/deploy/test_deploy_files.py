@@ -236,6 +236,79 @@ def test_dockerignore_admits_every_python_file_the_app_imports() -> None:
     assert [f for f in files if dockerignored(f.relative_to(REPO_ROOT).as_posix())] == []
 
 
+def runtime_stage() -> list[tuple[str, str]]:
+    """The Dockerfile's instructions after its last FROM: what the image is made of."""
+    instructions = dockerfile_instructions()
+    last = max(i for i, (name, _) in enumerate(instructions) if name == "FROM")
+    return instructions[last + 1 :]
+
+
+def test_the_runtime_stage_copies_the_app_and_nothing_from_deploy_pip() -> None:
+    """Every file of app.py, pages/, attnviz/ and the container scripts is under a COPY of the runtime stage, and no
+    COPY of it takes deploy/pip/ (a school's certificates and wheel folder) or the whole context."""
+    sources = [args.split()[:-1] for name, args in runtime_stage() if name == "COPY" and not args.startswith("--from")]
+    copied = [source.rstrip("/") for group in sources for source in group]
+    assert "." not in copied and not [s for s in copied if s.startswith("deploy/pip") or s == "deploy"], copied
+    files = [
+        REPO_ROOT / "app.py",
+        REPO_ROOT / ".streamlit" / "config.toml",
+        *(REPO_ROOT / "pages").rglob("*.py"),
+        *(REPO_ROOT / "attnviz").rglob("*.py"),
+        *(REPO_ROOT / "attnviz").rglob("*.po"),
+        *(DEPLOY / "docker").iterdir(),
+    ]
+    missing = [
+        path.relative_to(REPO_ROOT).as_posix()
+        for path in files
+        if "__pycache__" not in path.parts
+        and not any(path.relative_to(REPO_ROOT).as_posix().startswith(source) for source in copied)
+    ]
+    assert missing == []
+
+
+def test_the_build_stages_read_deploy_pip_through_pip_sh() -> None:
+    """Both stages that run pip copy deploy/pip/ and pip.sh, and every pip install in them goes through pip.sh."""
+    text = re.sub(r"\\\n", " ", (REPO_ROOT / "Dockerfile").read_text(encoding="utf-8"))
+    stages = re.split(r"^FROM ", text, flags=re.MULTILINE)[1:]
+    installing = [stage for stage in stages if "pip install" in stage]
+    assert len(installing) == 2, "the build and catalogues stages"
+    for stage in installing:
+        assert "COPY deploy/pip/ /tmp/pip/" in stage and "COPY deploy/docker/pip.sh /tmp/pip.sh" in stage
+        for install in re.findall(r"[^&]*pip install[^&]*", stage):
+            assert "sh /tmp/pip.sh /tmp/pip " in install, install
+        for arg in ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_TRUSTED_HOST"):
+            assert re.search(rf"^ARG {arg}=", stage, re.MULTILINE), arg
+    # torch alone from the CPU index: --no-deps, and the extra indexes are not asked for it.
+    torch = next(i for i in re.findall(r"&&[^&]*pip install[^&]*", text) if "TORCH_INDEX_URL" in i)
+    assert "--no-deps" in torch and "PIP_EXTRA_INDEX_URL=''" in torch
+    assert "pip check" in text
+
+
+def test_compose_passes_every_build_argument_through() -> None:
+    """Each build argument of the Dockerfile (but the runtime user's id) can be set from compose's environment, and
+    so can the build's network."""
+    build = load_yaml(REPO_ROOT / "compose.yaml")[0]["services"]["app"]["build"]
+    arguments = {
+        args.split("=", 1)[0] for name, args in dockerfile_instructions() if name == "ARG" and "APP_UID" not in args
+    }
+    assert arguments == {"BASE_IMAGE", "TORCH_INDEX_URL", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_TRUSTED_HOST"}
+    assert set(build["args"]) == arguments
+    for argument in arguments:
+        assert build["args"][argument].startswith(f"${{ATTNVIZ_{argument}:-"), build["args"][argument]
+    assert build["network"] == "${ATTNVIZ_BUILD_NETWORK:-default}"
+
+
+@pytest.mark.parametrize("path", ["deploy/pip/school-proxy.crt", "deploy/pip/ca.pem", "deploy/pip/wheels/a.whl"])
+def test_deploy_pip_reaches_the_build_but_never_git(path: str) -> None:
+    """A school's certificates and wheels are in the build context and ignored by git (not committed by mistake);
+    the folder's README is tracked."""
+    assert not dockerignored(path)
+    ignored = subprocess.run(["git", "check-ignore", "-q", path], cwd=REPO_ROOT, check=False)
+    assert ignored.returncode == 0, f"git would commit {path}"
+    readme = subprocess.run(["git", "check-ignore", "-q", "deploy/pip/README.md"], cwd=REPO_ROOT, check=False)
+    assert readme.returncode == 1
+
+
 # ----- container scripts ---------------------------------------------------------------------------------------
 
 
