@@ -67,7 +67,8 @@ def table(figures: dict) -> str:
     if "build_s" in figures:
         cached = figures.get("cached_steps", 0)
         how = "from scratch" if not cached else f"{cached} of {figures.get('build_steps', '?')} steps from cache"
-        rows.append(("docker build", f"{figures['build_s']:.0f} s ({how})"))
+        args = f", `{figures['build_args']}`" if figures.get("build_args") else ""
+        rows.append(("docker build", f"{figures['build_s']:.0f} s ({how}{args})"))
     if "size_bytes" in figures:
         rows.append(("image size", f"{figures['size_bytes'] / 1e9:.2f} GB"))
     if "healthy_s" in figures:
@@ -93,6 +94,7 @@ def main() -> None:
     parser.add_argument("--cached-steps", type=int)
     parser.add_argument("--size-bytes", type=int)
     parser.add_argument("--healthy-s", type=float)
+    parser.add_argument("--build-args", help="the build's extra arguments, shown with the figures")
     options = parser.parse_args()
     given = {k: v for k, v in vars(options).items() if k not in ("container", "url") and v is not None}
     figures = given | measure(options.container, options.url.rstrip("/"))

@@ -92,7 +92,7 @@ if [ "${ATTNVIZ_SKIP_BUILD:-0}" != 1 ]; then
     cached="$(grep -c -E '^ ---> Using cache|^#[0-9]+ CACHED' "$build_log" || true)"
     rm -f "$build_log"
     say "built $image in $build_s s ($cached of $steps steps from cache)"
-    figures+=(--build-s "$build_s" --build-steps "$steps" --cached-steps "$cached")
+    figures+=(--build-s "$build_s" --build-steps "$steps" --cached-steps "$cached" --build-args "${ATTNVIZ_BUILD_ARGS:-}")
 fi
 size="$(docker image inspect --format '{{.Size}}' "$image")"
 say "image size: $((size / 1000000)) MB (target: under 1300 MB)"
