@@ -30,14 +30,14 @@ def project_name(wheel: str) -> str:
     return re.sub(r"[-_.]+", "-", wheel.split("-", 1)[0]).lower()
 
 
-def make_index(wheels: Path, root: Path) -> list[str]:
-    """Write a PEP 503 index of every wheel in `wheels` under `root`; return the projects."""
+def make_index(wheels: Path, root: Path, name: str = "simple") -> list[str]:
+    """Write a PEP 503 index of every wheel in `wheels` at `root/<name>/`; return the projects."""
     projects: dict[str, list[Path]] = {}
     for wheel in sorted(wheels.glob("*.whl")):
         projects.setdefault(project_name(wheel.name), []).append(wheel)
     files = root / "files"
     files.mkdir(parents=True, exist_ok=True)
-    simple = root / "simple"
+    simple = root / name
     for project, project_wheels in projects.items():
         links = []
         for wheel in project_wheels:

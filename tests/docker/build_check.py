@@ -78,10 +78,7 @@ def mirror(tmp_path_factory: pytest.TempPathFactory, wheels: Path) -> Iterator[d
         os.link(wheel, (torch_only if wheel.name.startswith("torch-") else everything_but_torch) / wheel.name)
     served = root / "served"
     make_index(everything_but_torch, served)
-    (served / "simple").rename(served / "main")
-    assert make_index(torch_only, served) == ["torch"]
-    (served / "simple").rename(served / "torch")
-    (served / "main").rename(served / "simple")
+    assert make_index(torch_only, served, "torch") == ["torch"]
 
     namespace = Namespace(f"attnviz-mirror-{os.getpid()}", 211)
     processes = []
@@ -165,14 +162,16 @@ def start_healthy(tag: str) -> str:
     return f"http://127.0.0.1:{port}"
 
 
+def index_arguments(mirror: str) -> list[str]:
+    """The build arguments that take torch from the mirror's torch-only index and the rest from its main one."""
+    return [f"--build-arg=TORCH_INDEX_URL={mirror}/torch/", f"--build-arg=PIP_INDEX_URL={mirror}/simple/"]
+
+
 def test_a_private_https_mirror_with_its_own_ca(mirror: dict, base_image: str, context: Path) -> None:
     """The mirror's certificate comes from a CA made here: refused until the CA is in deploy/pip/, then the image
     builds, torch from the torch index alone and its dependencies from the main index, and runs healthy."""
     address = mirror["address"]
-    indexes = [
-        f"--build-arg=TORCH_INDEX_URL=https://{address}:8443/torch/",
-        f"--build-arg=PIP_INDEX_URL=https://{address}:8443/simple/",
-    ]
+    indexes = index_arguments(f"https://{address}:8443")
     refused = build(context, base_image, "attnviz-build-check:refused", *indexes)
     assert refused.returncode != 0 and "CERTIFICATE_VERIFY_FAILED" in output(refused)
 
@@ -196,10 +195,7 @@ def test_a_private_https_mirror_with_its_own_ca(mirror: dict, base_image: str, c
 def test_a_plain_http_mirror_on_the_lan(mirror: dict, base_image: str, context: Path) -> None:
     """A plain-HTTP mirror on a non-loopback address: refused as not trusted, then built with PIP_TRUSTED_HOST."""
     address = mirror["address"]
-    indexes = [
-        f"--build-arg=TORCH_INDEX_URL=http://{address}:8080/torch/",
-        f"--build-arg=PIP_INDEX_URL=http://{address}:8080/simple/",
-    ]
+    indexes = index_arguments(f"http://{address}:8080")
     refused = build(context, base_image, "attnviz-build-check:refused", *indexes)
     assert refused.returncode != 0 and "is not a trusted or secure host" in output(refused)
 
