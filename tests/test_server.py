@@ -1,16 +1,24 @@
-"""attnviz.server: the launcher switches Nagle's algorithm off on the connections Streamlit's server accepts, and
-keeps glibc to two malloc arenas."""
+"""attnviz.server: the launcher switches Nagle's algorithm off on the connections Streamlit's server accepts, keeps
+glibc to two malloc arenas, and hands a run's messages to the event loop in batches."""
 
 import asyncio
 import asyncio.base_events
 import concurrent.futures
+import contextlib
 import os
 import socket
 import subprocess
 import sys
+import threading
+import types
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from streamlit.runtime.app_session import AppSession
+from streamlit.runtime.runtime import Runtime
+from streamlit.runtime.scriptrunner import ScriptRunnerEvent
 
 from attnviz import server
 
@@ -93,3 +101,140 @@ def test_the_launcher_keeps_two_malloc_arenas():
     assert returned == "False" and count <= 3
     without = arenas({**env, "MALLOC_ARENA_MAX": "8"})[1]
     assert without > 2  # the threads do meet: with more arenas allowed, they take them
+
+
+class LoopThread:
+    """A real asyncio event loop in a thread of its own, its thread-safe wake-ups counted; `hold()` keeps it busy
+    (as a loop sending another session's messages is) until the block ends."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.wakeups = 0
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        call_soon_threadsafe = self.loop.call_soon_threadsafe
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            self.wakeups += 1
+            return call_soon_threadsafe(*args, **kwargs)
+
+        self.loop.call_soon_threadsafe = counted  # type: ignore[method-assign]
+
+    @contextlib.contextmanager
+    def hold(self) -> Iterator[None]:
+        release, held = threading.Event(), threading.Event()
+        self.loop.call_soon_threadsafe(lambda: (held.set(), release.wait(30)))
+        assert held.wait(10)
+        self.wakeups = 0
+        try:
+            yield
+        finally:
+            release.set()
+
+    def settle(self) -> None:
+        """Wait until the loop has run everything it was handed so far."""
+        done = threading.Event()
+        asyncio.run_coroutine_threadsafe(asyncio.sleep(0), self.loop).add_done_callback(lambda _: done.set())
+        assert done.wait(10)
+        done = threading.Event()
+        self.loop.call_soon_threadsafe(done.set)
+        assert done.wait(10)
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+        self.loop.close()
+
+
+class RecordingSession:
+    """What the hand-over of script events needs of an AppSession: its event loop and the handler, which records
+    each event with the thread it ran on. The hand-over itself is AppSession's (patched or not)."""
+
+    _call_soon_on_event_loop = AppSession._call_soon_on_event_loop
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._event_loop = loop
+        self.handled: list[tuple[Any, Any, int]] = []
+
+    def _handle_scriptrunner_event_on_event_loop(
+        self, sender: Any, event: Any, forward_msg: Any = None, *more: Any, **named: Any
+    ) -> None:
+        self.handled.append((event, forward_msg, threading.get_ident()))
+
+
+@pytest.fixture
+def loop_thread() -> Iterator[LoopThread]:
+    looping = LoopThread()
+    yield looping
+    looping.close()
+
+
+@pytest.fixture
+def restore_streamlit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Undo batch_script_events() after the test (it patches Streamlit's classes process-wide)."""
+    monkeypatch.setattr(AppSession, "_on_scriptrunner_event", AppSession._on_scriptrunner_event)
+    monkeypatch.setattr(Runtime, "_enqueued_some_message", Runtime._enqueued_some_message)
+
+
+def script_thread_sends(session: RecordingSession, count: int) -> list[tuple[Any, Any]]:
+    """From a script thread: a run's events as ScriptRunner sends them (started, `count` messages, stopped)."""
+    events = [(ScriptRunnerEvent.SCRIPT_STARTED, None)]
+    events += [(ScriptRunnerEvent.ENQUEUE_FORWARD_MSG, f"message {i}") for i in range(count)]
+    events += [(ScriptRunnerEvent.SCRIPT_STOPPED_WITH_SUCCESS, None)]
+
+    def run() -> None:
+        for event, message in events:
+            kwargs = {"forward_msg": message} if message is not None else {}
+            AppSession._on_scriptrunner_event(session, "runner", event=event, **kwargs)  # type: ignore[arg-type]
+
+    script = threading.Thread(target=run)
+    script.start()
+    script.join(10)
+    return events
+
+
+@pytest.mark.parametrize("batched", [False, True])
+def test_a_runs_events_reach_the_loop_in_order_with_one_wakeup_when_batched(
+    restore_streamlit, loop_thread: LoopThread, batched: bool
+) -> None:
+    if batched:
+        server.batch_script_events()
+    session = RecordingSession(loop_thread.loop)
+    with loop_thread.hold():  # the loop is busy while the script draws its 40 elements
+        sent = script_thread_sends(session, 40)
+        wakeups = loop_thread.wakeups
+    loop_thread.settle()
+    assert [(event, message) for event, message, _ in session.handled] == sent  # all, in order
+    assert {thread for *_, thread in session.handled} == {loop_thread.thread.ident}  # on the loop only
+    assert wakeups == (1 if batched else 42)  # Streamlit's own hand-over wakes the loop once per event
+
+
+def test_events_sent_after_a_batch_was_taken_wake_the_loop_again(restore_streamlit, loop_thread: LoopThread) -> None:
+    server.batch_script_events()
+    session = RecordingSession(loop_thread.loop)
+    first = script_thread_sends(session, 3)
+    loop_thread.settle()
+    second = script_thread_sends(session, 3)
+    loop_thread.settle()
+    assert [(event, message) for event, message, _ in session.handled] == first + second  # nothing left behind
+
+
+def test_the_send_loop_is_asked_for_once_until_it_wakes(restore_streamlit, loop_thread: LoopThread) -> None:
+    server.batch_script_events()
+    runtime = Runtime.__new__(Runtime)  # only what _enqueued_some_message reads: the loop and its events
+    need_send_data = asyncio.run_coroutine_threadsafe(_new_event(), loop_thread.loop).result(10)
+    runtime._get_async_objs = lambda: types.SimpleNamespace(eventloop=loop_thread.loop, need_send_data=need_send_data)
+    with loop_thread.hold():
+        for _ in range(30):
+            runtime._enqueued_some_message()
+        assert loop_thread.wakeups == 1 and not need_send_data.is_set()
+    loop_thread.settle()
+    assert need_send_data.is_set()
+    need_send_data.clear()  # the send loop took the messages; the next one asks again
+    runtime._enqueued_some_message()
+    loop_thread.settle()
+    assert need_send_data.is_set()
+
+
+async def _new_event() -> asyncio.Event:
+    return asyncio.Event()
