@@ -23,6 +23,27 @@ def _script(method: str, which: str, key: str | None, on_select: str) -> None:
         fig = figures.weights_heatmap(
             weights, scores=rng.normal(size=(4, 5)), query_labels=list("abcd"), key_labels=list("vwxyz"), title="t"
         )
+    elif which == "grid":  # masked heads with their cells' numbers printed: object text arrays, mask traces
+        weights = rng.dirichlet(np.ones(6), size=(4, 6)).astype("float32")
+        fig = figures.heads_grid(weights, mask=np.tril(np.ones((6, 6), bool)), query_labels=list("abcdef"))
+    elif which == "mixed":  # every kind of array the base64 step meets, and the places it leaves alone, kept as
+        import pandas as pd  # they are given (as attnviz's figures are made: plotting.make_figure, no validation)
+        import plotly.graph_objects as go
+
+        grid = rng.normal(size=(5, 4))
+        data = [
+            {"type": "heatmap", "z": grid.T, "x": np.arange(5), "y": np.arange(4, dtype="int64") * 2**40},
+            {"type": "heatmap", "z": grid.astype("float32"), "text": grid.astype(str),
+             "customdata": grid.astype(object)},
+            {"type": "scatter", "x": pd.Series([1.5, 2.5]), "y": np.array([1, 2], dtype="uint64"),
+             "customdata": [np.ones(2)], "marker": {"size": np.array([3, 4], dtype="int8")}},
+            {"type": "bar", "x": np.array(["a", "b"]), "y": np.array([1, 300], dtype="int64"),
+             "width": np.float64(0.5)},
+            {"type": "scatter", "x": np.array([], dtype="float32"), "y": np.zeros(3, dtype=">f8")},
+        ]  # fmt: skip
+        layout = {"xaxis": {"range": np.array([0.0, 4.0])}, "meta": [{"a": np.arange(3, dtype="int16")}], "height": 300}
+        fig = go.Figure({"data": data, "layout": layout}, _validate=False)
+        fig.frames = [go.Frame(data=[go.Scatter(y=np.arange(3, dtype="float32"))])]
     else:
         views = rng.integers(0, 255, size=(6, 12, 8, 8)).astype("uint8")
         fig = model_figures.model_view(
@@ -44,7 +65,7 @@ def _element(method: str, which: str, key: str | None, on_select: str) -> tuple[
     return element.proto, at.session_state["z_after"]
 
 
-@pytest.mark.parametrize("which", ["weights", "model_view"])
+@pytest.mark.parametrize("which", ["weights", "grid", "mixed", "model_view"])
 @pytest.mark.parametrize(("key", "on_select"), [(None, "ignore"), ("view", "rerun")])
 def test_same_element_as_st_plotly_chart(which: str, key: str | None, on_select: str) -> None:
     ours, z_after = _element("json", which, key, on_select)

@@ -10,13 +10,16 @@ upgrade that changes the element fails there, not in a browser.
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import numpy as np
 import plotly.graph_objects as go
 import plotly.io
-from _plotly_utils.utils import convert_to_base64
+from _plotly_utils.basevalidators import is_homogeneous_array
+from _plotly_utils.utils import to_typed_array_spec
 from streamlit.delta_generator import DeltaGenerator
 from streamlit.elements.lib import agent_spec
 from streamlit.elements.lib.form_utils import current_form_id
@@ -39,23 +42,70 @@ DEFAULT_HEIGHT = 450  # Plotly.js's, which st.plotly_chart uses for a figure wit
 def figure_json(fig: go.Figure) -> tuple[str, int]:
     """(the figure's JSON as st.plotly_chart makes it, its height in pixels).
 
-    `fig.to_dict()` deep-copies every array before encoding it; here only the dicts and lists around them are
-    copied (Plotly's base64 step replaces arrays in their container, it never changes an array)."""
-    res: dict[str, Any] = {"data": _containers(fig._data), "layout": _containers(fig._layout)}
-    frames = [_containers(frame._props) for frame in fig._frame_objs]
+    `fig.to_dict()` deep-copies every array, then Plotly's `convert_to_base64` visits every value of the copy (every
+    hover text of every cell) to find the arrays it sends as base64. Here one pass does both: it copies only the
+    dicts and lists that hold something to replace, and replaces exactly what `convert_to_base64` replaces."""
+    res: dict[str, Any] = {"data": _encoded(fig._data), "layout": _encoded(fig._layout)}
+    frames = [_encoded(frame._props) for frame in fig._frame_objs]
     if frames:
         res["frames"] = frames
-    convert_to_base64(res)
     height = fig.layout.height
     return plotly.io.to_json(res, validate=False), int(height) if height and height > 0 else DEFAULT_HEIGHT
 
 
-def _containers(value: Any) -> Any:
-    """A copy of the dicts and lists in `value`; anything else (arrays, strings, numbers) is shared."""
+_SKIPPED_KEYS = frozenset(("geojson", "layer", "layers", "range"))  # _plotly_utils.utils.is_skipped_key's
+_PLAIN = (str, int, float, bool, type(None))  # values convert_to_base64 leaves as they are
+
+
+_SHORT_TYPES = {
+    "int8": "i1",
+    "uint8": "u1",
+    "int16": "i2",
+    "uint16": "u2",
+    "int32": "i4",
+    "uint32": "u4",
+    "float32": "f4",
+    "float64": "f8",
+}  # _plotly_utils.utils.plotlyjsShortTypes
+
+
+def _typed_array(array: np.ndarray) -> Any:
+    """`to_typed_array_spec(array)`, without its detour through narwhals for the arrays the figures hold: a
+    C-ordered array of a type Plotly.js reads as it is goes straight to base64; text (object) arrays are sent as
+    they are; anything else (int64, a strided view, ...) is left to Plotly."""
+    short = _SHORT_TYPES.get(array.dtype.name)
+    if short is not None and array.size and array.flags.c_contiguous and array.dtype.isnative:
+        spec = {"dtype": short, "bdata": base64.b64encode(array).decode("ascii")}
+        if array.ndim > 1:
+            spec["shape"] = str(array.shape)[1:-1]
+        return spec
+    if array.dtype.kind == "O":
+        return array
+    return to_typed_array_spec(array)
+
+
+def _encoded(value: Any) -> Any:
+    """`value` as `convert_to_base64` would leave a copy of it: a dict's numpy (or pandas) arrays replaced by their
+    typed-array specs, at any depth below dicts and lists, except under the keys it skips. What holds nothing to
+    replace (text, numbers, lists of them, and arrays inside lists, which it leaves too) is shared, not copied."""
     if isinstance(value, dict):
-        return {name: _containers(item) for name, item in value.items()}
+        out = {}
+        for key, item in value.items():
+            if key in _SKIPPED_KEYS or isinstance(item, _PLAIN):
+                out[key] = item
+            elif isinstance(item, dict | list | tuple):
+                out[key] = _encoded(item)
+            elif type(item) is np.ndarray:
+                out[key] = _typed_array(item)
+            elif is_homogeneous_array(item):
+                out[key] = to_typed_array_spec(item)
+            else:
+                out[key] = item
+        return out
     if isinstance(value, list | tuple):
-        return [_containers(item) for item in value]
+        if all(isinstance(item, _PLAIN) for item in value):
+            return value
+        return [_encoded(item) if isinstance(item, dict | list | tuple) else item for item in value]
     return value
 
 

@@ -7,7 +7,6 @@ from page to page in the session and added to every link the pages publish.
 from __future__ import annotations
 
 import contextlib
-import re
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -91,12 +90,12 @@ def labeller(template: str, **params: object) -> Callable[[Any], str]:
     return lambda option: t(template.format(option), lang, **params)
 
 
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:&])")
+_MD_ESCAPES = str.maketrans({char: "\\" + char for char in "\\`*_{}[]()#+-.!|<>~$:&"})
 
 
 def md_escape(text: str) -> str:
     """User text made safe for st.markdown, st.warning and st.error: shown literally, never as markup or HTML."""
-    return _MD_SPECIAL.sub(r"\\\1", str(text))
+    return str(text).translate(_MD_ESCAPES)
 
 
 def error_text(error: Exception) -> str:
