@@ -10,7 +10,7 @@ from torch import Tensor, nn
 from attnviz._validate import as_float_tensor, check_finite, check_nonempty, check_positive, common_dtype
 from attnviz.errors import AttnvizError
 from attnviz.masking import causal_mask, lens_to_mask, softmax_where
-from attnviz.scores import LearnedScore, additive_scores, check_params, get_score
+from attnviz.scores import LearnedScore, additive_scores, check_params, get_score, seeded_module
 from attnviz.trace import AttentionTrace
 
 
@@ -92,7 +92,7 @@ def _resolve_score(score: Any, q: Tensor, k: Tensor, params: dict[str, Any]) -> 
     if spec.same_dim and q.shape[-1] != k.shape[-1]:
         raise AttnvizError("same_size", score=spec.name, query=q.shape[-1], key=k.shape[-1])
     if spec.module is not None:
-        module = spec.module(q.shape[-1], k.shape[-1], **checked).to(q.dtype)
+        module = seeded_module(spec.name, q.shape[-1], k.shape[-1], tuple(sorted(checked.items())), q.dtype)
         with torch.no_grad():
             scores = module.score(q, k)
     else:

@@ -10,7 +10,7 @@ import torch
 
 from attnviz.i18n import DEFAULT_LANGUAGE, t
 from attnviz.multihead import head_rows
-from attnviz.scores import SCORES, make_score_module
+from attnviz.scores import SCORES, seeded_module
 from attnviz.trace import AttentionTrace
 
 MAX_TERMS = 6  # coordinates written out in a worked sum before eliding with "…"
@@ -113,7 +113,9 @@ def score_working(trace: AttentionTrace, row: int, key: int, score_module: Any =
     if spec is not None and spec.module is not None:  # its weights, rebuilt from the trace's seed, as attend built them
         module = score_module
         if module is None:
-            module = make_score_module(trace.score, trace.queries.shape[-1], trace.keys.shape[-1], **trace.score_params)
+            params = tuple(sorted(trace.score_params.items()))  # attend's checked parameters
+            sizes = trace.queries.shape[-1], trace.keys.shape[-1]
+            module = seeded_module(trace.score, *sizes, params, trace.queries.dtype)
         worked = _learned_working(trace.score, module, trace.queries[row], trace.keys[key], j)
         return f"{worked}{LINE}{a} = {s}"
     return rf"{a} = {s}"

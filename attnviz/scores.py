@@ -6,6 +6,7 @@ Every function maps queries (B, Q, d_q) and keys (B, K, d_k) to raw scores (B, Q
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 from collections.abc import Callable
@@ -331,3 +332,13 @@ def make_score_module(name: str, query_size: int, key_size: int, **params: Any) 
             + ", ".join(s.name for s in SCORES.values() if s.learned)
         )
     return spec.module(query_size, key_size, **check_params(params, spec.params, f"score {name!r}"))
+
+
+@functools.lru_cache(maxsize=64)
+def seeded_module(name: str, query_size: int, key_size: int, params: tuple[tuple[str, Any], ...], dtype: torch.dtype):
+    """The seeded module of a learned score, built once for its sizes, checked parameters and dtype and shared: a
+    page rerun uses it twice (attend, then show-your-work's worked score), and building one (`nn.Linear`'s own
+    initialisation, then the seeded weights) cost more than scoring eight tokens. Read only: it is never trained,
+    and its parameters need no gradient. `make_score_module` gives a module of one's own."""
+    module = get_score(name).module(query_size, key_size, **dict(params)).to(dtype)  # type: ignore[misc]
+    return module.requires_grad_(False)

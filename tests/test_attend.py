@@ -372,6 +372,43 @@ def test_learned_score_matches_reference_from_make_score_module(name):
     assert trace.scale == 1.0
 
 
+@pytest.mark.parametrize("name", LEARNED)
+def test_a_learned_scores_module_is_built_once_and_a_users_own_module_is_not_shared(name, monkeypatch):
+    """A rerun scored with a learned score twice (attend, then show-your-work's worked score): the seeded module is
+    built once. make_score_module still gives a module of one's own: changing it changes nothing attend computes."""
+    from attnviz import scores
+    from attnviz.explain import explain_attention
+
+    scores.seeded_module.cache_clear()
+    cls = scores.get_score(name).module
+    built = []
+    monkeypatch.setattr(cls, "__init__", _counting(cls.__init__, built))
+    q, k, v = _float_inputs(3, 5)
+    params = _learned_params(name, 11, 6)
+    first = attnviz.attend(q, k, v, score=name, **params)
+    again = attnviz.attend(q, k, v, score=name, temperature=2.0, **params)
+    assert len(built) == 1
+    trace = attnviz.multi_head_attend(q[0], k[0], v[0], score=name, **params)
+    explain = explain_attention(trace, 0, 0, "q", list("abcd"))
+    assert explain and len(built) == 1  # the worked score used the same module
+    np.testing.assert_array_equal(ref.to_np(first.scores), ref.to_np(again.scores))
+    own = attnviz.make_score_module(name, 3, 5, **params)
+    assert len(built) == 2
+    with torch.no_grad():
+        for weight in own.parameters():
+            weight.add_(1.0)
+    after = attnviz.attend(q, k, v, score=name, **params)
+    np.testing.assert_array_equal(ref.to_np(first.scores), ref.to_np(after.scores))
+
+
+def _counting(init, calls):
+    def counted(self, *args, **kwargs):
+        calls.append(args)
+        init(self, *args, **kwargs)
+
+    return counted
+
+
 def test_additive_attention_module_as_score_uses_its_weights():
     q, k, v = _float_inputs(dq=3, dk=5)
     torch.manual_seed(11)
