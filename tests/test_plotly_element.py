@@ -89,3 +89,70 @@ def test_height_from_the_layout() -> None:
     assert figure_json(fig)[1] == 450
     views = np.zeros((6, 12, 2, 2), dtype="uint8")
     assert figure_json(model_figures.model_view(views, row_labels=["a", "b"], col_labels=["a", "b"]))[1] > 0
+
+
+def _spec_cases() -> list:
+    rng = np.random.default_rng(3)
+    weights = rng.dirichlet(np.ones(6), size=5).astype("float32")
+    mask = np.tril(np.ones((5, 6), bool))
+    scores, keys, values = rng.normal(size=(5, 6)), np.sort(rng.uniform(0, 5, 12)), rng.normal(size=12)
+    grid = np.linspace(0, 5, 40)
+    return [
+        lambda: figures.weights_heatmap(weights, scores=scores, query_labels=list("abcde")),
+        lambda: figures.weights_heatmap(weights, mask=mask, colour_range="row", lang="zh_Hans"),
+        lambda: figures.weights_heatmap(weights, colour_range="data", show_values=True, title="<b>x</b>"),
+        lambda: figures.kernel_regression_figure(
+            keys,
+            values,
+            grid,
+            np.sin(grid),
+            y_true=np.cos(grid),
+            no_support=grid > 4.5,
+            points=([1.0, 2.0], [0.3, 0.4]),
+        ),
+    ]
+
+
+@pytest.mark.parametrize("case", range(4))
+def test_a_figure_spec_sends_the_same_figure_as_its_plotly_figure(case: int) -> None:
+    """Inside figure_specs() a builder gives its dicts; their JSON is the Figure's, up to the order of keys."""
+    import json
+
+    from attnviz.plotting import FigureSpec, figure_specs
+    from attnviz.ui.plotly_element import figure_json
+
+    build = _spec_cases()[case]
+    with figure_specs():
+        spec = build()
+    assert isinstance(spec, FigureSpec)
+    figure = build()  # outside the block: a Plotly Figure, as before
+    assert not isinstance(figure, FigureSpec)
+    (spec_json, spec_height), (figure_json_, figure_height) = figure_json(spec), figure_json(figure)
+    assert json.loads(spec_json) == json.loads(figure_json_) and spec_height == figure_height
+    assert json.loads(figure_json(spec.figure())[0]) == json.loads(figure_json_)
+
+
+def test_the_self_attention_pages_main_chart_makes_no_plotly_figure(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A control change on the self-attention page sends its weights chart from the builder's dicts: no Plotly
+    Figure (~0.3 ms each) is made, unless its tables are opened."""
+    import plotly.graph_objects as go
+
+    from tests.test_app import ROOT, SELF
+
+    made = []
+    init = go.Figure.__init__
+
+    def counting(self, *args, **kwargs):
+        made.append(1)
+        init(self, *args, **kwargs)
+
+    monkeypatch.setattr(go.Figure, "__init__", counting)
+    at = AppTest.from_file(str(ROOT / SELF), default_timeout=90).run()
+    assert not at.exception and len(at.get("plotly_chart")) == 1
+    made.clear()
+    next(n for n in at.number_input if n.key == "w:self:temperature").set_value(1.7).run()
+    assert not at.exception and len(at.get("plotly_chart")) == 1
+    assert made == []
+    at.session_state["self:open:raw"] = True  # the numbers' section builds the Figure for its tables
+    at.run()
+    assert not at.exception and made

@@ -3,6 +3,7 @@ predict-then-reveal question, show-your-work and the exports."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -100,7 +101,8 @@ def _weights_charts(
     if trace.num_heads == 1:
         head = trace.heads[0]
         title = tr("attention.weights_title", score=tr(f"score.{state.score}.label"))
-        fig = figures.weights_heatmap(
+        weights = functools.partial(
+            figures.weights_heatmap,
             head.weights.numpy(),
             scores=head.scores.numpy(),
             mask=mask,
@@ -111,7 +113,7 @@ def _weights_charts(
             colour_range=state.crange,
             lang=lang,
         )
-        return [chart(fig, f"{page}_attention_weights", table="elsewhere")]
+        return [chart(weights, f"{page}_attention_weights", table="elsewhere")]
     titles = [tr("attention.head_n", n=h + 1) for h in range(trace.num_heads)]
     weights, grid_mask, grid_q, grid_k = trace.weights, trace.heads[0].mask, q_labels, k_labels
     factor = pool_factor(weights.numel())

@@ -17,6 +17,7 @@ from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from streamlit.runtime.scriptrunner_utils.script_run_context import ThreadState, get_script_run_ctx
 
 from attnviz.figures import chart_config, figure_tables
+from attnviz.plotting import FigureSpec, figure_specs
 from attnviz.ui import offline, settings
 from attnviz.ui.plotly_element import figure_json, plotly_json_chart
 from attnviz.ui.settings import md_escape, tr
@@ -132,14 +133,14 @@ def _styled(fig: go.Figure) -> go.Figure:
 
 
 def chart(
-    fig: go.Figure | Callable[[], go.Figure],
+    fig: go.Figure | Callable[[], go.Figure | FigureSpec],
     name: str,
     key: str | None = None,
     table: str = "folded",
     *,
     shared: tuple[Any, ...] | None = None,
     **select: Any,
-) -> go.Figure | None:
+) -> go.Figure | FigureSpec | None:
     """A Plotly chart with the PNG export named after what it shows; larger type in presentation mode; and its text
     alternative, the same numbers as tables: below it in a section built only while opened ("folded"), right below
     it ("inline"), or shown by the caller elsewhere ("elsewhere": `chart_tables`). `select`: st.plotly_chart's
@@ -148,9 +149,16 @@ def chart(
     `shared`: `fig` is a function that builds the figure, and `shared` says everything the figure depends on. Its
     JSON is made once for every session that shows the same figure (a rerun that changes nothing in it costs no
     figure work) and the function is called only to make it, or for the tables. Returns the figure, if it was made.
+
+    Without `shared`, a function is called inside `plotting.figure_specs()`: a builder that ends in `make_figure`
+    gives the figure's dicts (a `FigureSpec`, returned), and no Plotly Figure is made unless its tables are shown.
     """
     if shared is None:
-        figure = _styled(fig() if callable(fig) else fig)
+        if callable(fig) and not settings.presenting():  # only its JSON is needed: no Plotly Figure is made
+            with figure_specs():
+                figure = fig()
+        else:
+            figure = _styled(fig() if callable(fig) else fig)
         spec, height = figure_json(figure)
     else:
         assert callable(fig), "a shared figure is given as the function that builds it"
@@ -210,9 +218,9 @@ def _after_first_paint(draw: Callable[[], None]) -> None:
     draw()
 
 
-def chart_tables(fig: go.Figure) -> None:
+def chart_tables(fig: go.Figure | FigureSpec) -> None:
     """A chart's numbers as tables: its text alternative."""
-    for title, columns, rows in figure_tables(fig):
+    for title, columns, rows in figure_tables(fig.figure() if isinstance(fig, FigureSpec) else fig):
         if title:
             st.markdown(f"**{md_escape(html.unescape(title))}**")
         if rows:

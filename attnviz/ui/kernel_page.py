@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import replace
 from typing import Any
@@ -181,7 +182,8 @@ def _draw(state: KernelState, side: Any = None) -> None:
     if fit is not None:
         learned = prediction_curve(state, bandwidth=fit.bandwidth)
         extra = (learned.output.numpy(), tr("kernel.learned_curve", sigma=f"{fit.bandwidth:.3g}"))
-    fig = figures.kernel_regression_figure(
+    regression = functools.partial(
+        figures.kernel_regression_figure,
         state.keys,
         state.values,
         grid.numpy(),
@@ -192,7 +194,7 @@ def _draw(state: KernelState, side: Any = None) -> None:
         extra_curve=extra,
         lang=current_language(),
     )
-    chart(fig, "kernel_regression")
+    chart(regression, "kernel_regression")
     labels = [f"{x:.4g}" for x in state.keys]
     q_labels = [f"{x:.4g}" for x in state.queries]
     if bool(trace.no_support.any()):
@@ -205,7 +207,8 @@ def _draw(state: KernelState, side: Any = None) -> None:
     st.markdown(tr("kernel.predictions") + ", ".join(predictions))
     colour_range_picker(SESSION, field(KERNEL_FIELDS, "crange"), where=side or st)
     chart(
-        figures.weights_heatmap(
+        functools.partial(
+            figures.weights_heatmap,
             trace.weights.numpy(),
             scores=trace.scores.numpy(),
             query_labels=q_labels,

@@ -36,20 +36,27 @@ from streamlit.proto.PlotlyChart_pb2 import PlotlyChart as PlotlyChartProto
 from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 from streamlit.runtime.state import register_widget, validate_on_change_mode
 
+from attnviz.plotting import FigureSpec
+
 DEFAULT_HEIGHT = 450  # Plotly.js's, which st.plotly_chart uses for a figure without a height
 
 
-def figure_json(fig: go.Figure) -> tuple[str, int]:
+def figure_json(fig: go.Figure | FigureSpec) -> tuple[str, int]:
     """(the figure's JSON as st.plotly_chart makes it, its height in pixels).
 
     `fig.to_dict()` deep-copies every array, then Plotly's `convert_to_base64` visits every value of the copy (every
     hover text of every cell) to find the arrays it sends as base64. Here one pass does both: it copies only the
-    dicts and lists that hold something to replace, and replaces exactly what `convert_to_base64` replaces."""
-    res: dict[str, Any] = {"data": _encoded(fig._data), "layout": _encoded(fig._layout)}
-    frames = [_encoded(frame._props) for frame in fig._frame_objs]
-    if frames:
-        res["frames"] = frames
-    height = fig.layout.height
+    dicts and lists that hold something to replace, and replaces exactly what `convert_to_base64` replaces. A
+    `FigureSpec` gives the same figure from its dicts (the same JSON, up to the order of keys)."""
+    if isinstance(fig, FigureSpec):  # the dicts make_figure would give Plotly, as they are
+        res: dict[str, Any] = {"data": _encoded(fig.data), "layout": _encoded(fig.layout)}
+        height = fig.layout.get("height")
+    else:
+        res = {"data": _encoded(fig._data), "layout": _encoded(fig._layout)}
+        frames = [_encoded(frame._props) for frame in fig._frame_objs]
+        if frames:
+            res["frames"] = frames
+        height = fig.layout.height
     return plotly.io.to_json(res, validate=False), int(height) if height and height > 0 else DEFAULT_HEIGHT
 
 
