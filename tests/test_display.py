@@ -141,3 +141,32 @@ def test_formulas_are_mathml_with_signs_set_tight_and_the_source_when_unreadable
     assert worked.startswith('<div class="scroll"><math display="block">')  # scrolls by itself on a phone
     assert math("x_1", display=False).startswith('<span class="scroll"><math display="inline">')
     assert math(r"\begin{nothing} <b>") == r"<code>\begin{nothing} &lt;b&gt;</code>"
+
+
+def _beside_chart_script() -> None:
+    import streamlit as st
+
+    from attnviz.ui.common import beside_chart
+
+    charts, side = beside_chart()
+    with charts:
+        st.caption("the chart")
+    if side is not None:
+        with side:
+            st.caption("beside it")
+
+
+def test_the_charts_place_off_the_projector_is_the_page_itself_not_one_more_element() -> None:
+    """Every element of a control's rerun costs the server (bench/README.md, "Speed for a class of 30, continued"):
+    off the projector the charts go where the page is, without a container of their own; on it, two columns."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_function(_beside_chart_script).run()
+    assert not at.exception
+    assert [node.type for node in at.main.children.values()] == ["caption"]
+    at = AppTest.from_function(_beside_chart_script)
+    at.session_state["pm"] = "1"  # presentation mode, as the sidebar's switch or a link's pm=1 stores it
+    at.run()
+    assert not at.exception
+    (row,) = at.main.children.values()
+    assert row.type == "flex_container" and [column.type for column in row.children.values()] == ["column", "column"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import html
 import threading
 from collections.abc import Callable
@@ -69,7 +70,7 @@ def beside_chart() -> tuple[Any, Any]:
     if settings.presenting():
         charts, side = st.columns([3, 1], gap="medium")
         return charts, side
-    return st.container(), None
+    return contextlib.nullcontext(), None  # where the caller is: a container of its own would be one more element
 
 
 def controls_and_results(widths: list[int]) -> tuple[Any, Any]:
