@@ -1,4 +1,4 @@
-"""Start the app: `python -m attnviz.server app.py [streamlit options]` is `streamlit run app.py` plus two fixes.
+"""Start the app: `python -m attnviz.server app.py [streamlit options]` is `streamlit run app.py` plus four fixes.
 
 1. TCP_NODELAY.
 Streamlit's server binds its listening socket as `socket.socket(family)`, protocol 0. asyncio switches Nagle's
@@ -140,8 +140,8 @@ def limit_malloc_arenas(arenas: int = ARENAS) -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """`streamlit run <argv...>` with TCP_NODELAY on the server's connections, no dropped fragment input and two
-    malloc arenas."""
+    """`streamlit run <argv...>` with TCP_NODELAY on the server's connections, no dropped fragment input, two
+    malloc arenas and a run's messages handed to the event loop in batches."""
     from streamlit.web.cli import main as streamlit_main
 
     limit_malloc_arenas()
