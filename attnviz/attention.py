@@ -92,7 +92,7 @@ def _resolve_score(score: Any, q: Tensor, k: Tensor, params: dict[str, Any]) -> 
     if spec.same_dim and q.shape[-1] != k.shape[-1]:
         raise AttnvizError("same_size", score=spec.name, query=q.shape[-1], key=k.shape[-1])
     if spec.module is not None:
-        module = seeded_module(spec.name, q.shape[-1], k.shape[-1], tuple(sorted(checked.items())), q.dtype)
+        module = seeded_module(spec.name, q.shape[-1], k.shape[-1], checked, q.dtype)
         with torch.no_grad():
             scores = module.score(q, k)
     else:

@@ -113,9 +113,8 @@ def score_working(trace: AttentionTrace, row: int, key: int, score_module: Any =
     if spec is not None and spec.module is not None:  # its weights, rebuilt from the trace's seed, as attend built them
         module = score_module
         if module is None:
-            params = tuple(sorted(trace.score_params.items()))  # attend's checked parameters
             sizes = trace.queries.shape[-1], trace.keys.shape[-1]
-            module = seeded_module(trace.score, *sizes, params, trace.queries.dtype)
+            module = seeded_module(trace.score, *sizes, trace.score_params, trace.queries.dtype)
         worked = _learned_working(trace.score, module, trace.queries[row], trace.keys[key], j)
         return f"{worked}{LINE}{a} = {s}"
     return rf"{a} = {s}"

@@ -334,11 +334,18 @@ def make_score_module(name: str, query_size: int, key_size: int, **params: Any) 
     return spec.module(query_size, key_size, **check_params(params, spec.params, f"score {name!r}"))
 
 
+def seeded_module(
+    name: str, query_size: int, key_size: int, params: dict[str, Any], dtype: torch.dtype
+) -> LearnedScore:
+    """The seeded module of a learned score, built once for its sizes, parameters and dtype and shared: a page rerun
+    uses it twice (attend, then show-your-work's worked score), and building one (`nn.Linear`'s own initialisation,
+    then the seeded weights) cost more than scoring eight tokens. Read only: it is never trained, and its parameters
+    need no gradient. `make_score_module` gives a module of one's own."""
+    return _shared_module(name, query_size, key_size, tuple(sorted(params.items())), dtype)
+
+
 @functools.lru_cache(maxsize=64)
-def seeded_module(name: str, query_size: int, key_size: int, params: tuple[tuple[str, Any], ...], dtype: torch.dtype):
-    """The seeded module of a learned score, built once for its sizes, checked parameters and dtype and shared: a
-    page rerun uses it twice (attend, then show-your-work's worked score), and building one (`nn.Linear`'s own
-    initialisation, then the seeded weights) cost more than scoring eight tokens. Read only: it is never trained,
-    and its parameters need no gradient. `make_score_module` gives a module of one's own."""
-    module = get_score(name).module(query_size, key_size, **dict(params)).to(dtype)  # type: ignore[misc]
-    return module.requires_grad_(False)
+def _shared_module(
+    name: str, query_size: int, key_size: int, params: tuple[tuple[str, Any], ...], dtype: torch.dtype
+) -> LearnedScore:
+    return make_score_module(name, query_size, key_size, **dict(params)).to(dtype).requires_grad_(False)

@@ -379,7 +379,7 @@ def test_a_learned_scores_module_is_built_once_and_a_users_own_module_is_not_sha
     from attnviz import scores
     from attnviz.explain import explain_attention
 
-    scores.seeded_module.cache_clear()
+    scores._shared_module.cache_clear()
     cls = scores.get_score(name).module
     built = []
     monkeypatch.setattr(cls, "__init__", _counting(cls.__init__, built))

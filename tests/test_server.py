@@ -132,10 +132,7 @@ class LoopThread:
             release.set()
 
     def settle(self) -> None:
-        """Wait until the loop has run everything it was handed so far."""
-        done = threading.Event()
-        asyncio.run_coroutine_threadsafe(asyncio.sleep(0), self.loop).add_done_callback(lambda _: done.set())
-        assert done.wait(10)
+        """Wait until the loop has run everything it was handed so far (its callbacks run in the order given)."""
         done = threading.Event()
         self.loop.call_soon_threadsafe(done.set)
         assert done.wait(10)
