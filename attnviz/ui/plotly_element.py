@@ -19,7 +19,7 @@ import numpy as np
 import plotly.graph_objects as go
 import plotly.io
 from _plotly_utils.basevalidators import is_homogeneous_array
-from _plotly_utils.utils import to_typed_array_spec
+from _plotly_utils.utils import plotlyjsShortTypes, to_typed_array_spec
 from streamlit.delta_generator import DeltaGenerator
 from streamlit.elements.lib import agent_spec
 from streamlit.elements.lib.form_utils import current_form_id
@@ -64,23 +64,11 @@ _SKIPPED_KEYS = frozenset(("geojson", "layer", "layers", "range"))  # _plotly_ut
 _PLAIN = (str, int, float, bool, type(None))  # values convert_to_base64 leaves as they are
 
 
-_SHORT_TYPES = {
-    "int8": "i1",
-    "uint8": "u1",
-    "int16": "i2",
-    "uint16": "u2",
-    "int32": "i4",
-    "uint32": "u4",
-    "float32": "f4",
-    "float64": "f8",
-}  # _plotly_utils.utils.plotlyjsShortTypes
-
-
 def _typed_array(array: np.ndarray) -> Any:
     """`to_typed_array_spec(array)`, without its detour through narwhals for the arrays the figures hold: a
     C-ordered array of a type Plotly.js reads as it is goes straight to base64; text (object) arrays are sent as
     they are; anything else (int64, a strided view, ...) is left to Plotly."""
-    short = _SHORT_TYPES.get(array.dtype.name)
+    short = plotlyjsShortTypes.get(array.dtype.name)
     if short is not None and array.size and array.flags.c_contiguous and array.dtype.isnative:
         spec = {"dtype": short, "bdata": base64.b64encode(array).decode("ascii")}
         if array.ndim > 1:
