@@ -158,8 +158,9 @@ class SimulatedUser:
         # A widget inside an st.fragment reruns only that fragment, and the browser says so in its request.
         return await self.rerun(fragment_id=self.widget_fragments.get(widget_id, ""))
 
-    def rerun_message(self, fragment_id: str = "", triggers: Iterable[WidgetState] = ()) -> bytes:
-        """The rerun request a browser sends: the page's query string and widget values (and one-off triggers)."""
+    def rerun_message(self, fragment_id: str = "", triggers: Iterable[WidgetState] = (), auto: bool = False) -> bytes:
+        """The rerun request a browser sends: the page's query string and widget values (and one-off triggers;
+        `auto` when a fragment's timer sends it)."""
         msg = BackMsg()
         rerun = msg.rerun_script
         rerun.query_string = self.query
@@ -168,6 +169,7 @@ class SimulatedUser:
         rerun.widget_states.widgets.extend(self.widget_states.values())
         rerun.widget_states.widgets.extend(triggers)
         rerun.fragment_id = fragment_id
+        rerun.is_auto_rerun = auto
         rerun.cached_message_hashes.extend(self.message_ages)
         return msg.SerializeToString()
 

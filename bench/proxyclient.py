@@ -151,6 +151,7 @@ class ProxyUser(SimulatedUser):
         self.shown: dict[str, object] = {}  # widget id -> the value the page shows (its default, or what the app set)
         self.drawn: dict[str, int] = {}  # widget id -> the run that drew it last (an index into `finishes`)
         self.queries: list[tuple[float, str]] = []  # every query string the app wrote, with its time
+        self.timers: dict[str, float] = {}  # fragment id -> seconds: the reruns the page asked this tab's timer for
         self.page_not_found = False
         self.received_bytes = 0
         self.largest_message = 0
@@ -214,13 +215,28 @@ class ProxyUser(SimulatedUser):
         self._reader = asyncio.create_task(self._read(self.ws))
 
     async def open(self, timeout: float = 60.0) -> float:
-        """GET the page, open the websocket and run the page once; return the seconds the run took."""
+        """GET the page, open the websocket and run the page (in two runs for a new visitor, whose first run asks for
+        the second); return the seconds from the first request to the whole page."""
         reply = await self.load_page()
         if reply.status != 200:
             raise DisconnectedError(f"GET {self.page}: HTTP {reply.status} {reply.error}".strip())
         await self.health()  # the frontend pings the server before it opens the websocket (and loads its assets)
         await self.connect()
-        return await self.rerun(timeout=timeout)
+        started = time.perf_counter()
+        await self.rerun(timeout=timeout)
+        await self.follow_timers(timeout)  # a new visitor's page comes in two runs (attnviz.ui.common.first_paint)
+        return time.perf_counter() - started
+
+    async def follow_timers(self, timeout: float = 60.0, most: int = 3) -> None:
+        """Send the reruns that the page's timers ask for, as the browser's timers do (a fragment's `run_every`),
+        until the page keeps no timer or `most` were sent: the first paint's one asks for the whole page."""
+        for _ in range(most):
+            if not self.timers:
+                return
+            fragment_id, interval = next(iter(self.timers.items()))
+            await asyncio.sleep(interval)
+            if fragment_id in self.timers:
+                await self.wait_run(await self.send_rerun(fragment_id, auto=True), timeout)
 
     async def close(self) -> None:
         """Close the websocket (as a closed tab does) and stop the reader."""
@@ -242,6 +258,7 @@ class ProxyUser(SimulatedUser):
         self.options.clear()
         self.shown.clear()
         self.drawn.clear()
+        self.timers.clear()
         self.page_hash = ""
         self.session_id = ""
 
@@ -277,14 +294,16 @@ class ProxyUser(SimulatedUser):
         return {k: v[-1] for k, v in parse_qs(self.query, keep_blank_values=True).items()}
 
     # ----- runs ---------------------------------------------------------------------------------------------------
-    async def send_rerun(self, fragment_id: str = "", triggers: Iterable[WidgetState] = ()) -> tuple[int, int]:
-        """Send one rerun request with the current client state (and one-off button triggers); return the marks
-        (runs finished, exceptions seen) that `wait_run` counts from."""
+    async def send_rerun(
+        self, fragment_id: str = "", triggers: Iterable[WidgetState] = (), auto: bool = False
+    ) -> tuple[int, int]:
+        """Send one rerun request with the current client state (and one-off button triggers; `auto` for a timer's);
+        return the marks (runs finished, exceptions seen) that `wait_run` counts from."""
         if self.ws is None or self.closed_at is not None:
             raise DisconnectedError("the websocket is closed")
         marks = (len(self.finishes), len(self.exceptions))
         try:
-            await self.ws.send(self.rerun_message(fragment_id, triggers))
+            await self.ws.send(self.rerun_message(fragment_id, triggers, auto=auto))
         except (OSError, WebSocketException) as exc:
             raise DisconnectedError(f"send: {type(exc).__name__}: {exc}") from exc
         return marks
@@ -361,6 +380,13 @@ class ProxyUser(SimulatedUser):
         kind = fwd.WhichOneof("type")
         if kind == "new_session":
             self.session_id = fwd.new_session.initialize.session_id or self.session_id
+            if not fwd.metadata.run.fragment_ids:  # a whole-page run: the browser stops every timer
+                self.timers.clear()
+        elif kind == "auto_rerun":
+            self.timers[fwd.auto_rerun.fragment_id] = fwd.auto_rerun.interval
+        elif kind == "stop_auto_rerun":
+            for fragment_id in fwd.stop_auto_rerun.fragment_ids:
+                self.timers.pop(fragment_id, None)
         elif kind == "delta":
             if fwd.metadata.active_script_hash:
                 self.page_hash = fwd.metadata.active_script_hash

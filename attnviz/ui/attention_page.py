@@ -25,7 +25,15 @@ from attnviz.state import (
 )
 from attnviz.ui import fieldwidgets
 from attnviz.ui.attention_results import draw_results
-from attnviz.ui.common import below_main_chart, beside_chart, controls_and_results, inputs_box, lazy_expander
+from attnviz.ui.common import (
+    below_main_chart,
+    beside_chart,
+    controls_and_results,
+    first_paint,
+    inputs_box,
+    lazy_expander,
+    pending,
+)
 from attnviz.ui.models import get_model
 from attnviz.ui.session import PageSession
 from attnviz.ui.settings import begin_run, labeller, md_escape, presenting, tr
@@ -78,6 +86,8 @@ def _preset_note_and_batch(session: PageSession, state: AttentionState) -> None:
 
 
 def _sidebar(session: PageSession, state: AttentionState) -> None:
+    if first_paint():  # it follows the main chart
+        return
     fields = attention_fields(session.page)
     with st.sidebar:
         fieldwidgets.choice(session, field(fields, "preset"), preset_label(), on_change=_load_preset, args=(session,))
@@ -252,7 +262,10 @@ def _controls_and_results(session: PageSession, state: AttentionState, inputs: A
     begin_run()  # a fragment rerun does not pass through page_frame
     left, right = controls_and_results([2, 3])
     with left:
-        state = _controls(session, state, inputs)
+        if first_paint():  # they follow the main chart, which their values (the stored state's) already drew
+            pending("controls")
+        else:
+            state = _controls(session, state, inputs)
     params = session.publish(state, encode_attention)
     results = None
     with right:
@@ -273,5 +286,5 @@ def _controls_and_results(session: PageSession, state: AttentionState, inputs: A
                         (side or st).caption(tr("attention.repeated_tokens"))
                     results = draw_results(session, state, inputs, side=side)
     if results is not None:
-        below_main_chart(session.part("below"), results.below)
+        below_main_chart(results.below)
     share_box(session, params, lambda p: decode_attention(p, session.page), extra=results and results.export)

@@ -14,13 +14,13 @@ import pyarrow as pa
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 from streamlit.errors import StreamlitAPIException
-from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from streamlit.runtime.scriptrunner_utils.script_run_context import ThreadState, get_script_run_ctx
 
 from attnviz.figures import chart_config, figure_tables
 from attnviz.plotting import FigureSpec, figure_specs
 from attnviz.ui import offline, settings
 from attnviz.ui.plotly_element import figure_json, plotly_json_chart
+from attnviz.ui.session import sent_by_browser
 from attnviz.ui.settings import md_escape, tr
 
 PAGES = (  # (script, icon, catalogue name): the sidebar's links, in the interface language
@@ -51,9 +51,12 @@ def page_frame(page: str, icon: str) -> None:
     if not settings.presenting():  # on a projector the teacher says it, and the first chart needs the room
         st.caption(tr(page + ".intro"))
     with st.sidebar:
-        settings.sidebar_controls()
-        _page_links()
-        st.caption(tr("frame.sidebar"))
+        if _begin_first_paint():  # the sidebar comes after the main chart
+            _after_first_paint()
+        else:
+            settings.sidebar_controls()
+            _page_links()
+            st.caption(tr("frame.sidebar"))
     for warning in warnings:
         st.warning(settings.error_text(warning), icon="⚠️")
 
@@ -181,42 +184,67 @@ def chart(
     return figure
 
 
-# A browser's first run of a session draws the page's main chart before what is below it. That section arrives in
-# a second run, which the browser asks for FIRST_PAINT_DELAY_S after the first run reached it (a fragment with
-# `run_every`; a browser timer runs only between the page's tasks). By then the browser has usually fetched and run
-# Plotly (its 4.7 MB chunk is fetched when the first chart arrives) and drawn the chart. Before, every element sent
-# after the chart was rendered while Plotly loaded, and the chart was drawn after all of them. Measured (bench/
-# README.md, "Speed for a class of 30"), a new visitor's first chart over the minimal page's: 0.25 s gave self 1.37x
-# and the model page 1.55x, 0.5 s 1.23x and 1.28x, 0.8 s 1.22x and 1.23x, without the deferral 1.35x and 1.63x.
-# A client that is not a browser (the tests' AppTest, scripts) gets everything in one run; so does every later run.
+# A new visitor's first run in a browser draws the page's title, inputs and main chart, and only placeholders for
+# the rest: the sidebar, the controls beside the chart and the section below it. The rest comes in a whole-page run
+# that the browser asks for FIRST_PAINT_DELAY_S after the first run started (a fragment with `run_every` in the
+# sidebar; a browser timer runs only between the page's tasks). By then the browser has usually fetched and run
+# Plotly (its 4.7 MB chunk is fetched when the first chart arrives) and drawn the chart. Every element sent with the
+# chart is rendered while Plotly loads, and the chart is drawn after all of them: measured (bench/README.md, "Speed
+# for a class of 30"), a new visitor's first chart over the minimal page's was 1.35x (self) and 1.63x (model) with
+# everything in one run, 1.23x-1.33x and 1.23x-1.28x with only the section below deferred. Sending the chart before
+# the controls in the same run did not help (1.29x against 1.27x): they were still rendered before it was drawn.
+# Only a new visitor is painted this way: a page reconnecting to a new session sends the values on its screen with
+# its first run, and those live only in the widgets that the run draws (`sent_by_browser`). A client that is not a
+# browser (the tests' AppTest, scripts) gets everything in one run; so does every later run of the session.
 FIRST_PAINT_DELAY_S = 0.5
-PENDING_KEY = "attnviz_pending"  # the placeholder of a section still to come (the browser tests wait for it to go)
+FIRST_PAINT_KEY = "attnviz:first_paint"  # True while the session's runs are a first paint; False after
+PENDING_KEY = "attnviz_pending"  # the placeholders of what is still to come (the browser tests wait for them to go)
 
 
-def below_main_chart(name: str, draw: Callable[[], None]) -> None:
-    """Draw `draw`, what a page shows below its main chart: at once, or on a browser's first run of the session in
-    the run that follows."""
-    done = f"painted:{name}"
-    if st.session_state.get(done) or "mozilla" not in st.context.headers.get("User-Agent", "").lower():
+def first_paint() -> bool:
+    """True while a new visitor's page is drawn without its sidebar, its controls and what is below its main chart
+    (they follow FIRST_PAINT_DELAY_S later)."""
+    return st.session_state.get(FIRST_PAINT_KEY) is True
+
+
+def _begin_first_paint() -> bool:
+    """Decide once per session whether its runs start as a first paint: a browser's, with no widget values sent."""
+    if FIRST_PAINT_KEY not in st.session_state:
+        browser = "mozilla" in st.context.headers.get("User-Agent", "").lower()
+        st.session_state[FIRST_PAINT_KEY] = browser and not sent_by_browser()
+    return first_paint()
+
+
+def pending(part: str) -> None:
+    """The placeholder of `part` of the page during a first paint."""
+    st.container(key=f"{PENDING_KEY}_{part}").caption("…")
+
+
+def below_main_chart(draw: Callable[[], None]) -> None:
+    """Draw `draw`, what a page shows below its main chart: at once, or after a first paint."""
+    if first_paint():
+        pending("below")
+    else:
         draw()
-        return
-    st.session_state[done] = True
-    _after_first_paint(draw)
 
 
 @st.fragment(run_every=FIRST_PAINT_DELAY_S)
-def _after_first_paint(draw: Callable[[], None]) -> None:
-    """Registered in a first run, where it leaves a placeholder; run again by the browser's timer, it draws the
-    section and stops the timer (a later run of the page does not register it at all)."""
+def _after_first_paint() -> None:
+    """Registered in a first paint's runs, where it leaves the sidebar's placeholder; run by the browser's timer, it
+    runs the whole page, now with everything. (A browser stops every fragment's timer when a whole-page run starts;
+    that run does not register this fragment again.)
+
+    Every widget of the first paint is sent again in that run with its value as one the app set. A browser that
+    has not yet rendered a widget of the first paint (a page still busy with its charts) never saw the value the
+    link gave it, only the run after, which without this would name no value: the widget would show its default and
+    send it back with the next change (the link's seed 4 became 0)."""
     ctx = get_script_run_ctx()
-    fragment_id = ThreadState.get().fragment_id
-    if ctx is None or fragment_id not in (ctx.fragment_ids_this_run or ()):
-        st.container(key=PENDING_KEY).caption("…")
+    if ctx is None or ThreadState.get().fragment_id not in (ctx.fragment_ids_this_run or ()):
+        pending("sidebar")
         return
-    stop = ForwardMsg()
-    stop.stop_auto_rerun.fragment_ids.append(fragment_id)
-    ctx.enqueue(stop)
-    draw()
+    settings.write_back_widgets()
+    st.session_state[FIRST_PAINT_KEY] = False
+    st.rerun(scope="app")
 
 
 def chart_tables(fig: go.Figure | FigureSpec) -> None:

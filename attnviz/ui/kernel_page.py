@@ -28,7 +28,7 @@ from attnviz.state import (
     encode_kernel,
 )
 from attnviz.ui import fieldwidgets
-from attnviz.ui.common import beside_chart, chart, controls_and_results, inputs_box
+from attnviz.ui.common import beside_chart, chart, controls_and_results, first_paint, inputs_box, pending
 from attnviz.ui.session import PageSession
 from attnviz.ui.settings import begin_run, current_language, error_text, palette, presenting, tr
 from attnviz.ui.turns import ServerBusyError, busy_note, turn
@@ -119,11 +119,7 @@ def _query_points() -> tuple[float, ...] | None:
         return None
 
 
-def kernel_page() -> None:
-    """Draw the kernel regression page."""
-    state: KernelState = SESSION.sync_from_link(decode_kernel, _defaults)
-    for warning in SESSION.warnings:
-        show_warning(warning)
+def _sidebar(state: KernelState) -> None:
     with st.sidebar:
         fieldwidgets.choice(SESSION, field(KERNEL_FIELDS, "preset"), preset_label(), on_change=_load_preset)
         if state.preset and not presenting():  # on a projector the note sits beside the chart
@@ -132,6 +128,15 @@ def kernel_page() -> None:
             fieldwidgets.number(SESSION, field(KERNEL_FIELDS, "toy_seed"), on_change=_reload_toy)
             fieldwidgets.number(SESSION, field(KERNEL_FIELDS, "toy_n"), on_change=_reload_toy)
         st.button(tr("frame.reset"), on_click=SESSION.reset, args=(_defaults(),), help=tr("frame.reset_help"))
+
+
+def kernel_page() -> None:
+    """Draw the kernel regression page."""
+    state: KernelState = SESSION.sync_from_link(decode_kernel, _defaults)
+    for warning in SESSION.warnings:
+        show_warning(warning)
+    if not first_paint():  # the sidebar follows the main chart
+        _sidebar(state)
     with inputs_box():
         points_column, queries_column = st.columns([3, 2], gap="large")
         with points_column:
@@ -153,11 +158,15 @@ def _controls_and_results(state: KernelState, ready: bool) -> None:
     begin_run()  # a fragment rerun does not pass through page_frame
     left, right = controls_and_results([2, 3])
     with left:
-        kernel = fieldwidgets.choice(SESSION, field(KERNEL_FIELDS, "kernel"), "kernel.{}.label")
-        formula = KERNELS[kernel].formula + r",\quad u = \frac{\lvert q - k \rvert}{\sigma}"
-        explanation = tr(f"kernel.{kernel}.explanation")
-        st.markdown(f"$$\n{formula}\n$$\n\n{explanation}")  # one element: formula and text
-        bandwidth = fieldwidgets.number(SESSION, BANDWIDTH)
+        if first_paint():  # they follow the main chart, which their values (the stored state's) already drew
+            pending("controls")
+            kernel, bandwidth = state.kernel, state.bandwidth
+        else:
+            kernel = fieldwidgets.choice(SESSION, field(KERNEL_FIELDS, "kernel"), "kernel.{}.label")
+            formula = KERNELS[kernel].formula + r",\quad u = \frac{\lvert q - k \rvert}{\sigma}"
+            explanation = tr(f"kernel.{kernel}.explanation")
+            st.markdown(f"$$\n{formula}\n$$\n\n{explanation}")  # one element: formula and text
+            bandwidth = fieldwidgets.number(SESSION, BANDWIDTH)
     row, crange = int(SESSION.value("row")), SESSION.value("crange")  # their controls are drawn in the results
     state = replace(state, kernel=kernel, bandwidth=bandwidth, row=row, crange=crange)
     with right:

@@ -32,7 +32,7 @@ from attnviz.explain import explain_row
 from attnviz.model_state import NUM_HEADS, NUM_LAYERS, PARTS, ModelState, decode_model, encode_model
 from attnviz.plotting import POSITION_MARK
 from attnviz.state import MAX_TEXT
-from attnviz.ui.common import below_main_chart, chart, controls_and_results, shared_value
+from attnviz.ui.common import below_main_chart, chart, controls_and_results, first_paint, pending, shared_value
 from attnviz.ui.models import get_model
 from attnviz.ui.session import PageSession
 from attnviz.ui.settings import begin_run, current_language, error_text, labeller, md_escape, palette, tr
@@ -239,7 +239,7 @@ def _draw(state: ModelState, trace: BertTrace) -> Callable[[], None]:
                 _head_view(state, shared, tokens, rows, cols)
                 _neuron_view(state, shared, tokens)
 
-        below_main_chart(SESSION.part("below"), below)
+        below_main_chart(below)
 
     def export() -> None:
         # The files are made when a button is pressed, from the shared trace: a download's data would otherwise
@@ -362,9 +362,12 @@ def _controls_and_results(state: ModelState, seconds: float) -> None:
 def _views(state: ModelState, trace: BertTrace | None) -> None:
     left, right = controls_and_results([1, 3])
     with left:
-        state = _controls(state, trace)
-        if trace is not None:
-            _finder(state, trace)
+        if first_paint():  # they follow the main chart, which their values (the stored state's) already drew
+            pending("controls")
+        else:
+            state = _controls(state, trace)
+            if trace is not None:
+                _finder(state, trace)
     params = SESSION.publish(state, encode_model)
     export = None
     with right:

@@ -153,17 +153,23 @@ def _store(setting: Setting) -> None:
         st.query_params[setting.param] = value
 
 
+def write_back_widgets(skip: frozenset[str] = frozenset()) -> None:
+    """Write every widget's current value back into the session state (but the widgets in `skip`): the next run
+    sends each widget its value as one the app set, which the browser shows and keeps whatever it held."""
+    for key in list(st.session_state):
+        if key in skip or not key.startswith(LABELLED_WIDGET_PREFIXES):
+            continue
+        with contextlib.suppress(StreamlitAPIException):  # buttons, editors, uploaders: not settable, no label
+            st.session_state[key] = st.session_state[key]
+
+
 def _choose_language() -> None:
     """Callback of the language picker.
 
     A selectbox or radio reports its choice as the label the browser shows, and the labels are about to change
     language: the rerun would read "a sentence" against the Chinese labels and not find it. So every widget's
     current value is written back into the session state first, where it is kept as the value itself."""
-    for key in list(st.session_state):
-        if key == f"w:{LANG.param}" or not key.startswith(LABELLED_WIDGET_PREFIXES):
-            continue
-        with contextlib.suppress(StreamlitAPIException):  # buttons, editors, uploaders: not settable, no label
-            st.session_state[key] = st.session_state[key]
+    write_back_widgets(skip=frozenset({f"w:{LANG.param}"}))
     _store(LANG)
 
 

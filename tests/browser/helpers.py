@@ -352,7 +352,7 @@ _READY_JS = """
   const t = window.__stTracker;
   if (t && t.ws && t.serverRunning) return false;
   if (document.querySelector('[data-testid="stStatusWidgetRunningIcon"], [data-testid="stSkeleton"]')) return false;
-  if (document.querySelector('.st-key-attnviz_pending')) return false;  // a section still to come (below_main_chart)
+  if (document.querySelector('[class*="st-key-attnviz_pending"]')) return false;  // a part still to come (first_paint)
   return state;
 }
 """

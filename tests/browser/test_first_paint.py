@@ -1,6 +1,6 @@
-"""A browser's first run of a session draws the main chart, and what is below it in the run that follows
-(attnviz.ui.common.below_main_chart): spoken over the real server's websocket as a browser speaks it, then in
-Chromium."""
+"""A new visitor's first run in a browser draws the title, the inputs and the main chart, and the run that follows
+everything else (attnviz.ui.common.first_paint): spoken over the real server's websocket as a browser speaks it, then
+in Chromium."""
 
 from __future__ import annotations
 
@@ -16,6 +16,13 @@ from .helpers import StreamlitServer, exceptions, goto, plotly_figures
 
 BROWSER = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/140.0 Safari/537.36"
 BELOW = {"Self_attention": "Show your work", "Pretrained_model": "Head view"}  # the first thing below the chart
+CONTROL = {"Self_attention": "Temperature T", "Pretrained_model": "Layer", "Kernel_attention": "Bandwidth σ"}
+INPUT = {
+    "Self_attention": "Sentence",
+    "Pretrained_model": "Sentence",
+    "Kernel_attention": "Query points (comma-separated)",
+}
+PAGE_LINKS = 7  # the sidebar's links to every page
 
 
 def _texts(messages: list[ForwardMsg]) -> str:
@@ -32,22 +39,48 @@ def _texts(messages: list[ForwardMsg]) -> str:
     return "\n".join(out)
 
 
-def _runs(server: StreamlitServer, page: str, user_agent: str) -> list[list[ForwardMsg]]:
-    """A first run of `page`, then (if it asked for one) the auto-rerun its browser would send, then a whole-page
-    rerun; the messages of each. (The sync client: Playwright's sync API holds an event loop in this thread.)"""
+def _elements(messages: list[ForwardMsg], kind: str) -> list:
+    """The elements of one kind (e.g. "page_link") that a run drew."""
+    return [
+        getattr(msg.delta.new_element, kind)
+        for msg in messages
+        if msg.WhichOneof("type") == "delta"
+        and msg.delta.WhichOneof("type") == "new_element"
+        and msg.delta.new_element.WhichOneof("type") == kind
+    ]
+
+
+def _labels(messages: list[ForwardMsg]) -> set[str]:
+    """The labels of the widgets a run drew."""
+    kinds = ("number_input", "selectbox", "slider", "checkbox", "radio", "button_group", "text_input")
+    return {element.label for kind in kinds for element in _elements(messages, kind)}
+
+
+def _runs(
+    server: StreamlitServer, page: str, user_agent: str, widgets: dict[str, float] | None = None, query: str = ""
+) -> list[list[ForwardMsg]]:
+    """A first run of `page?query` (with `widgets`, values the browser sends by widget id, as a reconnecting page does),
+    then (if it asked for one) the auto-rerun its browser would send, then a whole-page rerun; the messages of each,
+    up to the end of the last script run that each request set off. (The sync client: Playwright's sync API holds an
+    event loop in this thread.)"""
     base = urlsplit(server.url)
     url = f"ws://{base.netloc}/_stcore/stream"
     runs: list[list[ForwardMsg]] = []
     with connect(url, subprotocols=["streamlit"], max_size=None, user_agent_header=user_agent) as ws:
         page_hash = ""
 
-        def run(fragment_id: str = "", auto: bool = False) -> list[ForwardMsg]:
+        def run(fragment_id: str = "", auto: bool = False, values: dict[str, float] | None = None) -> list[ForwardMsg]:
             nonlocal page_hash
             back = BackMsg()
             back.rerun_script.page_name = page
+            back.rerun_script.query_string = query
             back.rerun_script.page_script_hash = page_hash
             back.rerun_script.fragment_id = fragment_id
             back.rerun_script.is_auto_rerun = auto
+            for widget_id, value in (values or {}).items():
+                state = back.rerun_script.widget_states.widgets.add()
+                state.id = widget_id
+                state.double_value = value
             ws.send(back.SerializeToString())
             messages = []
             while True:
@@ -56,10 +89,13 @@ def _runs(server: StreamlitServer, page: str, user_agent: str) -> list[list[Forw
                 messages.append(msg)
                 if msg.WhichOneof("type") == "delta" and msg.metadata.active_script_hash:
                     page_hash = msg.metadata.active_script_hash
-                if msg.WhichOneof("type") == "script_finished":
+                if (
+                    msg.WhichOneof("type") == "script_finished"
+                    and msg.script_finished != ForwardMsg.FINISHED_EARLY_FOR_RERUN
+                ):
                     return messages
 
-        runs.append(run())
+        runs.append(run(values=widgets))
         auto = [m.auto_rerun.fragment_id for m in runs[0] if m.WhichOneof("type") == "auto_rerun"]
         if auto:
             runs.append(run(auto[0], auto=True))
@@ -67,38 +103,71 @@ def _runs(server: StreamlitServer, page: str, user_agent: str) -> list[list[Forw
     return runs
 
 
-@pytest.mark.parametrize("page", sorted(BELOW))
-def test_a_browsers_first_run_draws_the_chart_and_the_next_run_what_is_below_it(
+@pytest.mark.parametrize("page", sorted(CONTROL))
+def test_a_new_visitors_first_run_draws_the_main_chart_and_the_next_run_everything(
     server: StreamlitServer, page: str
 ) -> None:
     first, deferred, later = _runs(server, page, BROWSER)
-    assert '"type":"heatmap"' in _texts(first)  # the main chart
-    assert BELOW[page] not in _texts(first)
+    below = BELOW.get(page, "\0")  # the kernel page has nothing below its charts
+    # the first paint: the title, the inputs and the main chart; placeholders for the sidebar, the controls beside
+    # the chart and the section below it
+    assert _elements(first, "plotly_chart")
+    assert INPUT[page] in _labels(first)  # the inputs above the chart
+    assert below not in _texts(first)
+    assert CONTROL[page] not in _labels(first)
+    assert _elements(first, "page_link") == []
     (asked,) = [m.auto_rerun for m in first if m.WhichOneof("type") == "auto_rerun"]
     assert 0 < asked.interval <= 0.5
-    # the browser's timer: the section below, and the timer stopped
-    assert BELOW[page] in _texts(deferred)
-    stopped = [m.stop_auto_rerun.fragment_ids for m in deferred if m.WhichOneof("type") == "stop_auto_rerun"]
-    assert [list(ids) for ids in stopped] == [[asked.fragment_id]]
-    # every later run draws everything at once, and asks for no timer
-    assert BELOW[page] in _texts(later) and '"type":"heatmap"' in _texts(later)
+    # the browser's timer: a whole-page run (a browser stops every fragment's timer when one starts) with everything
+    starts = [m.metadata.run.fragment_ids for m in deferred if m.WhichOneof("type") == "new_session"]
+    assert [list(ids) for ids in starts] == [[asked.fragment_id], []]
+    for run in (deferred, later):  # and every later run draws everything at once, and asks for no timer
+        assert _elements(run, "plotly_chart")
+        assert below in _texts(run) or page not in BELOW
+        assert CONTROL[page] in _labels(run)
+        assert len(_elements(run, "page_link")) == PAGE_LINKS
     assert not [m for m in later if m.WhichOneof("type") == "auto_rerun"]
 
 
 def test_a_client_that_is_not_a_browser_gets_everything_in_one_run(server: StreamlitServer) -> None:
     first, _later = _runs(server, "Self_attention", "Python/3.11 websockets/17.4")
     assert BELOW["Self_attention"] in _texts(first)
+    assert CONTROL["Self_attention"] in _labels(first)
+    assert len(_elements(first, "page_link")) == PAGE_LINKS
     assert not [m for m in first if m.WhichOneof("type") == "auto_rerun"]
 
 
+def test_a_reconnecting_page_gets_everything_in_one_run(server: StreamlitServer) -> None:
+    """A page that reconnects to a new session sends the values on its screen with its first run: they reach the
+    session only through the widgets that run draws, so it draws them all."""
+    reconnecting = {"$$ID-0123456789abcdef-w:self:temperature": 2.0}
+    first, _later = _runs(server, "Self_attention", BROWSER, widgets=reconnecting)
+    assert CONTROL["Self_attention"] in _labels(first)
+    assert BELOW["Self_attention"] in _texts(first)
+    assert not [m for m in first if m.WhichOneof("type") == "auto_rerun"]
+
+
+def test_the_whole_page_after_a_first_paint_sets_the_links_values_again(server: StreamlitServer) -> None:
+    """A browser still busy rendering the first paint may never mount its widgets with the link's values: the run
+    after it must set them again, or the widgets show (and send back) their defaults."""
+    first, deferred, _later = _runs(server, "Learned_attention", BROWSER, query="tk=induction&sd=4&n=40")
+    assert [m for m in first if m.WhichOneof("type") == "auto_rerun"]  # a first paint
+    for run in (first, deferred):
+        seeds = {e.label: (e.set_value, e.value) for e in _elements(run, "number_input")}
+        assert seeds["Training seed"] == (True, 4)
+        assert seeds["Training steps (0 = default)"] == (True, 40)
+
+
 @pytest.mark.parametrize("page", sorted(BELOW))
-def test_in_chromium_the_section_below_follows_and_nothing_stays_pending(
+def test_in_chromium_everything_follows_the_first_paint_and_nothing_stays_pending(
     new_page, server: StreamlitServer, page: str
 ) -> None:
     tab: Page = new_page(viewport={"width": 1400, "height": 1000})
-    goto(tab, server.url_for(page))  # waits until no section is pending
-    assert tab.locator(".st-key-attnviz_pending").count() == 0
+    goto(tab, server.url_for(page))  # waits until nothing is pending
+    assert tab.locator('[class*="st-key-attnviz_pending"]').count() == 0
     assert tab.get_by_text(BELOW[page]).first.is_visible()
+    assert tab.get_by_label(CONTROL[page]).first.is_visible()
+    assert tab.locator('[data-testid="stSidebar"] [data-testid="stPageLink"]').count() == PAGE_LINKS
     assert len(plotly_figures(tab)) >= (3 if page == "Pretrained_model" else 1)
     tab.wait_for_timeout(1000)  # the timer was stopped: no run follows
     assert tab.locator('[data-testid="stApp"]').get_attribute("data-test-script-state") == "notRunning"
