@@ -189,10 +189,10 @@ def chart(
 # that the browser asks for FIRST_PAINT_DELAY_S after the first run started (a fragment with `run_every` in the
 # sidebar; a browser timer runs only between the page's tasks). By then the browser has usually fetched and run
 # Plotly (its 4.7 MB chunk is fetched when the first chart arrives) and drawn the chart. Every element sent with the
-# chart is rendered while Plotly loads, and the chart is drawn after all of them: measured (bench/README.md, "Speed
-# for a class of 30"), a new visitor's first chart over the minimal page's was 1.35x (self) and 1.63x (model) with
-# everything in one run, 1.23x-1.33x and 1.23x-1.28x with only the section below deferred. Sending the chart before
-# the controls in the same run did not help (1.29x against 1.27x): they were still rendered before it was drawn.
+# chart is rendered while Plotly loads, and the chart is drawn after all of them. Measured (bench/README.md, items 13
+# and 18), a new visitor's first chart over the minimal page's: 1.35x (self) and 1.63x (model) with everything in one
+# run, 1.23x-1.33x on both with only the section below deferred, 1.11x-1.16x and 1.11x-1.19x like this. Sending the
+# chart before the controls in the same run did not help (1.29x against 1.27x): they were rendered before it was drawn.
 # Only a new visitor is painted this way: a page reconnecting to a new session sends the values on its screen with
 # its first run, and those live only in the widgets that the run draws (`sent_by_browser`). A client that is not a
 # browser (the tests' AppTest, scripts) gets everything in one run; so does every later run of the session.
