@@ -51,7 +51,7 @@ def page_frame(page: str, icon: str) -> None:
     if not settings.presenting():  # on a projector the teacher says it, and the first chart needs the room
         st.caption(tr(page + ".intro"))
     with st.sidebar:
-        if _begin_first_paint():  # the sidebar comes after the main chart
+        if _begin_first_paint(page):  # the sidebar comes after the main chart
             _after_first_paint()
         else:
             settings.sidebar_controls()
@@ -184,8 +184,9 @@ def chart(
     return figure
 
 
-# A new visitor's first run in a browser draws the page's title, inputs and main chart, and only placeholders for
-# the rest: the sidebar, the controls beside the chart and the section below it. The rest comes in a whole-page run
+# A new visitor's first run in a browser, on a page whose controls sit beside its main chart (FIRST_PAINT_PAGES),
+# draws the page's title, inputs and main chart, and only placeholders for the rest: the sidebar, the controls beside
+# the chart and the section below it. The rest comes in a whole-page run
 # that the browser asks for FIRST_PAINT_DELAY_S after the first run started (a fragment with `run_every` in the
 # sidebar; a browser timer runs only between the page's tasks). By then the browser has usually fetched and run
 # Plotly (its 4.7 MB chunk is fetched when the first chart arrives) and drawn the chart. Every element sent with the
@@ -197,6 +198,10 @@ def chart(
 # its first run, and those live only in the widgets that the run draws (`sent_by_browser`). A client that is not a
 # browser (the tests' AppTest, scripts) gets everything in one run; so does every later run of the session.
 FIRST_PAINT_DELAY_S = 0.5
+# The pages whose controls sit beside their main chart. The others (home, learned, modern) draw their first run whole:
+# their first chart comes after their inputs and controls, and the learned page's training (a button, then a
+# progress timer) was not made to meet a whole-page run of the first paint.
+FIRST_PAINT_PAGES = frozenset({"self", "cross", "kernel", "model"})
 FIRST_PAINT_KEY = "attnviz:first_paint"  # True while the session's runs are a first paint; False after
 PENDING_KEY = "attnviz_pending"  # the placeholders of what is still to come (the browser tests wait for them to go)
 
@@ -207,11 +212,12 @@ def first_paint() -> bool:
     return st.session_state.get(FIRST_PAINT_KEY) is True
 
 
-def _begin_first_paint() -> bool:
-    """Decide once per session whether its runs start as a first paint: a browser's, with no widget values sent."""
+def _begin_first_paint(page: str) -> bool:
+    """Decide once per session (on the page it opens first) whether its runs start as a first paint: a browser's,
+    with no widget values sent, on a page whose controls sit beside its main chart."""
     if FIRST_PAINT_KEY not in st.session_state:
         browser = "mozilla" in st.context.headers.get("User-Agent", "").lower()
-        st.session_state[FIRST_PAINT_KEY] = browser and not sent_by_browser()
+        st.session_state[FIRST_PAINT_KEY] = page in FIRST_PAINT_PAGES and browser and not sent_by_browser()
     return first_paint()
 
 
@@ -237,7 +243,7 @@ def _after_first_paint() -> None:
     Every widget of the first paint is sent again in that run with its value as one the app set. A browser that
     has not yet rendered a widget of the first paint (a page still busy with its charts) never saw the value the
     link gave it, only the run after, which without this would name no value: the widget would show its default and
-    send it back with the next change (the link's seed 4 became 0)."""
+    send it back with the next change (a link's seed 4 became 0 after the next click)."""
     ctx = get_script_run_ctx()
     if ctx is None or ThreadState.get().fragment_id not in (ctx.fragment_ids_this_run or ()):
         pending("sidebar")

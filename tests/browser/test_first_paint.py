@@ -150,12 +150,18 @@ def test_a_reconnecting_page_gets_everything_in_one_run(server: StreamlitServer)
 def test_the_whole_page_after_a_first_paint_sets_the_links_values_again(server: StreamlitServer) -> None:
     """A browser still busy rendering the first paint may never mount its widgets with the link's values: the run
     after it must set them again, or the widgets show (and send back) their defaults."""
-    first, deferred, _later = _runs(server, "Learned_attention", BROWSER, query="tk=induction&sd=4&n=40")
+    first, deferred, _later = _runs(server, "Self_attention", BROWSER, query="dim=5&es=3")
     assert [m for m in first if m.WhichOneof("type") == "auto_rerun"]  # a first paint
     for run in (first, deferred):
-        seeds = {e.label: (e.set_value, e.value) for e in _elements(run, "number_input")}
-        assert seeds["Training seed"] == (True, 4)
-        assert seeds["Training steps (0 = default)"] == (True, 40)
+        inputs = {e.label: (e.set_value, e.value) for e in _elements(run, "number_input")}
+        assert inputs["Embedding size d"] == (True, 5)
+        assert inputs["Embedding seed"] == (True, 3)
+
+
+def test_a_page_without_controls_beside_its_chart_is_drawn_whole(server: StreamlitServer) -> None:
+    first, _later = _runs(server, "Learned_attention", BROWSER)
+    assert not [m for m in first if m.WhichOneof("type") == "auto_rerun"]
+    assert len(_elements(first, "page_link")) == PAGE_LINKS
 
 
 @pytest.mark.parametrize("page", sorted(BELOW))
