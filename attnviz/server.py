@@ -11,7 +11,10 @@ This module makes asyncio set TCP_NODELAY on any TCP stream socket.
 session that does not hold the fragment (yet) drops the request, and the student's change with it: that is every
 page that has just reconnected to a new session (its replica died, or the server restarted) while the new
 session's first run has not reached the fragment. The page then shows the new value and the old results, and its
-link keeps the old value. Such a request becomes a rerun of the whole page, with the same widget values.
+link keeps the old value. Such a request becomes a rerun of the whole page, with the same widget values. A timer's
+rerun (`run_every`) of such a fragment carries no input of its own and is left to Streamlit, which drops it: the
+first paint's timer (attnviz/ui/common.py) may tick once more before the browser hears of the whole-page run that
+ended it, and that tick must not start another one.
 
 3. Two malloc arenas. glibc gives each thread that meets contention an arena of its own, up to 8 per core, and
 an arena keeps the memory its thread freed. A server's script threads come and go, so the freed memory of large
@@ -66,7 +69,12 @@ def keep_input_of_unknown_fragments() -> None:
         return
 
     def request_rerun_keeping_input(self: AppSession, client_state: Any) -> None:
-        if client_state is not None and client_state.fragment_id and not self.has_fragment(client_state.fragment_id):
+        if (
+            client_state is not None
+            and client_state.fragment_id
+            and not client_state.is_auto_rerun
+            and not self.has_fragment(client_state.fragment_id)
+        ):
             whole_page = BackMsg().rerun_script  # a ClientState: the same widget values, no fragment id
             whole_page.CopyFrom(client_state)
             whole_page.fragment_id = ""

@@ -105,3 +105,15 @@ def test_an_unknown_fragment_rerun_becomes_a_whole_page_rerun_with_the_same_valu
     assert whole.fragment_id == "" and fragment.fragment_id == "known" and previous is None
     assert whole.query_string == "T=1.5"
     assert [(w.id, w.double_value) for w in whole.widget_states.widgets] == [(f"$$ID-abc-{TEMPERATURE}", 1.5)]
+
+
+def test_a_timers_rerun_of_an_unknown_fragment_is_left_to_streamlit(recording_rerun):
+    """A fragment's timer (the first paint's) that ticks once more after the whole-page run dropped the fragment
+    carries no input: it stays a fragment rerun, which Streamlit drops, instead of a whole-page run."""
+    server.keep_input_of_unknown_fragments()
+    session = FakeSession({"known"})
+    tick = fragment_rerun("gone")
+    tick.is_auto_rerun = True
+    AppSession.request_rerun(session, tick)  # type: ignore[arg-type]
+    (run,) = session.runs
+    assert run.fragment_id == "gone" and run.is_auto_rerun
