@@ -186,10 +186,10 @@ def chart(
 
 # A new visitor's first run in a browser, on a page whose controls sit beside its main chart (FIRST_PAINT_PAGES),
 # draws the page's title, inputs and main chart, and only placeholders for the rest: the sidebar, the controls beside
-# the chart and the section below it. The rest comes in a whole-page run
-# that the browser asks for FIRST_PAINT_DELAY_S after the first run started (a fragment with `run_every` in the
-# sidebar; a browser timer runs only between the page's tasks). By then the browser has usually fetched and run
-# Plotly (its 4.7 MB chunk is fetched when the first chart arrives) and drawn the chart. Every element sent with the
+# the chart and the section below it. The rest comes in a whole-page run that the browser asks for
+# FIRST_PAINT_DELAY_S after the first run started (a fragment with `run_every` in the sidebar; a browser timer runs
+# only between the page's tasks). By then the browser has usually fetched and run Plotly (its 4.7 MB chunk is fetched
+# when the first chart arrives) and drawn the chart. Every element sent with the
 # chart is rendered while Plotly loads, and the chart is drawn after all of them. Measured (bench/README.md, items 13
 # and 18), a new visitor's first chart over the minimal page's: 1.35x (self) and 1.63x (model) with everything in one
 # run, 1.23x-1.33x on both with only the section below deferred, 1.11x-1.16x and 1.11x-1.19x like this. Sending the
