@@ -144,6 +144,35 @@ def test_another_pages_parameters_in_the_address_do_not_change_this_page():
     assert "T" not in at.query_params
 
 
+def test_leaving_a_page_drops_its_kept_widget_keys_and_coming_back_restores_every_field():
+    """Streamlit copies the whole session state for every select box, radio and number input of a run: the other
+    pages' leftover widget keys are not kept, and a page fills its own again from its stored state."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=90)
+    at.run()
+    at.switch_page(SELF)
+    at.query_params.update({"T": "0.3", "sc": "general"})
+    at.run()
+    fields = [f.name for f in attention_fields("self")]
+    stored = at.session_state["self:state"]
+    assert "w:self:heads" in at.session_state  # in the closed "More" section: kept as a plain key
+    at.switch_page(CROSS)
+    at.query_params.clear()
+    at.run()
+    assert not at.exception
+    assert [key for key in at.session_state if key.startswith("w:self:")] == []
+    assert at.session_state["self:state"] == stored  # the page's own state stays
+    at.switch_page(SELF)
+    at.query_params.clear()
+    at.run()
+    assert not at.exception
+    assert at.session_state["self:state"] == stored
+    assert at.number_input(key="w:self:temperature").value == 0.3
+    assert at.selectbox(key="w:self:score").value == "general"
+    for name in fields:
+        assert at.session_state[f"w:self:{name}"] == getattr(stored, name), name
+    assert [key for key in at.session_state if key.startswith("w:cross:")] == []
+
+
 # --- 4. the row picker lists the new tokens ---------------------------------------------------------------
 
 

@@ -139,6 +139,7 @@ class PageSession:
         A new session starts from its link, but a widget value that the browser sent with this run wins: that is a
         page reconnecting after its server was lost, and the value on its screen may be newer than its address (the
         student changed it while, or right after, the page reconnected)."""
+        self._forget_other_pages()
         params = settings.link_params()
         stored = self.state
         if params and self._carried_over(params):
@@ -159,6 +160,18 @@ class PageSession:
             for f in fields(stored):  # widgets not drawn on the last run lose their keys: refill them
                 self.bound(f.name)
         return self.state
+
+    def _forget_other_pages(self) -> None:
+        """Drop the widget keys of the other pages that Streamlit kept: the fields whose widgets were not drawn on
+        their page's last run (a closed section, a matrix, an inactive preset's row). Streamlit drops the drawn ones
+        itself when the student leaves a page, and a page fills them all again from its stored state when it runs
+        (`load`, `bound`). While they stay, each of this page's select boxes, radios and number inputs copies them:
+        Streamlit copies the whole session state for every such widget (`filtered_state`), and a student who has
+        visited every page holds twice the keys of one page."""
+        own = self.key("")
+        for key in [k for k in st.session_state if isinstance(k, str) and k.startswith("w:") and k.count(":") >= 2]:
+            if not key.startswith(own):
+                del st.session_state[key]
 
     def _carried_over(self, params: dict[str, str]) -> bool:
         """True when the address holds exactly the parameters another page of this session wrote last, not this
