@@ -1,9 +1,10 @@
 """The floor of a page like the self-attention page: its elements, made by Streamlit, with nothing computed.
 
-The same widgets, columns, folded sections, text and one 8x8 heatmap as one rerun of the self-attention page's
-controls fragment (its 29 messages, listed by `python -m bench.elements self`), each made the plain way, in an
-st.fragment moved by the temperature. Measured against the minimal page in the same run, it shows what Streamlit
-itself costs for that many elements: the part of the self-attention page's cost that no code of attnviz can cut.
+The same widgets, columns, folded sections, text, link update and one 8x8 heatmap as one rerun of the self-attention
+page's controls fragment, each made the plain way, in an st.fragment moved by the temperature: `python -m bench.elements
+self elements` lists both pages' messages and says whether they are the same kinds (a browser test checks it). Measured
+against the minimal page in the same run, it shows what Streamlit itself costs for that many elements: the part of the
+self-attention page's cost that no code of attnviz can cut.
 """
 
 import plotly.graph_objects as go
@@ -34,7 +35,8 @@ def controls_and_results() -> None:
         st.toggle("Causal mask", key="causal")
         st.radio("Valid lengths", ["none", "per row", "per query"], horizontal=True, key="lens")
         st.expander("More: heads, projections, comparison", key="open_more", on_change="rerun")
-    with right, st.container():
+    st.query_params.from_dict({"t": f"{temperature:g}"})  # the page's link follows its controls
+    with right:
         st.caption("Repeated tokens carry their position on the axes.")
         st.radio("Colour range", ["this chart", "0 to 1", "each row"], horizontal=True, key="crange")
         generator = torch.Generator().manual_seed(0)

@@ -126,6 +126,8 @@ class SimulatedUser:
         # element the browser already has. Each entry's age is the runs since it was last used; older than
         # MAX_CACHED_MESSAGE_AGE, it is dropped (Streamlit's global.maxCachedMessageAge).
         self.message_ages: dict[str, int] = {}
+        self.keep_messages = False  # keep the last run's messages in `messages` (bench.elements lists them)
+        self.messages: list[ForwardMsg] = []
 
     async def open(self) -> float:
         """Connect and load the page; return the seconds the first run took."""
@@ -186,10 +188,13 @@ class SimulatedUser:
         problem: str | None = None
         self.chart_bytes, self.chart_wire_bytes = [], []
         used: set[str] = set()
+        self.messages = []
         while True:
             frame = await self.ws.recv()
             fwd = ForwardMsg()
             fwd.ParseFromString(frame)
+            if self.keep_messages:
+                self.messages.append(fwd)
             kind = fwd.WhichOneof("type")
             if kind == "ref_hash":
                 used.add(fwd.ref_hash)
