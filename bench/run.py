@@ -113,38 +113,56 @@ def paired_rounds(
     rounds: int, seconds: float, users: int = 30, pages: tuple[str, ...] = PAIRED_PAGES
 ) -> list[dict[str, Any]]:
     """The target comparisons, made robust to a machine whose speed drifts (a shared VM does): the minimal page and
-    each of `pages`, each on its own server, measured in turn, `rounds` times. A page's cost ratio is taken against
-    the minimal page of the same round."""
-    scenarios = [SCENARIOS["minimal"], *(SCENARIOS[name] for name in pages)]
-    servers = []
+    each of `pages`, each on its own server, `rounds` times. In a round the minimal page is measured before each page
+    and after the last (minimal, page 1, minimal, page 2, ..., minimal), and a page's cost ratio is taken against
+    the mean of the two minimal windows around it: a machine that slows down during a round no longer counts as
+    the later pages' cost (on 2026-11-24 every page's CPU per rerun rose by a third in one round's last minute)."""
+    scenarios = {name: SCENARIOS[name] for name in ("minimal", *pages)}
+    servers = {}
     rows = []
     try:
-        for scenario in scenarios:
-            servers.append(start_server(scenario))
-            warm_up(servers[-1], scenario)
+        for name, scenario in scenarios.items():
+            servers[name] = start_server(scenario)
+            warm_up(servers[name], scenario)
+        order = [name for page in pages for name in ("minimal", page)] + ["minimal"]
         for index in range(rounds):
-            for scenario, server in zip(scenarios, servers, strict=True):
-                row = {"round": index + 1, **measure_window(server, scenario, users, seconds)}
+            for slot, name in enumerate(order):
+                row = {
+                    "round": index + 1,
+                    "slot": slot,
+                    **measure_window(servers[name], scenarios[name], users, seconds),
+                }
                 rows.append(row)
                 print(
-                    f"  round {index + 1} {scenario.name:14s}: {row['reruns_per_s']:7.1f} reruns/s, "
+                    f"  round {index + 1} {name:14s}: {row['reruns_per_s']:7.1f} reruns/s, "
                     f"p95 {row['p95_ms']:7.1f} ms, {row['cpu_ms_per_rerun']:.1f} ms CPU/rerun, {row['errors']} errors",
                     flush=True,
                 )
     finally:
-        for server in servers:
+        for server in servers.values():
             server.stop()
     return rows
 
 
 def cost_ratios(paired: list[dict[str, Any]], page: str) -> list[float]:
-    """Server CPU per rerun of `page` over the minimal page's in the same round, one ratio a round."""
-    floors = {row["round"]: row["cpu_ms_per_rerun"] for row in paired if row["page"] == "minimal"}
-    return [
-        row["cpu_ms_per_rerun"] / floors[row["round"]]
-        for row in paired
-        if row["page"] == page and row["round"] in floors and floors[row["round"]] > 0
-    ]
+    """Server CPU per rerun of `page` over the minimal page's around it, one ratio a round: the mean of the minimal
+    windows just before and just after it (results from before 2026-11-24's interleaving, without slots: the round's
+    one minimal window)."""
+    floors: dict[tuple[int, int], float] = {
+        (row["round"], row.get("slot", 0)): row["cpu_ms_per_rerun"] for row in paired if row["page"] == "minimal"
+    }
+    ratios = []
+    for row in paired:
+        if row["page"] != page:
+            continue
+        if "slot" in row:
+            around = [floors.get((row["round"], row["slot"] + step)) for step in (-1, 1)]
+            measured = [value for value in around if value]
+        else:
+            measured = [value for value in (floors.get((row["round"], 0)),) if value]
+        if measured:
+            ratios.append(row["cpu_ms_per_rerun"] / statistics.fmean(measured))
+    return ratios
 
 
 def memory_over_reruns(total: int = 2000, users: int = 10, **options: object) -> dict[str, Any]:
@@ -332,7 +350,7 @@ def markdown(results: dict[str, Any]) -> str:
             f"{row['p95_ms']} | {row['p99_ms']} | {row['errors']} | {row['cpu_ms_per_rerun']} | {row['rss_mb']} |"
         )
     if results.get("paired"):
-        lines += ["", "## Paired rounds: the minimal page and each page in turn, 30 users", ""]
+        lines += ["", "## Paired rounds: the minimal page before each page and after the last, 30 users", ""]
         lines += [
             "| round | page | reruns/s | p50 ms | p95 ms | errors | server CPU ms/rerun |",
             "|---|---|---|---|---|---|---|",
@@ -342,7 +360,7 @@ def markdown(results: dict[str, Any]) -> str:
                 f"| {row['round']} | {row['page']} | {row['reruns_per_s']} | {row['p50_ms']} | {row['p95_ms']} | "
                 f"{row['errors']} | {row['cpu_ms_per_rerun']} |"
             )
-        lines += ["", "Server CPU per rerun over the minimal page's, per round (median):", ""]
+        lines += ["", "Server CPU per rerun over the minimal page's around it, per round (median):", ""]
         for page in dict.fromkeys(row["page"] for row in results["paired"] if row["page"] != "minimal"):
             values = cost_ratios(results["paired"], page)
             shown = ", ".join(f"{value:.2f}" for value in values)
