@@ -27,6 +27,8 @@ def as_float_tensor(data: Any, name: str) -> Tensor:
 
 def check_finite(tensor: Tensor, name: str) -> None:
     """Raise ValueError naming the first NaN or infinite entry of `tensor`."""
+    if bool(torch.isfinite(tensor).all()):
+        return
     bad = ~torch.isfinite(tensor)
     if bool(bad.any()):
         index = tuple(int(i) for i in bad.nonzero()[0])

@@ -47,7 +47,8 @@ def prepare_inputs(queries: Any, keys: Any, values: Any) -> tuple[Tensor, Tensor
             f"got {k.shape[1]} keys and {v.shape[1]} values"
         )
     dtype = common_dtype(q, k, v)
-    return q.to(dtype), k.to(dtype), v.to(dtype), batched
+    q, k, v = (t if t.dtype == dtype else t.to(dtype) for t in (q, k, v))
+    return q, k, v, batched
 
 
 def build_mask(
@@ -119,6 +120,39 @@ def attend(
     (a sliding window, a prefix); `bias` (Q, K) or (B, Q, K) is added to the scaled scores before the softmax
     (ALiBi's distance penalty)."""
     q, k, v, batched = prepare_inputs(queries, keys, values)
+    return attend_prepared(
+        q,
+        k,
+        v,
+        batched,
+        score=score,
+        valid_lens=valid_lens,
+        causal=causal,
+        temperature=temperature,
+        mask=mask,
+        bias=bias,
+        **score_params,
+    )
+
+
+def attend_prepared(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    batched: bool,
+    *,
+    score: Any = "scaled_dot",
+    valid_lens: Any = None,
+    causal: bool = False,
+    temperature: float = 1.0,
+    mask: Any = None,
+    bias: Any = None,
+    **score_params: Any,
+) -> AttentionTrace:
+    """`attend` for inputs that `prepare_inputs` has already made (B, Q, d), (B, K, d_k), (B, K, v) of one floating
+    dtype and checked finite: `multi_head_attend` checks its inputs once, not once more per head. Every torch call
+    lets another thread take Python's lock, and under a class's load each costs the server far more than its
+    arithmetic (bench/README.md, item 19)."""
     temperature = check_positive(temperature, "temperature")
     batch, num_queries, num_keys = q.shape[0], q.shape[1], k.shape[1]
     allowed = build_mask(valid_lens, bool(causal), batch, num_queries, num_keys, batched)
@@ -248,4 +282,12 @@ def _module_trace(
     )
 
 
-__all__ = ["AdditiveAttention", "DotProductAttention", "LearnedScore", "attend", "build_mask", "prepare_inputs"]
+__all__ = [
+    "AdditiveAttention",
+    "DotProductAttention",
+    "LearnedScore",
+    "attend",
+    "attend_prepared",
+    "build_mask",
+    "prepare_inputs",
+]

@@ -72,10 +72,11 @@ def softmax_where(logits: Tensor, mask: Tensor | None, temperature: float = 1.0)
     if mask is None:
         mask = torch.ones_like(logits, dtype=torch.bool)
     lowest = torch.finfo(logits.dtype).min
-    filled = logits.masked_fill(~mask, lowest)
+    blocked = ~mask
+    filled = logits.masked_fill(blocked, lowest)
     row_max = filled.amax(dim=-1, keepdim=True)
     shifted = (filled - row_max) / temperature  # <= 0 on allowed entries
-    exps = torch.exp(shifted).masked_fill(~mask, 0.0)
+    exps = torch.exp(shifted).masked_fill(blocked, 0.0)
     totals = exps.sum(dim=-1, keepdim=True)
     # totals >= 1 on any row with an allowed key; rows with none stay 0 instead of 0/0.
     return torch.where(totals > 0, exps / totals.clamp_min(1.0), torch.zeros_like(exps))

@@ -8,7 +8,8 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from attnviz.attention import DotProductAttention, attend, prepare_inputs
+from attnviz._validate import check_finite
+from attnviz.attention import DotProductAttention, attend_prepared, prepare_inputs
 from attnviz.errors import AttnvizError, Name
 from attnviz.scores import _init_linear
 from attnviz.trace import AttentionTrace
@@ -46,23 +47,30 @@ class MultiHeadTrace:
         return to_html(self, document=False)
 
 
-def projection_matrices(d_q: int, d_k: int, d_v: int, projections: str, seed: int) -> dict[str, Tensor]:
+def projection_matrices(
+    d_q: int, d_k: int, d_v: int, projections: str, seed: int, dtype: torch.dtype = torch.float32
+) -> dict[str, Tensor]:
     """W_q, W_k, W_v, W_o as identity or seeded random matrices, or the trained sequence model's first layer's
-    ("trained", for inputs of 64 numbers) (nn.Linear weight layout: out × in)."""
+    ("trained", for inputs of 64 numbers) (nn.Linear weight layout: out × in), in `dtype`."""
     if projections == "identity":
-        return {"W_q": torch.eye(d_q), "W_k": torch.eye(d_k), "W_v": torch.eye(d_v), "W_o": torch.eye(d_v)}
+        return {
+            name: torch.eye(size, dtype=dtype)
+            for name, size in (("W_q", d_q), ("W_k", d_k), ("W_v", d_v), ("W_o", d_v))
+        }
     if projections == "random":
         generator = torch.Generator().manual_seed(seed)
         sizes = {"W_q": (d_q, d_q), "W_k": (d_k, d_q), "W_v": (d_v, d_v), "W_o": (d_v, d_v)}
-        return {
+        mats = {
             name: _init_linear(nn.Linear(n_in, n_out, bias=False), generator).weight.detach()
             for name, (n_in, n_out) in sizes.items()
         }
-    if projections == "trained":
+    elif projections == "trained":
         from attnviz.learned.inputs import trained_projections  # the learned models import this module
 
-        return trained_projections(d_q, d_k, d_v)
-    raise ValueError(f"projections must be 'identity', 'random' or 'trained'; got {projections!r}")
+        mats = trained_projections(d_q, d_k, d_v)
+    else:
+        raise ValueError(f"projections must be 'identity', 'random' or 'trained'; got {projections!r}")
+    return {name: m if m.dtype == dtype else m.to(dtype) for name, m in mats.items()}
 
 
 def head_counts(*sizes: int, limit: int) -> list[int]:
@@ -106,28 +114,45 @@ def multi_head_attend(
     for name, size in (("query_size", d_q), ("key_size", k.shape[-1]), ("value_size", d_v)):
         if size % num_heads:
             raise AttnvizError("heads", heads=num_heads, name=Name(name), size=size)
-    mats = {n: m.to(q.dtype) for n, m in projection_matrices(d_q, k.shape[-1], d_v, projections, proj_seed).items()}
-    q_proj, k_proj, v_proj = q @ mats["W_q"].T, k @ mats["W_k"].T, v @ mats["W_v"].T  # (B, T, width)
-    q_heads, k_heads, v_heads = (split_heads(t, num_heads) for t in (q_proj, k_proj, v_proj))  # (B, h, T, s)
+    # Each torch call below lets another thread take Python's lock; under a class's load that costs the server more
+    # than the arithmetic of eight tokens (bench/README.md, item 19). So what changes nothing is not called: the
+    # identity projections leave the inputs as they are (x @ I is x), and one head is the whole width.
+    identity = projections == "identity"
+    mats = projection_matrices(d_q, k.shape[-1], d_v, projections, proj_seed, dtype=q.dtype)
+    if identity:
+        q_proj, k_proj, v_proj = q, k, v
+    else:
+        q_proj, k_proj, v_proj = q @ mats["W_q"].T, k @ mats["W_k"].T, v @ mats["W_v"].T  # (B, T, width)
+        for name, projected in (("queries", q_proj), ("keys", k_proj), ("values", v_proj)):
+            check_finite(projected, f"projected {name}")
     if valid_lens is not None and not batched:
         lens = torch.as_tensor(valid_lens)
         valid_lens = lens.reshape(1) if lens.dim() == 0 else lens.unsqueeze(0)
+    if num_heads == 1:
+        per_head = [(q_proj, k_proj, v_proj)]
+    else:
+        q_heads, k_heads, v_heads = (split_heads(t, num_heads) for t in (q_proj, k_proj, v_proj))  # (B, h, T, s)
+        per_head = [(q_heads[:, h], k_heads[:, h], v_heads[:, h]) for h in range(num_heads)]
     heads = [
-        attend(
-            q_heads[:, h],
-            k_heads[:, h],
-            v_heads[:, h],
+        attend_prepared(
+            q_head,
+            k_head,
+            v_head,
+            True,
             score=score,
             valid_lens=valid_lens,
             causal=causal,
             temperature=temperature,
             **score_params,
         )
-        for h in range(num_heads)
+        for q_head, k_head, v_head in per_head
     ]
-    weights = torch.stack([t.weights for t in heads], dim=1)  # (B, h, Q, K)
-    concat = torch.cat([t.output for t in heads], dim=-1)  # (B, Q, v)
-    delta = concat @ mats["W_o"].T
+    if num_heads == 1:
+        weights, concat = heads[0].weights.unsqueeze(1), heads[0].output  # (B, 1, Q, K), (B, Q, v)
+    else:
+        weights = torch.stack([t.weights for t in heads], dim=1)  # (B, h, Q, K)
+        concat = torch.cat([t.output for t in heads], dim=-1)  # (B, Q, v)
+    delta = concat if identity else concat @ mats["W_o"].T
     if residual and delta.shape[-1] != d_q:
         raise AttnvizError("residual", query=d_q, value=d_v)
     output = q + delta if residual else delta

@@ -236,6 +236,52 @@ def test_identity_one_head_equals_attend(score):
     np.testing.assert_allclose(ref.to_np(mh.delta), ref.to_np(mh.output), atol=1e-12)
 
 
+@pytest.mark.parametrize("heads", [1, 2])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_identity_projections_give_exactly_the_product_with_the_identity_matrices(heads, dtype):
+    """The identity projections leave the inputs as they are instead of multiplying by I: the same numbers, bit for
+    bit, as the product with the matrices the trace shows."""
+    q, k, v = (t.to(dtype) for t in _inputs(d=4, seed=3))
+    mh = attnviz.multi_head_attend(q, k, v, num_heads=heads, projections="identity", causal=True, temperature=0.7)
+    assert all(mh.W_q.dtype == dtype and torch.equal(m, torch.eye(4, dtype=dtype)) for m in (mh.W_q, mh.W_k, mh.W_o))
+    per_head = attnviz.multi_head_attend(
+        q @ mh.W_q.T, k @ mh.W_k.T, v @ mh.W_v.T, num_heads=heads, projections="identity", causal=True, temperature=0.7
+    )
+    assert torch.equal(mh.weights, per_head.weights)
+    assert torch.equal(mh.output, per_head.concat @ mh.W_o.T)
+
+
+class _TorchCalls(torch.overrides.TorchFunctionMode):
+    """Counts the torch functions and tensor methods called inside the `with` block."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.names: list[str] = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        self.names.append(getattr(func, "__name__", str(func)))
+        return func(*args, **(kwargs or {}))
+
+
+def test_multi_head_attend_checks_its_inputs_once_not_again_per_head():
+    """Each torch call lets another thread take Python's lock (bench/README.md, item 19): the inputs are checked
+    finite once, by multi_head_attend, and each head's attention does not check its slice again."""
+    q, k, v = _inputs(d=4, seed=5)
+    for heads, projections, checks in ((1, "identity", 3), (2, "identity", 3), (2, "random", 6)):
+        with _TorchCalls() as calls:
+            attnviz.multi_head_attend(q, k, v, num_heads=heads, projections=projections)
+        assert calls.names.count("isfinite") == checks, (heads, projections)  # the inputs, then what W_q, W_k, W_v made
+    with _TorchCalls() as calls:
+        attnviz.attend(q, k, v)
+    assert calls.names.count("isfinite") == 3  # attend on its own still checks what it is given
+
+
+def test_projections_that_overflow_are_named_as_projected():
+    big = torch.full((3, 4), 3e38)
+    with pytest.raises(ValueError, match=r"projected (queries|keys|values) must be finite numbers; found -?inf"):
+        attnviz.multi_head_attend(big, big, big, projections="random")
+
+
 @pytest.mark.parametrize("heads", [2, 3])
 def test_identity_heads_split_features_into_chunks(heads):
     d = 6
