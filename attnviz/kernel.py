@@ -100,7 +100,7 @@ def nadaraya_watson(
             f"got {k.shape[0]} keys and {v.shape[0]} values"
         )
     dtype = common_dtype(q, k, v)
-    q, k, v = q.to(dtype), k.to(dtype), v.to(dtype)
+    q, k, v = (t if t.dtype == dtype else t.to(dtype) for t in (q, k, v))  # a conversion to the same dtype is a call
     distances = squared_distances(q.unsqueeze(0), k.unsqueeze(0)).squeeze(0).sqrt()  # (Q, K)
     kernel_values = spec.fn(distances / sigma)  # (Q, K), >= 0
     if spec.log_fn is not None:
