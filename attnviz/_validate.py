@@ -29,12 +29,10 @@ def check_finite(tensor: Tensor, name: str) -> None:
     """Raise ValueError naming the first NaN or infinite entry of `tensor`."""
     if bool(torch.isfinite(tensor).all()):
         return
-    bad = ~torch.isfinite(tensor)
-    if bool(bad.any()):
-        index = tuple(int(i) for i in bad.nonzero()[0])
-        value = tensor[index].item()
-        where = list(index) if len(index) != 1 else index[0]
-        raise ValueError(f"{name} must be finite numbers; found {value} at index {where}")
+    index = tuple(int(i) for i in (~torch.isfinite(tensor)).nonzero()[0])
+    value = tensor[index].item()
+    where = list(index) if len(index) != 1 else index[0]
+    raise ValueError(f"{name} must be finite numbers; found {value} at index {where}")
 
 
 def check_nonempty(tensor: Tensor, name: str) -> None:
@@ -59,3 +57,9 @@ def check_positive(value: Any, name: str) -> float:
 def common_dtype(*tensors: Tensor) -> torch.dtype:
     """The floating dtype all `tensors` should share (float64 wins over float32)."""
     return torch.float64 if any(t.dtype == torch.float64 for t in tensors) else torch.float32
+
+
+def in_dtype(tensor: Tensor, dtype: torch.dtype) -> Tensor:
+    """`tensor` in `dtype`, without a call into torch when it already is: each call lets another thread take
+    Python's lock, which under a class's load costs more than small arithmetic (bench/README.md, item 19)."""
+    return tensor if tensor.dtype == dtype else tensor.to(dtype)

@@ -7,7 +7,14 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from attnviz._validate import as_float_tensor, check_finite, check_nonempty, check_positive, common_dtype
+from attnviz._validate import (
+    as_float_tensor,
+    check_finite,
+    check_nonempty,
+    check_positive,
+    common_dtype,
+    in_dtype,
+)
 from attnviz.errors import AttnvizError
 from attnviz.masking import causal_mask, lens_to_mask, softmax_where
 from attnviz.scores import LearnedScore, additive_scores, check_params, get_score, seeded_module
@@ -47,8 +54,7 @@ def prepare_inputs(queries: Any, keys: Any, values: Any) -> tuple[Tensor, Tensor
             f"got {k.shape[1]} keys and {v.shape[1]} values"
         )
     dtype = common_dtype(q, k, v)
-    q, k, v = (t if t.dtype == dtype else t.to(dtype) for t in (q, k, v))
-    return q, k, v, batched
+    return in_dtype(q, dtype), in_dtype(k, dtype), in_dtype(v, dtype), batched
 
 
 def build_mask(

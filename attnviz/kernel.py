@@ -9,7 +9,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from attnviz._validate import as_float_tensor, check_finite, check_nonempty, check_positive, common_dtype
+from attnviz._validate import as_float_tensor, check_finite, check_nonempty, check_positive, common_dtype, in_dtype
 from attnviz.i18n import prose
 from attnviz.masking import softmax_where
 from attnviz.scores import BANDWIDTH, ParamSpec, squared_distances
@@ -100,7 +100,7 @@ def nadaraya_watson(
             f"got {k.shape[0]} keys and {v.shape[0]} values"
         )
     dtype = common_dtype(q, k, v)
-    q, k, v = (t if t.dtype == dtype else t.to(dtype) for t in (q, k, v))  # a conversion to the same dtype is a call
+    q, k, v = in_dtype(q, dtype), in_dtype(k, dtype), in_dtype(v, dtype)
     distances = squared_distances(q.unsqueeze(0), k.unsqueeze(0)).squeeze(0).sqrt()  # (Q, K)
     kernel_values = spec.fn(distances / sigma)  # (Q, K), >= 0
     if spec.log_fn is not None:

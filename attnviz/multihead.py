@@ -8,7 +8,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from attnviz._validate import check_finite
+from attnviz._validate import check_finite, in_dtype
 from attnviz.attention import DotProductAttention, attend_prepared, prepare_inputs
 from attnviz.errors import AttnvizError, Name
 from attnviz.scores import _init_linear
@@ -70,7 +70,7 @@ def projection_matrices(
         mats = trained_projections(d_q, d_k, d_v)
     else:
         raise ValueError(f"projections must be 'identity', 'random' or 'trained'; got {projections!r}")
-    return {name: m if m.dtype == dtype else m.to(dtype) for name, m in mats.items()}
+    return {name: in_dtype(m, dtype) for name, m in mats.items()}
 
 
 def head_counts(*sizes: int, limit: int) -> list[int]:
