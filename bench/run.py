@@ -146,20 +146,12 @@ def paired_rounds(
 
 def cost_ratios(paired: list[dict[str, Any]], page: str) -> list[float]:
     """Server CPU per rerun of `page` over the minimal page's around it, one ratio a round: the mean of the minimal
-    windows just before and just after it (results from before 2026-11-24's interleaving, without slots: the round's
-    one minimal window)."""
-    floors: dict[tuple[int, int], float] = {
-        (row["round"], row.get("slot", 0)): row["cpu_ms_per_rerun"] for row in paired if row["page"] == "minimal"
-    }
+    windows just before and just after it."""
+    floors = {(row["round"], row["slot"]): row["cpu_ms_per_rerun"] for row in paired if row["page"] == "minimal"}
     ratios = []
     for row in paired:
-        if row["page"] != page:
-            continue
-        if "slot" in row:
-            around = [floors.get((row["round"], row["slot"] + step)) for step in (-1, 1)]
-            measured = [value for value in around if value]
-        else:
-            measured = [value for value in (floors.get((row["round"], 0)),) if value]
+        around = [floors.get((row["round"], row["slot"] + step)) for step in (-1, 1)] if row["page"] == page else []
+        measured = [value for value in around if value]
         if measured:
             ratios.append(row["cpu_ms_per_rerun"] / statistics.fmean(measured))
     return ratios
