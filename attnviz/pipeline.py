@@ -258,6 +258,22 @@ def prediction_curve(state: KernelState, bandwidth: float | None = None) -> Atte
     )
 
 
+def run_kernel_and_curve(state: KernelState) -> tuple[AttentionTrace, AttentionTrace]:
+    """`run_kernel` and `prediction_curve` in one Nadaraya–Watson call over the query points and the curve's points
+    together (each row is computed on its own, so the numbers are the same): the keys and values are read, checked
+    and converted once."""
+    grid = curve_points(state)
+    queries = torch.as_tensor(list(state.queries), dtype=grid.dtype)
+    both = nadaraya_watson(
+        torch.cat((queries, grid)), list(state.keys), list(state.values), kernel=state.kernel, bandwidth=state.bandwidth
+    )
+    n = len(state.queries)
+    per_query = ("queries", "scores", "logits", "mask", "weights", "output", "no_support", "distances")
+    trace = replace(both, **{name: getattr(both, name)[:n] for name in per_query})
+    curve = replace(both, **{name: getattr(both, name)[n:] for name in per_query})
+    return trace, curve
+
+
 class Guess(NamedTuple):
     """A student's typed guess: the weights (rescaled to sum to 1) or what is wrong with it."""
 

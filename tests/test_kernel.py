@@ -220,3 +220,31 @@ def test_fit_bandwidth_first_loss_is_leave_one_out_error_at_init():
     # squared error as a mean or a sum, possibly with d2l's factor 1/2
     candidates = [loo, loo / 2, loo * n, loo * n / 2]
     assert any(float(fit.losses[0]) == pytest.approx(c, rel=1e-3) for c in candidates), (fit.losses[0], candidates)
+
+
+@pytest.mark.parametrize("kernel_name", KERNEL_NAMES)
+@pytest.mark.parametrize("bandwidth", [0.05, 1.0, 4.0, 50.0])
+def test_the_pages_single_call_gives_the_queries_and_the_curve_as_two_calls_do(kernel_name, bandwidth):
+    """The kernel page computes its query points and its 200-point curve in one Nadaraya–Watson call. Every row is
+    its own computation: each field equals the two separate calls', the missing estimates (NaN) in the same places;
+    the outputs (a matrix product over more rows) within float32 rounding."""
+    from dataclasses import replace
+
+    from attnviz.pipeline import prediction_curve, run_kernel, run_kernel_and_curve
+    from attnviz.state import KernelState
+
+    generator = torch.Generator().manual_seed(int(bandwidth * 100) + len(kernel_name))
+    keys = tuple(float(x) for x in torch.rand(23, generator=generator) * 100)
+    values = tuple(float(x) for x in torch.randn(23, generator=generator) * 10)
+    queries = (-15.0, 3.5, 57.0, 99.0, 130.0)  # two outside the keys' span: no support for the compact kernels
+    state = replace(KernelState(), kernel=kernel_name, bandwidth=bandwidth, keys=keys, values=values, queries=queries)
+    together = run_kernel_and_curve(state)
+    for separate, single in zip((run_kernel(state), prediction_curve(state)), together, strict=True):
+        for name in ("queries", "keys", "values", "scores", "logits", "mask", "weights", "distances", "no_support"):
+            assert torch.equal(getattr(single, name), getattr(separate, name)), name
+        assert torch.equal(single.output.isnan(), separate.output.isnan())
+        torch.testing.assert_close(single.output, separate.output, rtol=1e-6, atol=1e-5, equal_nan=True)
+        assert (single.score, single.score_params) == (separate.score, separate.score_params)
+    assert together[0].output.shape == (5,) and together[1].output.shape == (200,)
+    if kernel_name in ("boxcar", "epanechnikov") and bandwidth <= 1.0:  # compact kernels
+        assert bool(together[0].no_support[0]) and bool(together[0].no_support[-1])

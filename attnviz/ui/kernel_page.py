@@ -17,7 +17,7 @@ from attnviz.explain import explain_kernel_row, number_text
 from attnviz.fields import MAX_POINTS, field, format_number
 from attnviz.i18n import t
 from attnviz.kernel import KERNELS, BandwidthFit, fit_bandwidth, toy_function
-from attnviz.pipeline import matrix_from_cells, prediction_curve, run_kernel
+from attnviz.pipeline import matrix_from_cells, prediction_curve, run_kernel_and_curve
 from attnviz.scores import BANDWIDTH
 from attnviz.state import (
     KERNEL_FIELDS,
@@ -181,8 +181,7 @@ def _controls_and_results(state: KernelState, ready: bool) -> None:
 
 
 def _draw(state: KernelState, side: Any = None) -> None:
-    trace = run_kernel(state)
-    curve = prediction_curve(state)
+    trace, curve = run_kernel_and_curve(state)
     grid = curve.queries[:, 0]
     fit_key = (state.keys, state.values, state.kernel)
     stored = SESSION.get("fit")  # (the inputs it was learned from, the fit): kept in the session, never redone
