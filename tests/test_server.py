@@ -235,3 +235,79 @@ def test_the_send_loop_is_asked_for_once_until_it_wakes(restore_streamlit, loop_
 
 async def _new_event() -> asyncio.Event:
     return asyncio.Event()
+
+
+# ----- 5. widgets look up their own key -----------------------------------------------------------------------------
+
+WIDGETS_SCRIPT = """
+import streamlit as st
+
+for key in ("n", "choice", "pick", "level", "words"):
+    st.session_state.setdefault("filler:" + key, 1)  # other keys in the session, as a page has
+if "set" not in st.session_state:
+    st.session_state.set = True
+    st.session_state.n = None  # the app empties these widgets by setting their keys to None
+    st.session_state.choice = None
+    st.session_state.pick = "b"  # and sets this one
+st.number_input("n", value=3, key="n")
+st.selectbox("choice", ["x", "y"], key="choice")
+st.radio("pick", ["a", "b", "c"], key="pick")
+st.slider("level", 0, 10, 4, key="level")
+st.text_input("words", "hello", key="words")
+"""
+
+
+@pytest.fixture
+def restore_widget_modules(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Undo widgets_look_up_their_key() after the test (it patches the widget modules process-wide)."""
+    import importlib
+
+    for name in server.WIDGET_MODULES:
+        module = importlib.import_module(f"streamlit.elements.widgets.{name}")
+        monkeypatch.setattr(module, "get_session_state", module.get_session_state)
+
+
+def run_widgets(monkeypatch: pytest.MonkeyPatch) -> tuple[Any, int]:
+    """The widgets script run twice (the second run reads the first's state); and how many times the session state
+    was copied whole (`filtered_state`) in the second run."""
+    from streamlit.runtime.state.session_state import SessionState
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_string(WIDGETS_SCRIPT).run()
+    copies = 0
+    filtered_state = SessionState.filtered_state
+
+    def counted(self: SessionState) -> dict[str, Any]:
+        nonlocal copies
+        copies += 1
+        return filtered_state.fget(self)  # type: ignore[misc]
+
+    monkeypatch.setattr(SessionState, "filtered_state", property(counted))
+    at.run()
+    return at, copies
+
+
+def test_without_the_fix_every_widget_copies_the_whole_session_state(monkeypatch: pytest.MonkeyPatch) -> None:
+    _, copies = run_widgets(monkeypatch)
+    assert copies >= 4  # the number, select box, radio and text input (the slider only when its key is set)
+
+
+def test_widgets_look_up_their_key_without_copying_the_session_state(
+    monkeypatch: pytest.MonkeyPatch, restore_widget_modules: None
+) -> None:
+    server.widgets_look_up_their_key()
+    server.widgets_look_up_their_key()  # a second call changes nothing
+    at, copies = run_widgets(monkeypatch)
+    assert copies == 0
+    assert not at.exception
+    # What the widgets read is what the session says: the keys set to None empty their widgets, the others keep
+    # their values, and a value changed in the browser is read back
+    assert at.number_input(key="n").value is None
+    assert at.selectbox(key="choice").value is None
+    assert at.radio(key="pick").value == "b"
+    assert at.slider(key="level").value == 4
+    assert at.text_input(key="words").value == "hello"
+    at.number_input(key="n").set_value(7).run()
+    at.radio(key="pick").set_value("c").run()
+    assert at.number_input(key="n").value == 7 and at.radio(key="pick").value == "c"
+    assert at.session_state["n"] == 7 and at.session_state["pick"] == "c"
