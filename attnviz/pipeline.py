@@ -232,13 +232,6 @@ def first_rows(state: AttentionState, inputs: AttentionInputs, rows: int) -> tup
     return replace(state, causal=False), part
 
 
-def run_kernel(state: KernelState) -> AttentionTrace:
-    """Nadaraya–Watson at the state's query points."""
-    return nadaraya_watson(
-        list(state.queries), list(state.keys), list(state.values), kernel=state.kernel, bandwidth=state.bandwidth
-    )
-
-
 def curve_points(state: KernelState, count: int = 200) -> Tensor:
     """Query points for the prediction curve: the span of keys and queries, with a margin."""
     points = list(state.keys) + list(state.queries)
@@ -259,9 +252,8 @@ def prediction_curve(state: KernelState, bandwidth: float | None = None) -> Atte
 
 
 def run_kernel_and_curve(state: KernelState) -> tuple[AttentionTrace, AttentionTrace]:
-    """`run_kernel` and `prediction_curve` in one Nadaraya–Watson call over the query points and the curve's points
-    together (each row is computed on its own, so the numbers are the same): the keys and values are read, checked
-    and converted once."""
+    """Nadaraya–Watson at the state's query points and along `curve_points`, in one call (each row is computed on its
+    own, so the numbers are those of two calls): the keys and values are read, checked and converted once."""
     grid = curve_points(state)
     queries = torch.as_tensor(list(state.queries), dtype=grid.dtype)
     both = nadaraya_watson(

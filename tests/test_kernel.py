@@ -230,7 +230,7 @@ def test_the_pages_single_call_gives_the_queries_and_the_curve_as_two_calls_do(k
     the outputs (a matrix product over more rows) within float32 rounding."""
     from dataclasses import replace
 
-    from attnviz.pipeline import prediction_curve, run_kernel, run_kernel_and_curve
+    from attnviz.pipeline import prediction_curve, run_kernel_and_curve
     from attnviz.state import KernelState
 
     generator = torch.Generator().manual_seed(int(bandwidth * 100) + len(kernel_name))
@@ -239,7 +239,8 @@ def test_the_pages_single_call_gives_the_queries_and_the_curve_as_two_calls_do(k
     queries = (-15.0, 3.5, 57.0, 99.0, 130.0)  # two outside the keys' span: no support for the compact kernels
     state = replace(KernelState(), kernel=kernel_name, bandwidth=bandwidth, keys=keys, values=values, queries=queries)
     together = run_kernel_and_curve(state)
-    for separate, single in zip((run_kernel(state), prediction_curve(state)), together, strict=True):
+    at_queries = attnviz.nadaraya_watson(queries, keys, values, kernel=kernel_name, bandwidth=bandwidth)
+    for separate, single in zip((at_queries, prediction_curve(state)), together, strict=True):
         for name in ("queries", "keys", "values", "scores", "logits", "mask", "weights", "distances", "no_support"):
             assert torch.equal(getattr(single, name), getattr(separate, name)), name
         assert torch.equal(single.output.isnan(), separate.output.isnan())
