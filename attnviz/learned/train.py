@@ -5,7 +5,8 @@
 
 writes the checkpoint the package ships (`attnviz/learned/checkpoints/`): the trained weights, the loss and
 held-out accuracy every few steps, and the attention on fixed probe inputs at those steps, in one `safetensors`
-file. The same settings give the same file, byte for byte, on the same kind of machine.
+file. The same settings give the same numbers, bit for bit, on the same kind of machine (and the same up to float32
+rounding on a CPU with other vector instructions).
 """
 
 from __future__ import annotations
