@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -25,9 +26,23 @@ def as_float_tensor(data: Any, name: str) -> Tensor:
     return tensor
 
 
+# Up to this many numbers NumPy checks a tensor without letting go of Python's lock (it lets go above 500), where
+# torch's `isfinite` and `all` let go twice: under a class's load each hand-over between threads costs more than the
+# check (bench/README.md, items 19 and 27).
+_SMALL = 500
+_NUMPY_DTYPES = (torch.float32, torch.float64)
+
+
+def _all_finite(tensor: Tensor) -> bool:
+    small = tensor.numel() <= _SMALL and tensor.dtype in _NUMPY_DTYPES
+    if small and tensor.device.type == "cpu" and not tensor.is_neg():
+        return bool(np.isfinite(tensor.detach().numpy()).all())
+    return bool(torch.isfinite(tensor).all())
+
+
 def check_finite(tensor: Tensor, name: str) -> None:
     """Raise ValueError naming the first NaN or infinite entry of `tensor`."""
-    if bool(torch.isfinite(tensor).all()):
+    if _all_finite(tensor):
         return
     index = tuple(int(i) for i in (~torch.isfinite(tensor)).nonzero()[0])
     value = tensor[index].item()

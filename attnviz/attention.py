@@ -43,7 +43,7 @@ def prepare_inputs(queries: Any, keys: Any, values: Any) -> tuple[Tensor, Tensor
         )
     batched = q.dim() == 3
     if not batched:
-        q, k, v = q.unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0)
+        q, k, v = q[None], k[None], v[None]  # indexing keeps Python's lock; unsqueeze lets it go (item 27)
     if not q.shape[0] == k.shape[0] == v.shape[0]:
         raise ValueError(
             f"queries, keys and values must have the same batch size; got {q.shape[0]}, {k.shape[0]}, {v.shape[0]}"
@@ -177,7 +177,7 @@ def attend_prepared(
     weights = softmax_where(scaled, mask, temperature)  # (B, Q, K)
     output = weights @ v  # (B, Q, K) @ (B, K, v) -> (B, Q, v)
     lens = None if valid_lens is None else torch.as_tensor(valid_lens).to(torch.long)
-    unbatch = (lambda t: t) if batched else (lambda t: t.squeeze(0))
+    unbatch = (lambda t: t) if batched else (lambda t: t[0])  # the batch axis of one row, without a torch call
     return AttentionTrace(
         queries=unbatch(q),
         keys=unbatch(k),

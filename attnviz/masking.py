@@ -69,17 +69,21 @@ def softmax_where(logits: Tensor, mask: Tensor | None, temperature: float = 1.0)
     The row maximum is subtracted *before* dividing by the temperature, so huge scores and tiny
     temperatures never overflow: the largest allowed entry always becomes exp(0) = 1.
     """
-    if mask is None:
-        mask = torch.ones_like(logits, dtype=torch.bool)
+    # Each torch call lets another thread take Python's lock, which under a class's load costs more than the
+    # arithmetic (bench/README.md, items 19 and 27): so one `where` masks where `~` and `masked_fill` did, and a
+    # temperature of 1 divides nothing.
     lowest = torch.finfo(logits.dtype).min
-    blocked = ~mask
-    filled = logits.masked_fill(blocked, lowest)
-    row_max = filled.amax(dim=-1, keepdim=True)
-    shifted = (filled - row_max) / temperature  # <= 0 on allowed entries
-    exps = torch.exp(shifted).masked_fill(blocked, 0.0)
+    filled = logits if mask is None else torch.where(mask, logits, lowest)
+    shifted = filled - filled.amax(dim=-1, keepdim=True)  # <= 0 on allowed entries
+    if temperature != 1.0:
+        shifted = shifted / temperature
+    exps = torch.exp(shifted)
+    if mask is not None:
+        exps = torch.where(mask, exps, 0.0)
+    # totals >= 1 on any row with an allowed key (its largest entry is exp(0)); a row with none sums to 0 and
+    # stays 0 (0 / 1), and a row made NaN by infinite scores becomes 0 too.
     totals = exps.sum(dim=-1, keepdim=True)
-    # totals >= 1 on any row with an allowed key; rows with none stay 0 instead of 0/0.
-    return torch.where(totals > 0, exps / totals.clamp_min(1.0), torch.zeros_like(exps))
+    return torch.nan_to_num(exps / totals.clamp_min(1.0), nan=0.0)
 
 
 def masked_softmax(scores: Any, valid_lens: Any = None) -> Tensor:

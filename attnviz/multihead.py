@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,16 +48,21 @@ class MultiHeadTrace:
         return to_html(self, document=False)
 
 
+@functools.lru_cache(maxsize=64)
+def _identity(size: int, dtype: torch.dtype) -> Tensor:
+    """I of `size`, made once: a page shows its traces' matrices on every rerun, and each `torch.eye` is a torch call,
+    which under a class's load costs a hand-over of Python's lock (bench/README.md, items 19 and 27)."""
+    return torch.eye(size, dtype=dtype)
+
+
 def projection_matrices(
     d_q: int, d_k: int, d_v: int, projections: str, seed: int, dtype: torch.dtype = torch.float32
 ) -> dict[str, Tensor]:
     """W_q, W_k, W_v, W_o as identity or seeded random matrices, or the trained sequence model's first layer's
-    ("trained", for inputs of 64 numbers) (nn.Linear weight layout: out × in), in `dtype`."""
+    ("trained", for inputs of 64 numbers) (nn.Linear weight layout: out × in), in `dtype`. The identity matrices
+    are made once for each size and shared by every trace: read them, do not change them in place."""
     if projections == "identity":
-        return {
-            name: torch.eye(size, dtype=dtype)
-            for name, size in (("W_q", d_q), ("W_k", d_k), ("W_v", d_v), ("W_o", d_v))
-        }
+        return {name: _identity(size, dtype) for name, size in (("W_q", d_q), ("W_k", d_k), ("W_v", d_v), ("W_o", d_v))}
     if projections == "random":
         generator = torch.Generator().manual_seed(seed)
         sizes = {"W_q": (d_q, d_q), "W_k": (d_k, d_q), "W_v": (d_v, d_v), "W_o": (d_v, d_v)}
@@ -148,15 +154,17 @@ def multi_head_attend(
         for q_head, k_head, v_head in per_head
     ]
     if num_heads == 1:
-        weights, concat = heads[0].weights.unsqueeze(1), heads[0].output  # (B, 1, Q, K), (B, Q, v)
+        weights, concat = heads[0].weights[:, None], heads[0].output  # (B, 1, Q, K), (B, Q, v)
+        mean = heads[0].weights  # the mean of one head is that head
     else:
         weights = torch.stack([t.weights for t in heads], dim=1)  # (B, h, Q, K)
         concat = torch.cat([t.output for t in heads], dim=-1)  # (B, Q, v)
+        mean = weights.mean(dim=1)  # (B, Q, K)
     delta = concat if identity else concat @ mats["W_o"].T
     if residual and delta.shape[-1] != d_q:
         raise AttnvizError("residual", query=d_q, value=d_v)
     output = q + delta if residual else delta
-    unbatch = (lambda t: t) if batched else (lambda t: t.squeeze(0))
+    unbatch = (lambda t: t) if batched else (lambda t: t[0])  # the batch axis of one row, without a torch call
     if not batched:
         heads = [t.batch_row(0) for t in heads]
     return MultiHeadTrace(
@@ -165,7 +173,7 @@ def multi_head_attend(
         values=unbatch(v),
         heads=heads,
         weights=unbatch(weights),
-        mean_weights=unbatch(weights.mean(dim=1)),
+        mean_weights=unbatch(mean),
         concat=unbatch(concat),
         delta=unbatch(delta),
         output=unbatch(output),

@@ -95,8 +95,8 @@ def additive_scores(queries: Tensor, keys: Tensor, W_q: nn.Linear, W_k: nn.Linea
     projected_q, projected_k = W_q(queries), W_k(keys)
 
     def pairwise(q: Tensor, k: Tensor) -> Tensor:
-        features = q.unsqueeze(-2) + k.unsqueeze(-3)  # (B, Q, 1, h) + (B, 1, K, h) -> (B, Q, K, h)
-        return w_v(torch.tanh(features)).squeeze(-1)  # (B, Q, K)
+        features = q[..., :, None, :] + k[..., None, :, :]  # (B, Q, 1, h) + (B, 1, K, h) -> (B, Q, K, h)
+        return w_v(torch.tanh(features))[..., 0]  # (B, Q, K)
 
     return by_query_chunks(pairwise, projected_q, projected_k, W_q.out_features)
 

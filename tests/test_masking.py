@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 import attnviz
+from attnviz.masking import softmax_where
 
 SETTINGS = settings(max_examples=60, deadline=None)
 
@@ -243,3 +244,70 @@ def test_sequence_mask_custom_value():
     X = torch.ones(2, 3)
     got = attnviz.sequence_mask(X.clone(), torch.tensor([2, 0]), value=-7.0)
     np.testing.assert_array_equal(ref.to_np(got), [[1, 1, -7], [-7, -7, -7]])
+
+
+# ------------------------------------------------------------------ fewer torch calls, the same numbers (item 27)
+
+
+def _softmax_where_before(logits, mask, temperature=1.0):
+    """softmax_where as it was before bench/README.md item 27: `~mask`, two `masked_fill`s, and a `where` for rows
+    with no key allowed."""
+    if mask is None:
+        mask = torch.ones_like(logits, dtype=torch.bool)
+    lowest = torch.finfo(logits.dtype).min
+    blocked = ~mask
+    filled = logits.masked_fill(blocked, lowest)
+    row_max = filled.amax(dim=-1, keepdim=True)
+    shifted = (filled - row_max) / temperature
+    exps = torch.exp(shifted).masked_fill(blocked, 0.0)
+    totals = exps.sum(dim=-1, keepdim=True)
+    return torch.where(totals > 0, exps / totals.clamp_min(1.0), torch.zeros_like(exps))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("temperature", [1.0, 0.37, 2.5, 1e-3])
+def test_softmax_where_gives_the_same_numbers_and_gradients_as_before(dtype, temperature):
+    """Bit for bit, with rows that allow no key, huge and infinite scores (whose rows become 0 rather than NaN), and
+    no mask; the gradients too, since the learned models train through it."""
+    generator = torch.Generator().manual_seed(11)
+    for case in range(40):
+        logits = (torch.randn(3, 5, 6, generator=generator, dtype=dtype) * 10 ** (case % 5)).requires_grad_(True)
+        mask = torch.rand(3, 5, 6, generator=generator) > 0.4
+        mask[0, 0] = False  # a row with no key allowed
+        special = logits.detach().clone()
+        special[1, 1, 2], special[2, 3, 0] = math.inf, 1e38  # an infinite score, and one that overflows when scaled
+        for data, m in ((logits, mask), (logits, None), (special, mask), (special, None)):
+            x = data.detach().clone().requires_grad_(True)
+            y = data.detach().clone().requires_grad_(True)
+            now, before = softmax_where(x, m, temperature), _softmax_where_before(y, m, temperature)
+            assert torch.equal(now, before), (case, m is None)
+            weight = torch.randn(now.shape, generator=generator, dtype=dtype)
+            (now * weight).sum().backward()
+            (before * weight).sum().backward()
+            assert torch.equal(x.grad.nan_to_num(7.0), y.grad.nan_to_num(7.0)), (case, m is None)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: torch.zeros(4, 5),  # NumPy checks it
+        lambda: torch.zeros(2, 3, 4, dtype=torch.float64),  # NumPy
+        lambda: torch.zeros(30, 30),  # 900 numbers: torch checks it
+        lambda: torch.zeros(4, 5, dtype=torch.float16),  # a dtype NumPy is not asked about
+        lambda: torch.zeros(4, 5, requires_grad=True),  # part of a graph
+    ],
+)
+def test_check_finite_names_the_first_bad_entry_on_either_path(make):
+    from attnviz._validate import check_finite
+
+    check_finite(make(), "keys")  # all finite: no error
+    for bad, shown in ((math.nan, "nan"), (math.inf, "inf"), (-math.inf, "-inf")):
+        tensor = make().detach().clone()
+        index = (1, 2) if tensor.dim() == 2 else (1, 0, 3)
+        tensor[index] = bad
+        tensor[-1, -1] = math.nan  # a later bad entry: the first is named
+        where = list(index) if len(index) > 1 else index[0]
+        with pytest.raises(
+            ValueError, match=rf"^keys must be finite numbers; found {shown} at index {where}$".replace("[", r"\[")
+        ):
+            check_finite(tensor, "keys")

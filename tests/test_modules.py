@@ -263,17 +263,59 @@ class _TorchCalls(torch.overrides.TorchFunctionMode):
         return func(*args, **(kwargs or {}))
 
 
-def test_multi_head_attend_checks_its_inputs_once_not_again_per_head():
+def test_multi_head_attend_checks_its_inputs_once_not_again_per_head(monkeypatch):
     """Each torch call lets another thread take Python's lock (bench/README.md, item 19): the inputs are checked
     finite once, by multi_head_attend, and each head's attention does not check its slice again."""
+    import attnviz._validate as validate
+
+    checked: list[tuple[int, ...]] = []
+    all_finite = validate._all_finite
+    monkeypatch.setattr(validate, "_all_finite", lambda t: checked.append(tuple(t.shape)) or all_finite(t))
     q, k, v = _inputs(d=4, seed=5)
     for heads, projections, checks in ((1, "identity", 3), (2, "identity", 3), (2, "random", 6)):
-        with _TorchCalls() as calls:
-            attnviz.multi_head_attend(q, k, v, num_heads=heads, projections=projections)
-        assert calls.names.count("isfinite") == checks, (heads, projections)  # the inputs, then what W_q, W_k, W_v made
+        checked.clear()
+        attnviz.multi_head_attend(q, k, v, num_heads=heads, projections=projections)
+        assert len(checked) == checks, (heads, projections)  # the inputs, then what W_q, W_k, W_v made
+    checked.clear()
+    attnviz.attend(q, k, v)
+    assert len(checked) == 3  # attend on its own still checks what it is given
+
+
+# Torch calls that let go of Python's lock on every call (the tensor operations; indexing and getters such as dim()
+# do not), which the page's default computation no longer makes (bench/README.md, item 27)
+_REPLACED = {"isfinite", "all", "squeeze", "unsqueeze", "eye", "mean", "masked_fill", "zeros_like", "__invert__", "gt"}
+
+
+@pytest.mark.parametrize("score", ["scaled_dot", "additive"])
+def test_a_page_trace_makes_no_torch_call_that_indexing_or_a_shared_matrix_replaces(score):
+    """The self and cross pages' default: one sequence (no batch axis), one head, identity projections, no valid
+    lengths. Adding and dropping the batch axis is indexing, the identity matrices are made once, the inputs are
+    checked by NumPy, one head's mean is that head, and the softmax masks with `where`: none of the calls in
+    `_REPLACED` is made."""
+    q, k, v = torch.randn(6, 8), torch.randn(7, 8), torch.randn(7, 8)
+    attnviz.multi_head_attend(q, k, v, score=score, temperature=0.8)  # the identity matrices of size 8, made once
     with _TorchCalls() as calls:
-        attnviz.attend(q, k, v)
-    assert calls.names.count("isfinite") == 3  # attend on its own still checks what it is given
+        trace = attnviz.multi_head_attend(q, k, v, score=score, temperature=0.8)
+    assert not _REPLACED & set(calls.names), sorted(_REPLACED & set(calls.names))
+    assert tuple(trace.weights.shape) == (1, 6, 7) and tuple(trace.heads[0].weights.shape) == (6, 7)
+    assert torch.equal(trace.mean_weights, trace.weights.mean(dim=0))
+    assert torch.equal(trace.W_q, torch.eye(8)) and trace.W_q is attnviz.multi_head_attend(q, k, v).W_q
+
+
+@pytest.mark.parametrize("heads", [1, 2])
+@pytest.mark.parametrize("score", ["scaled_dot", "additive", "cosine"])
+def test_an_unbatched_trace_is_the_batched_trace_of_one_row(heads, score):
+    """Without a batch axis, every tensor of the trace and of each head's trace is the batched computation's row 0,
+    bit for bit (the axis is now added and taken by indexing)."""
+    q, k, v = torch.randn(5, 4), torch.randn(6, 4), torch.randn(6, 4)
+    options = dict(num_heads=heads, score=score, causal=True, temperature=1.7)
+    one = attnviz.multi_head_attend(q, k, v, valid_lens=[2, 6, 1, 3, 6], **options)
+    batched = attnviz.multi_head_attend(q[None], k[None], v[None], valid_lens=[[2, 6, 1, 3, 6]], **options)
+    for name in ("queries", "keys", "values", "weights", "mean_weights", "concat", "delta", "output"):
+        assert torch.equal(getattr(one, name), getattr(batched, name)[0]), name
+    for mine, theirs in zip(one.heads, batched.heads, strict=True):
+        for name in ("queries", "keys", "values", "scores", "logits", "mask", "weights", "output"):
+            assert torch.equal(getattr(mine, name), getattr(theirs, name)[0]), name
 
 
 def test_projections_that_overflow_are_named_as_projected():
