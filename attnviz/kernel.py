@@ -80,7 +80,7 @@ def _as_points(data: Any, name: str) -> tuple[Tensor, bool]:
         raise ValueError(f"{name} must be 1-D (one number each) or 2-D (n, d); got shape {tuple(tensor.shape)}")
     check_nonempty(tensor, name)
     check_finite(tensor, name)
-    return (tensor.unsqueeze(-1), True) if tensor.dim() == 1 else (tensor, False)
+    return (tensor[:, None], True) if tensor.dim() == 1 else (tensor, False)  # indexing: no torch call (item 27)
 
 
 def nadaraya_watson(
@@ -101,22 +101,23 @@ def nadaraya_watson(
         )
     dtype = common_dtype(q, k, v)
     q, k, v = in_dtype(q, dtype), in_dtype(k, dtype), in_dtype(v, dtype)
-    distances = squared_distances(q.unsqueeze(0), k.unsqueeze(0)).squeeze(0).sqrt()  # (Q, K)
-    kernel_values = spec.fn(distances / sigma)  # (Q, K), >= 0
+    distances = squared_distances(q[None], k[None])[0].sqrt()  # (Q, K)
+    u = distances / sigma
+    kernel_values = spec.fn(u)  # (Q, K), >= 0
     if spec.log_fn is not None:
         # Smooth kernels: normalise in log space, so a far query (every K(u) underflowing to 0) still
         # weights its nearest keys, exactly as the maths says.
-        weights = softmax_where(spec.log_fn(distances / sigma), None)
+        weights = softmax_where(spec.log_fn(u), None)
         no_support = torch.zeros(q.shape[0], dtype=torch.bool)
     else:
         totals = kernel_values.sum(dim=-1, keepdim=True)  # (Q, 1)
-        no_support = totals.squeeze(-1) <= 0  # (Q,)
+        no_support = totals[:, 0] <= 0  # (Q,)
         weights = torch.where(totals > 0, kernel_values / totals.clamp_min(torch.finfo(dtype).tiny), 0.0)
     output = weights @ v  # (Q, v)
     # No key in the window: no estimate. NaN, not 0, so that plots leave a gap instead of a wrong value.
-    output = output.masked_fill(no_support.unsqueeze(-1), float("nan"))
+    output = output.masked_fill(no_support[:, None], float("nan"))
     if values_1d:
-        output = output.squeeze(-1)
+        output = output[:, 0]
     return AttentionTrace(
         queries=q,
         keys=k,

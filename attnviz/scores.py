@@ -188,7 +188,7 @@ def squared_distances(queries: Tensor, keys: Tensor) -> Tensor:
     """‖q − k‖² for every pair, computed from differences (exact for the notes' integers)."""
     batch, num_queries, dim = queries.shape
     if batch * num_queries * keys.shape[1] * dim <= 2**22:
-        return (queries.unsqueeze(2) - keys.unsqueeze(1)).pow(2).sum(-1)  # (B, Q, K)
+        return (queries[:, :, None] - keys[:, None]).pow(2).sum(-1)  # (B, Q, K)
     # Large inputs: expand ‖q‖² + ‖k‖² − 2 q·k to avoid a (B, Q, K, d) temporary.
     sq = queries.pow(2).sum(-1, keepdim=True) + keys.pow(2).sum(-1).unsqueeze(1) - 2 * dot_scores(queries, keys)
     return sq.clamp_min(0.0)
