@@ -74,8 +74,11 @@ def build_mask(
     return mask
 
 
-def _resolve_score(score: Any, q: Tensor, k: Tensor, params: dict[str, Any]) -> tuple[str, dict, Tensor, float]:
-    """Compute raw scores (B, Q, K); return the score name, its parameters, the scores and the scale."""
+def _resolve_score(
+    score: Any, q: Tensor, k: Tensor, params: dict[str, Any]
+) -> tuple[str, dict, Tensor, float, dict[str, Tensor]]:
+    """Compute raw scores (B, Q, K); return the score name, its parameters, the scores, the scale and a learned
+    score's intermediates for show-your-work (`LearnedScore.score_and_features`)."""
     if isinstance(score, nn.Module):
         if params:
             raise ValueError(f"a score module carries its own weights; got extra parameters {sorted(params)}")
@@ -87,13 +90,16 @@ def _resolve_score(score: Any, q: Tensor, k: Tensor, params: dict[str, Any]) -> 
             )
         try:
             with torch.no_grad():
-                scores = score.score(q, k)
+                if isinstance(score, LearnedScore):
+                    scores, features = score.score_and_features(q, k)
+                else:
+                    scores, features = score.score(q, k), {}
         except RuntimeError as exc:
             raise ValueError(
                 f"the {name} score module does not fit queries of size {q.shape[-1]} and keys of size "
                 f"{k.shape[-1]} ({exc})"
             ) from None
-        return name, dict(getattr(score, "params", {})), scores, 1.0
+        return name, dict(getattr(score, "params", {})), scores, 1.0, features
     spec = get_score(score)
     checked = check_params(params, spec.params, f"score {spec.name!r}")
     if spec.same_dim and q.shape[-1] != k.shape[-1]:
@@ -101,10 +107,10 @@ def _resolve_score(score: Any, q: Tensor, k: Tensor, params: dict[str, Any]) -> 
     if spec.module is not None:
         module = seeded_module(spec.name, q.shape[-1], k.shape[-1], checked, q.dtype)
         with torch.no_grad():
-            scores = module.score(q, k)
+            scores, features = module.score_and_features(q, k)
     else:
-        scores = spec.fn(q, k, **checked)
-    return spec.name, checked, scores, spec.scale(q.shape[-1])
+        scores, features = spec.fn(q, k, **checked), {}
+    return spec.name, checked, scores, spec.scale(q.shape[-1]), features
 
 
 def attend(
@@ -164,7 +170,7 @@ def attend_prepared(
     allowed = build_mask(valid_lens, bool(causal), batch, num_queries, num_keys, batched)
     if mask is not None:
         allowed = allowed & _pairwise(mask, "mask", batch, num_queries, num_keys).to(torch.bool)
-    name, params, scores, scale = _resolve_score(score, q, k, score_params)
+    name, params, scores, scale, features = _resolve_score(score, q, k, score_params)
     scaled = scores * scale if scale != 1.0 else scores  # (B, Q, K); x * 1 is x, and a torch call spared (item 27)
     added = None
     if bias is not None:
@@ -194,6 +200,7 @@ def attend_prepared(
         causal=bool(causal),
         valid_lens=lens,
         bias=None if added is None else unbatch(added),
+        features={key: unbatch(tensor) for key, tensor in features.items()},
     )
 
 

@@ -115,7 +115,8 @@ def score_working(trace: AttentionTrace, row: int, key: int, score_module: Any =
         if module is None:
             sizes = trace.queries.shape[-1], trace.keys.shape[-1]
             module = seeded_module(trace.score, *sizes, trace.score_params, trace.queries.dtype)
-        worked = _learned_working(trace.score, module, trace.queries[row], trace.keys[key], j)
+        hidden = _summed(trace.features, "W_q q", row, "W_k k", key)
+        worked = _learned_working(trace.score, module, trace.queries[row], trace.keys[key], j, hidden)
         return f"{worked}{LINE}{a} = {s}"
     return rf"{a} = {s}"
 
@@ -123,14 +124,27 @@ def score_working(trace: AttentionTrace, row: int, key: int, score_module: Any =
 LINE = " \n "  # between the lines of a worked score (each becomes its own formula)
 
 
-def _learned_working(name: str, module: Any, q: Any, k: Any, j: int) -> str:
-    """A learned score's intermediates for one pair (LaTeX lines joined by LINE), with the weights they use."""
+def _summed(features: dict[str, Any], first: str, row: int, second: str, key: int) -> list[float] | None:
+    """features[first][row] + features[second][key] as the score computed them (in their float type), or None when
+    the trace does not carry them. NumPy adds a few numbers without letting go of Python's lock; torch would."""
+    if first not in features or second not in features:
+        return None
+    a, b = features[first][row].detach(), features[second][key].detach()
+    if a.dtype in (torch.float32, torch.float64) and a.dtype == b.dtype and a.numel() <= 500:
+        return (a.numpy() + b.numpy()).tolist()
+    return (a + b).tolist()
+
+
+def _learned_working(name: str, module: Any, q: Any, k: Any, j: int, hidden: list[float] | None = None) -> str:
+    """A learned score's intermediates for one pair (LaTeX lines joined by LINE), with the weights they use. The
+    additive score's W_q q + W_k k is `hidden` when the trace carried it; else it is computed here."""
     with torch.no_grad():
         if name == "general":
             wk = module.W(k).tolist()
             return rf"\mathbf W \mathbf k_{{{j}}} = {_vector(wk)}"
         if name == "additive":
-            hidden = (module.W_q(q) + module.W_k(k)).tolist()
+            if hidden is None:
+                hidden = (module.W_q(q) + module.W_k(k)).tolist()
             squashed = [math.tanh(x) for x in hidden]
             w_v = module.w_v.weight[0].tolist()
             return (

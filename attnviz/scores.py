@@ -58,6 +58,11 @@ class LearnedScore(nn.Module):
     def score(self, queries: Tensor, keys: Tensor) -> Tensor:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def score_and_features(self, queries: Tensor, keys: Tensor) -> tuple[Tensor, dict[str, Tensor]]:
+        """The scores and, by name, the intermediates that a worked example of the score shows (none by default),
+        so that show-your-work reads them instead of computing them again."""
+        return self.score(queries, keys), {}
+
     @property
     def params(self) -> dict[str, Any]:
         """The parameters that rebuild this module with `make_score_module`."""
@@ -90,9 +95,19 @@ def by_query_chunks(pairwise: Callable[[Tensor, Tensor], Tensor], queries: Tenso
     return torch.cat(blocks, dim=-2)
 
 
-def additive_scores(queries: Tensor, keys: Tensor, W_q: nn.Linear, W_k: nn.Linear, w_v: nn.Linear) -> Tensor:
-    """Bahdanau's w_vᵀ tanh(W_q q + W_k k) for every query-key pair."""
+def additive_scores(
+    queries: Tensor,
+    keys: Tensor,
+    W_q: nn.Linear,
+    W_k: nn.Linear,
+    w_v: nn.Linear,
+    features: dict[str, Tensor] | None = None,
+) -> Tensor:
+    """Bahdanau's w_vᵀ tanh(W_q q + W_k k) for every query-key pair. `features`, when given, receives the projected
+    queries "W_q q" (B, Q, h) and keys "W_k k" (B, K, h), whose sums a worked example shows."""
     projected_q, projected_k = W_q(queries), W_k(keys)
+    if features is not None:
+        features.update({"W_q q": projected_q, "W_k k": projected_k})
 
     def pairwise(q: Tensor, k: Tensor) -> Tensor:
         features = q[..., :, None, :] + k[..., None, :, :]  # (B, Q, 1, h) + (B, 1, K, h) -> (B, Q, K, h)
@@ -116,6 +131,10 @@ class AdditiveScore(LearnedScore):
 
     def score(self, queries: Tensor, keys: Tensor) -> Tensor:
         return additive_scores(queries, keys, self.W_q, self.W_k, self.w_v)
+
+    def score_and_features(self, queries: Tensor, keys: Tensor) -> tuple[Tensor, dict[str, Tensor]]:
+        features: dict[str, Tensor] = {}
+        return additive_scores(queries, keys, self.W_q, self.W_k, self.w_v, features), features
 
 
 def _concat_pairs(queries: Tensor, keys: Tensor) -> Tensor:

@@ -29,6 +29,9 @@ class AttentionTrace:
     no_support: Tensor | None = None  # (B, Q) kernel regression: no key inside the kernel window
     distances: Tensor | None = None  # (B, Q, K) kernel regression: |q − k|
     bias: Tensor | None = None  # (B, Q, K) added to the scaled scores before the softmax (ALiBi); in `logits`
+    # A learned score's intermediates, by name, for show-your-work's worked pair (the additive score: "W_q q" (B, Q, h)
+    # and "W_k k" (B, K, h)); empty for the others
+    features: dict[str, Tensor] = field(default_factory=dict)
 
     @property
     def batched(self) -> bool:
@@ -41,7 +44,7 @@ class AttentionTrace:
         optional = ("valid_lens", "no_support", "distances", "bias")
         taken = {name: getattr(self, name)[index] for name in tensors}
         taken |= {name: None if getattr(self, name) is None else getattr(self, name)[index] for name in optional}
-        return replace(self, **taken)
+        return replace(self, **taken, features={name: t[index] for name, t in self.features.items()})
 
     def _repr_html_(self) -> str:
         """A notebook shows the trace as the app draws it, offline (attnviz.display)."""

@@ -5,6 +5,7 @@ import pytest
 import reference as ref
 import torch
 from torch import nn
+from torchcalls import TorchCalls
 
 import attnviz
 
@@ -251,18 +252,6 @@ def test_identity_projections_give_exactly_the_product_with_the_identity_matrice
     assert torch.equal(mh.output, per_head.concat @ mh.W_o.T)
 
 
-class _TorchCalls(torch.overrides.TorchFunctionMode):
-    """Counts the torch functions and tensor methods called inside the `with` block."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.names: list[str] = []
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        self.names.append(getattr(func, "__name__", str(func)))
-        return func(*args, **(kwargs or {}))
-
-
 def test_multi_head_attend_checks_its_inputs_once_not_again_per_head(monkeypatch):
     """Each torch call lets another thread take Python's lock (bench/README.md, item 19): the inputs are checked
     finite once, by multi_head_attend, and each head's attention does not check its slice again."""
@@ -294,7 +283,7 @@ def test_a_page_trace_makes_no_torch_call_that_indexing_or_a_shared_matrix_repla
     `_REPLACED` is made."""
     q, k, v = torch.randn(6, 8), torch.randn(7, 8), torch.randn(7, 8)
     attnviz.multi_head_attend(q, k, v, score=score, temperature=0.8)  # the identity matrices of size 8, made once
-    with _TorchCalls() as calls:
+    with TorchCalls() as calls:
         trace = attnviz.multi_head_attend(q, k, v, score=score, temperature=0.8)
     assert not _REPLACED & set(calls.names), sorted(_REPLACED & set(calls.names))
     assert tuple(trace.weights.shape) == (1, 6, 7) and tuple(trace.heads[0].weights.shape) == (6, 7)

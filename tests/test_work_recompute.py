@@ -13,6 +13,7 @@ import re
 import numpy as np
 import pytest
 import torch
+from torchcalls import TorchCalls
 
 from attnviz.attention import attend
 from attnviz.explain import explain_row
@@ -182,3 +183,46 @@ def test_projections_heads_and_the_residual_follow_from_the_numbers_shown(heads)
             own, delta_again, result = vectors(residual)[0], vectors(residual)[1], vectors(residual)[-1]
             assert own == pytest.approx(Q[row].tolist()) and delta_again == pytest.approx(delta)
             np.testing.assert_allclose(result, np.array(own) + np.array(delta), rtol=2e-3, atol=2e-4)
+
+
+@pytest.mark.parametrize("heads", [1, 2])
+@pytest.mark.parametrize("seed", [0, 3, 11])
+def test_the_additive_worked_pair_reads_the_features_the_score_computed(heads, seed):
+    """The trace carries W_q q and W_k k as the score computed them, and step 1's worked pair adds those: the same
+    line as computing them again from the seeded module, without the two products (each a torch call that lets go of
+    Python's lock, bench/README.md, item 27)."""
+    from dataclasses import replace
+
+    from attnviz.explain import score_working
+    from attnviz.multihead import multi_head_attend
+    from attnviz.scores import seeded_module
+
+    q, k, v = (torch.tensor(a, dtype=torch.float32) for a in (Q, K, K))  # values of 4 numbers: two heads split them
+    trace = multi_head_attend(q, k, v, num_heads=heads, score="additive", seed=seed, num_hiddens=6)
+    for head in trace.heads:
+        module = seeded_module("additive", head.queries.shape[-1], head.keys.shape[-1], head.score_params, q.dtype)
+        assert tuple(head.features["W_q q"].shape) == (3, 6) and tuple(head.features["W_k k"].shape) == (4, 6)
+        torch.testing.assert_close(head.features["W_q q"], module.W_q(head.queries), rtol=0, atol=1e-6)
+        torch.testing.assert_close(head.features["W_k k"], module.W_k(head.keys), rtol=0, atol=1e-6)
+        for row, key in ((0, 0), (2, 3), (1, 2)):
+            with TorchCalls() as calls:
+                worked = score_working(head, row, key)
+            assert "linear" not in calls.names and "add" not in calls.names, calls.names
+            assert worked == score_working(replace(head, features={}), row, key)  # computed again: the same line
+            hidden = numbers_in(worked.split(r"\tanh")[0].split("=", 1)[1])
+            by_hand = (module.W_q(head.queries[row]) + module.W_k(head.keys[key])).tolist()
+            assert len(hidden) == 6 and all(close(a, b) for a, b in zip(hidden, by_hand, strict=True))
+
+
+def test_a_batched_trace_gives_each_row_its_own_features():
+    from attnviz.multihead import multi_head_attend
+
+    q = torch.tensor(np.stack([Q, -Q]), dtype=torch.float32)
+    k, v = (torch.tensor(np.stack([a, a]), dtype=torch.float32) for a in (K, V))
+    trace = multi_head_attend(q, k, v, score="additive")
+    assert tuple(trace.heads[0].features["W_q q"].shape) == (2, 3, 8)
+    for b in range(2):
+        row = trace.heads[0].batch_row(b)
+        assert torch.equal(row.features["W_q q"], trace.heads[0].features["W_q q"][b])
+        assert torch.equal(row.features["W_k k"], trace.heads[0].features["W_k k"][b])
+    assert not torch.equal(trace.heads[0].features["W_q q"][0], trace.heads[0].features["W_q q"][1])
