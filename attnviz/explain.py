@@ -85,9 +85,11 @@ def _products(a: list[float], b: list[float], tex: bool = True) -> str:
 
 
 def _vector(values: list[float], tex: bool = True) -> str:
-    """[v_1, v_2, …] (LaTeX, or text), MAX_VECTOR entries of it."""
-    number, more = (number_tex, r", \dots") if tex else (number_text, ", …")
-    return "[" + ", ".join(number(x) for x in values[:MAX_VECTOR]) + (more if len(values) > MAX_VECTOR else "") + "]"
+    """[v_1, v_2, …] (LaTeX, or text), MAX_VECTOR entries of it. In LaTeX, a line may break after each comma
+    (`\allowbreak`): KaTeX breaks inline maths only after = and +, and eight numbers are wider than a phone."""
+    number, comma = (number_tex, r",\allowbreak ") if tex else (number_text, ", ")
+    more = (comma + r"\dots") if tex else ", …"
+    return "[" + comma.join(number(x) for x in values[:MAX_VECTOR]) + (more if len(values) > MAX_VECTOR else "") + "]"
 
 
 def score_working(trace: AttentionTrace, row: int, key: int, score_module: Any = None) -> str:

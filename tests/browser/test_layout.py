@@ -54,6 +54,26 @@ def test_no_page_scrolls_sideways_and_the_work_table_fits_at_1400(
     assert exceptions(page) == []
 
 
+_INLINE_MATHS_JS = """() => [
+  ...document.querySelectorAll('[data-testid="stMain"] [data-testid="stMarkdownContainer"] p')]
+  .filter((p) => p.querySelector('.katex'))
+  .map((p) => ({text: p.textContent.slice(0, 50), scroll: p.scrollWidth, client: p.clientWidth}))"""
+
+
+@pytest.mark.parametrize("path", ["Self_attention", "Cross_attention"])
+def test_on_a_phone_the_worked_score_wraps_instead_of_scrolling(new_page, server: StreamlitServer, path: str) -> None:
+    """Step 1's worked line (the additive score's W_q q + W_k k, tanh and w_v vectors of eight numbers; the dot
+    product's sum of eight products) breaks between numbers at 390 px, so a student sees every number without
+    scrolling the line sideways."""
+    page: Page = new_page(viewport=PHONE)
+    goto(page, server.url_for(path) + "?lang=zh-Hans")
+    wait_for_plotly(page, count=1)
+    lines = page.evaluate(_INLINE_MATHS_JS)
+    assert len(lines) >= (4 if path == "Cross_attention" else 1), lines
+    assert [line for line in lines if line["scroll"] > line["client"] + 1] == [], lines
+    assert exceptions(page) == []
+
+
 _FIRST_CHART_JS = """() => {
   const chart = document.querySelector('[data-testid="stMain"] .js-plotly-plot');
   const box = chart.getBoundingClientRect();
