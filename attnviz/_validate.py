@@ -26,15 +26,15 @@ def as_float_tensor(data: Any, name: str) -> Tensor:
     return tensor
 
 
-# Up to this many numbers NumPy checks a tensor without letting go of Python's lock (it lets go above 500), where
-# torch's `isfinite` and `all` let go twice: under a class's load each hand-over between threads costs more than the
-# check (bench/README.md, items 19 and 27).
-_SMALL = 500
+# Up to this many numbers NumPy computes without letting go of Python's lock (it lets go above 500), where each torch
+# call lets go: under a class's load each hand-over between threads costs more than the arithmetic (bench/README.md,
+# items 19 and 27). So small checks and sums are NumPy's.
+NUMPY_KEEPS_LOCK = 500
 _NUMPY_DTYPES = (torch.float32, torch.float64)
 
 
 def _all_finite(tensor: Tensor) -> bool:
-    small = tensor.numel() <= _SMALL and tensor.dtype in _NUMPY_DTYPES
+    small = tensor.numel() <= NUMPY_KEEPS_LOCK and tensor.dtype in _NUMPY_DTYPES
     if small and tensor.device.type == "cpu" and not tensor.is_neg():
         return bool(np.isfinite(tensor.detach().numpy()).all())
     return bool(torch.isfinite(tensor).all())

@@ -8,6 +8,7 @@ from typing import Any
 
 import torch
 
+from attnviz._validate import NUMPY_KEEPS_LOCK
 from attnviz.i18n import DEFAULT_LANGUAGE, t
 from attnviz.multihead import head_rows
 from attnviz.scores import SCORES, seeded_module
@@ -132,7 +133,7 @@ def _summed(features: dict[str, Any], first: str, row: int, second: str, key: in
     if first not in features or second not in features:
         return None
     a, b = features[first][row].detach(), features[second][key].detach()
-    if a.dtype in (torch.float32, torch.float64) and a.dtype == b.dtype and a.numel() <= 500:
+    if a.dtype in (torch.float32, torch.float64) and a.dtype == b.dtype and a.numel() <= NUMPY_KEEPS_LOCK:
         return (a.numpy() + b.numpy()).tolist()
     return (a + b).tolist()
 

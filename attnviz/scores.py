@@ -110,8 +110,8 @@ def additive_scores(
         features.update({"W_q q": projected_q, "W_k k": projected_k})
 
     def pairwise(q: Tensor, k: Tensor) -> Tensor:
-        features = q[..., :, None, :] + k[..., None, :, :]  # (B, Q, 1, h) + (B, 1, K, h) -> (B, Q, K, h)
-        return w_v(torch.tanh(features))[..., 0]  # (B, Q, K)
+        summed = q[..., :, None, :] + k[..., None, :, :]  # (B, Q, 1, h) + (B, 1, K, h) -> (B, Q, K, h)
+        return w_v(torch.tanh(summed))[..., 0]  # (B, Q, K)
 
     return by_query_chunks(pairwise, projected_q, projected_k, W_q.out_features)
 
