@@ -33,11 +33,18 @@ NUMPY_KEEPS_LOCK = 500
 _NUMPY_DTYPES = (torch.float32, torch.float64)
 
 
-def _all_finite(tensor: Tensor) -> bool:
+def small_numpy(tensor: Tensor) -> np.ndarray | None:
+    """The tensor's numbers as a NumPy array sharing its memory, when NumPy computes on them without letting go of
+    Python's lock (at most NUMPY_KEEPS_LOCK float32 or float64 numbers on the CPU); else None: use torch."""
     small = tensor.numel() <= NUMPY_KEEPS_LOCK and tensor.dtype in _NUMPY_DTYPES
     if small and tensor.device.type == "cpu" and not tensor.is_neg():
-        return bool(np.isfinite(tensor.detach().numpy()).all())
-    return bool(torch.isfinite(tensor).all())
+        return tensor.detach().numpy()
+    return None
+
+
+def _all_finite(tensor: Tensor) -> bool:
+    array = small_numpy(tensor)
+    return bool(np.isfinite(array).all()) if array is not None else bool(torch.isfinite(tensor).all())
 
 
 def check_finite(tensor: Tensor, name: str) -> None:

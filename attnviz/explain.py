@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from attnviz._validate import NUMPY_KEEPS_LOCK
+from attnviz._validate import small_numpy
 from attnviz.i18n import DEFAULT_LANGUAGE, t
 from attnviz.multihead import head_rows
 from attnviz.scores import SCORES, seeded_module
@@ -132,9 +132,10 @@ def _summed(features: dict[str, Any], first: str, row: int, second: str, key: in
     the trace does not carry them. NumPy adds a few numbers without letting go of Python's lock; torch would."""
     if first not in features or second not in features:
         return None
-    a, b = features[first][row].detach(), features[second][key].detach()
-    if a.dtype in (torch.float32, torch.float64) and a.dtype == b.dtype and a.numel() <= NUMPY_KEEPS_LOCK:
-        return (a.numpy() + b.numpy()).tolist()
+    a, b = features[first][row], features[second][key]
+    small_a, small_b = small_numpy(a), small_numpy(b)
+    if small_a is not None and small_b is not None and a.dtype == b.dtype:
+        return (small_a + small_b).tolist()
     return (a + b).tolist()
 
 
