@@ -12,9 +12,9 @@ session that does not hold the fragment (yet) drops the request, and the student
 page that has just reconnected to a new session (its replica died, or the server restarted) while the new
 session's first run has not reached the fragment. The page then shows the new value and the old results, and its
 link keeps the old value. Such a request becomes a rerun of the whole page, with the same widget values. A timer's
-rerun (`run_every`) of such a fragment carries no input of its own and is left to Streamlit, which drops it: the
-first paint's timer (attnviz/ui/common.py) may tick once more before the browser hears of the whole-page run that
-ended it, and that tick must not start another one.
+rerun (`run_every`) of such a fragment carries no input of its own and is left to Streamlit, which drops it: a
+fragment's timer (the learned page's training progress) may tick once more before the browser hears of the
+whole-page run that ended it, and that tick must not start another one.
 
 3. Two malloc arenas. glibc gives each thread that meets contention an arena of its own, up to 8 per core, and
 an arena keeps the memory its thread freed. A server's script threads come and go, so the freed memory of large

@@ -108,8 +108,9 @@ def test_an_unknown_fragment_rerun_becomes_a_whole_page_rerun_with_the_same_valu
 
 
 def test_a_timers_rerun_of_an_unknown_fragment_is_left_to_streamlit(recording_rerun):
-    """A fragment's timer (the first paint's) that ticks once more after the whole-page run dropped the fragment
-    carries no input: it stays a fragment rerun, which Streamlit drops, instead of a whole-page run."""
+    """A fragment's timer (the learned page's training progress) that ticks once more after the whole-page run
+    dropped the fragment carries no input: it stays a fragment rerun, which Streamlit drops, instead of a whole-page
+    run."""
     server.keep_input_of_unknown_fragments()
     session = FakeSession({"known"})
     tick = fragment_rerun("gone")

@@ -19,6 +19,7 @@ from streamlit.runtime.scriptrunner_utils.script_run_context import ThreadState,
 from attnviz.figures import chart_config, figure_tables
 from attnviz.plotting import FigureSpec, figure_specs
 from attnviz.ui import offline, settings
+from attnviz.ui.chart_drawn import DRAWN_KEY, when_chart_drawn
 from attnviz.ui.plotly_element import figure_json, plotly_json_chart
 from attnviz.ui.session import sent_by_browser
 from attnviz.ui.settings import md_escape, tr
@@ -186,18 +187,18 @@ def chart(
 
 # A new visitor's first run in a browser, on a page whose controls sit beside its main chart (FIRST_PAINT_PAGES),
 # draws the page's title, inputs and main chart, and only placeholders for the rest: the sidebar, the controls beside
-# the chart and the section below it. The rest comes in a whole-page run that the browser asks for
-# FIRST_PAINT_DELAY_S after the first run started (a fragment with `run_every` in the sidebar; a browser timer runs
-# only between the page's tasks). By then the browser has usually fetched and run Plotly (its 4.7 MB chunk is fetched
-# when the first chart arrives) and drawn the chart. Every element sent with the
-# chart is rendered while Plotly loads, and the chart is drawn after all of them. Measured (bench/README.md, items 13
-# and 18), a new visitor's first chart over the minimal page's: 1.35x (self) and 1.63x (model) with everything in one
-# run, 1.23x-1.33x on both with only the section below deferred, 1.11x-1.16x and 1.11x-1.19x like this. Sending the
-# chart before the controls in the same run did not help (1.29x against 1.27x): they were rendered before it was drawn.
+# the chart and the section below it. The rest comes in a whole-page run that the browser asks for once it has drawn
+# the chart (`chart_drawn`, a component in the sidebar's fragment). The browser renders what arrives in one thread:
+# every element sent before the chart is drawn is rendered while Plotly's 4.7 MB chunk loads (it is fetched when the
+# first chart arrives), and the chart is drawn after all of them. Measured (bench/README.md, items 13, 18 and 28), a
+# new visitor's first chart over the minimal page's: 1.35x (self) and 1.63x (model) with everything in one run,
+# 1.23x-1.33x on both with only the section below deferred, 1.11x-1.19x with the rest asked for by a timer 0.5 s
+# after the first run, on a machine that drew the chart within that time. On a slower machine the timer came first
+# (1.34x and 1.55x); asking when the chart is drawn does not depend on the machine. Sending the chart before the
+# controls in the same run did not help (1.29x against 1.27x): they were rendered before it was drawn.
 # Only a new visitor is painted this way: a page reconnecting to a new session sends the values on its screen with
 # its first run, and those live only in the widgets that the run draws (`sent_by_browser`). A client that is not a
 # browser (the tests' AppTest, scripts) gets everything in one run; so does every later run of the session.
-FIRST_PAINT_DELAY_S = 0.5
 # The pages whose controls sit beside their main chart. The others (home, learned, modern) draw their first run whole:
 # their first chart comes after their inputs and controls, and the learned page's training (a button, then a
 # progress timer) was not made to meet a whole-page run of the first paint.
@@ -208,7 +209,7 @@ PENDING_KEY = "attnviz_pending"  # the placeholders of what is still to come (th
 
 def first_paint() -> bool:
     """True while a new visitor's page is drawn without its sidebar, its controls and what is below its main chart
-    (they follow FIRST_PAINT_DELAY_S later)."""
+    (they follow once the browser has drawn the chart)."""
     return st.session_state.get(FIRST_PAINT_KEY) is True
 
 
@@ -234,11 +235,11 @@ def below_main_chart(draw: Callable[[], None]) -> None:
         draw()
 
 
-@st.fragment(run_every=FIRST_PAINT_DELAY_S)
+@st.fragment
 def _after_first_paint() -> None:
-    """Registered in a first paint's runs, where it leaves the sidebar's placeholder; run by the browser's timer, it
-    runs the whole page, now with everything. (A browser stops every fragment's timer when a whole-page run starts;
-    that run does not register this fragment again.)
+    """Registered in a first paint's runs, where it leaves the sidebar's placeholder and the watcher that tells when
+    the browser has drawn the main chart (`when_chart_drawn`); rerun by the watcher's trigger, it runs the whole page,
+    now with everything. That run does not register this fragment again.
 
     Every widget of the first paint is sent again in that run with its value as one the app set. A browser that
     has not yet rendered a widget of the first paint (a page still busy with its charts) never saw the value the
@@ -247,10 +248,15 @@ def _after_first_paint() -> None:
     ctx = get_script_run_ctx()
     if ctx is None or ThreadState.get().fragment_id not in (ctx.fragment_ids_this_run or ()):
         pending("sidebar")
+        when_chart_drawn(DRAWN_KEY, token=ctx.session_id if ctx is not None else "", on_drawn=_nothing)
         return
     settings.write_back_widgets()
     st.session_state[FIRST_PAINT_KEY] = False
     st.rerun(scope="app")
+
+
+def _nothing() -> None:
+    """The watcher's callback: its trigger's rerun of the fragment is all it asks for."""
 
 
 def chart_tables(fig: go.Figure | FigureSpec) -> None:
