@@ -14,7 +14,9 @@ sends the trigger "drawn" once
 - MOST_MS have passed since it was mounted (a chart that never draws: a hidden tab, a failed download).
 
 It asks once per `token` (a session's first paint), however often the component is drawn again before the rest
-comes. The component's JavaScript is the app's own constant, never built from user input.
+comes. "The run is over" is read from the `data-test-script-state` attribute of Streamlit's app element, which its
+production build sets and the browser tests wait on; without it, a first paint without a chart waits MOST_MS.
+The component's JavaScript is the app's own constant, never built from user input.
 """
 
 from __future__ import annotations

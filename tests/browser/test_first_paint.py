@@ -222,6 +222,19 @@ _ORDER_JS = """
 """
 
 
+# The time (ms since navigation) at which the first error box appeared.
+_ALERT_JS = """
+(() => {
+  window.__alertAt = null;
+  const poll = () => {
+    if (document.querySelector('[data-testid="stAlert"]')) window.__alertAt = performance.now();
+    else setTimeout(poll, 10);
+  };
+  poll();
+})();
+"""
+
+
 @pytest.mark.parametrize("page", ["Self_attention", "Pretrained_model"])
 def test_the_rest_of_a_first_paint_waits_until_its_chart_is_drawn(new_page, server: StreamlitServer, page: str) -> None:
     """Plotly's code arriving 2 s late (a slow machine or network): the sidebar, the controls and what is below the
@@ -264,3 +277,20 @@ def test_the_rest_of_a_first_paint_comes_even_if_its_chart_never_draws(
     for route in held:
         route.abort()
     console_errors.ignore.append("PlotlyChart")  # the download this test made fail
+
+
+def test_a_first_paint_without_a_chart_gets_the_rest_once_its_run_is_over(new_page, server: StreamlitServer) -> None:
+    """A link whose sentence the model refuses: the first paint shows the error and no chart. The rest of the page
+    comes once the run is over and nothing is loading (SETTLE_MS), not after the watcher's longest wait."""
+    tab: Page = new_page(viewport={"width": 1400, "height": 1000})
+    tab.add_init_script(_ORDER_JS)
+    tab.add_init_script(_ALERT_JS)
+    too_long = "+".join(["word"] * 300)  # 302 WordPiece tokens with [CLS] and [SEP], over the limit of 256
+    goto(tab, server.url_for(f"Pretrained_model?s={too_long}"))
+    assert tab.locator(".js-plotly-plot").count() == 0
+    assert "the limit is 256" in tab.get_by_role("alert").first.inner_text()
+    alert_at, links_at = tab.evaluate("[window.__alertAt, window.__linksAt]")
+    assert alert_at is not None and links_at is not None
+    assert links_at - alert_at < MOST_MS / 2  # SETTLE_MS after the run, not MOST_MS after the watcher came
+    assert tab.get_by_label(CONTROL["Pretrained_model"]).first.is_visible()
+    assert exceptions(tab) == []
