@@ -159,6 +159,8 @@ class ProxyUser(SimulatedUser):
         self.connected_at: float | None = None
         self.closed_at: float | None = None
         self._reader: asyncio.Task[None] | None = None
+        self.rest_marks: tuple[int, int] | None = None  # the marks from which the run after a first paint counts
+        self._asking: set[asyncio.Task[None]] = set()  # the watcher's triggers being sent
         self._cond = asyncio.Condition()
 
     # ----- the page and the websocket -----------------------------------------------------------------------------
@@ -224,21 +226,12 @@ class ProxyUser(SimulatedUser):
         await self.health()  # the frontend pings the server before it opens the websocket (and loads its assets)
         await self.connect()
         started = time.perf_counter()
+        self.rest_marks = None
         await self.rerun(timeout=timeout)
-        await self.follow_first_paint(timeout)  # a new visitor's page comes in two runs (attnviz.ui.common.first_paint)
+        if self.rest_marks is not None:  # a new visitor's page comes in two runs (attnviz.ui.common.first_paint)
+            await self.wait_run(self.rest_marks, timeout)
         await self.follow_timers(timeout)
         return time.perf_counter() - started
-
-    async def follow_first_paint(self, timeout: float = 60.0) -> None:
-        """If the last run was a first paint, send its watcher's trigger (`attnviz.ui.chart_drawn`), as a browser does
-        once it has drawn the chart (this tab draws nothing: at once), and wait for the rest of the page."""
-        widget_id = self.widget_ids.get(DRAWN_KEY, "")
-        if not widget_id or self.drawn.get(widget_id) != len(self.finishes) - 1:
-            return
-        trigger_id, payload = trigger_state(widget_id)
-        trigger = WidgetState(id=trigger_id, json_trigger_value=payload)
-        marks = await self.send_rerun(self.fragment_of(widget_id), [trigger])
-        await self.wait_run(marks, timeout)
 
     async def follow_timers(self, timeout: float = 60.0, most: int = 3) -> None:
         """Send the reruns that the page's timers ask for, as the browser's timers do (a fragment's `run_every`),
@@ -412,6 +405,27 @@ class ProxyUser(SimulatedUser):
             self.page_not_found = True
         elif kind == "script_finished":
             self.finishes.append(Finish(fwd.script_finished, self.query, time.perf_counter()))
+            self._ask_for_the_rest()
+
+    def _ask_for_the_rest(self) -> None:
+        """After a first paint, ask for the rest of the page as the browser's watcher does (`attnviz.ui.chart_drawn`),
+        whatever the tab is doing: after a new visitor's first run, and after a reconnect whose first run was one. This
+        tab draws nothing, so at once. The trigger's run comes with the tab's widget values, as a browser's does."""
+        widget_id = self.widget_ids.get(DRAWN_KEY, "")
+        if not widget_id or self.drawn.get(widget_id) != len(self.finishes) - 1:
+            return
+        if self.finishes[-1].status not in FINISHED_OK:
+            return
+        self.rest_marks = (len(self.finishes), len(self.exceptions))
+        task = asyncio.get_running_loop().create_task(self._send_drawn(widget_id))
+        self._asking.add(task)
+        task.add_done_callback(self._asking.discard)
+
+    async def _send_drawn(self, widget_id: str) -> None:
+        """The watcher's trigger: a rerun of its fragment."""
+        trigger_id, payload = trigger_state(widget_id)
+        with contextlib.suppress(DisconnectedError):  # the tab's reconnect sends its own first run
+            await self.send_rerun(self.fragment_of(widget_id), [WidgetState(id=trigger_id, json_trigger_value=payload)])
 
     def _element(self, fwd: ForwardMsg) -> None:
         element = fwd.delta.new_element

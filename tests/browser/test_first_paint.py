@@ -4,6 +4,7 @@ in Chromium."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from urllib.parse import urlsplit
 
@@ -14,6 +15,7 @@ from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from websockets.sync.client import connect
 
 from attnviz.ui.chart_drawn import MOST_MS, trigger_state
+from bench.proxyclient import ProxyUser
 
 from .helpers import StreamlitServer, exceptions, goto, plotly_figures
 
@@ -294,3 +296,37 @@ def test_a_first_paint_without_a_chart_gets_the_rest_once_its_run_is_over(new_pa
     assert links_at - alert_at < MOST_MS / 2  # SETTLE_MS after the run, not MOST_MS after the watcher came
     assert tab.get_by_label(CONTROL["Pretrained_model"]).first.is_visible()
     assert exceptions(tab) == []
+
+
+def test_the_class_load_tests_simulated_browser_asks_for_the_rest_after_any_first_paint(
+    server: StreamlitServer,
+) -> None:
+    """`bench.proxyclient.ProxyUser` stands for a browser in the class load test, so it must send the watcher's
+    trigger whenever a run was a first paint. That is on opening a link, and also after a reconnect, when the tab
+    had changed nothing and its first run in the new session sends no values. Without the trigger, a control changed
+    then is lost: the session is still in its first paint, and the control is not drawn (the class load test lost a
+    student's σ this way)."""
+
+    async def scenario() -> tuple[bool, bool, str, str]:
+        user = ProxyUser(server.url, "Kernel_attention", "p=d2l_toy_regression")
+        try:
+            await user.open()
+            whole_on_open = user.drawn_since_full_run(user.widget_ids["w:kernel:bandwidth"])
+            user.session_id = ""  # a replica that died: the new websocket gets a new session
+            await user.connect()
+            first = await user.send_rerun()  # the tab changed nothing: no widget values
+            await user.wait_run(first)
+            assert user.rest_marks is not None  # a first paint, whose rest the tab asked for
+            await user.wait_run(user.rest_marks)
+            whole_after_reconnect = user.drawn_since_full_run(user.widget_ids["w:kernel:bandwidth"])
+            before = user.query
+            user.set_widget("w:kernel:bandwidth", "double", 0.632)
+            await user.wait_run(await user.send_rerun(user.fragment_of("w:kernel:bandwidth")))
+            return whole_on_open, whole_after_reconnect, before, user.query
+        finally:
+            await user.close()
+
+    whole_on_open, whole_after_reconnect, before, after = asyncio.run(scenario())
+    assert whole_on_open and whole_after_reconnect
+    assert "bw=" not in before
+    assert "bw=0.632" in after and "p=d2l_toy_regression" in after
