@@ -235,7 +235,7 @@ class ProxyUser(SimulatedUser):
 
     async def follow_timers(self, timeout: float = 60.0, most: int = 3) -> None:
         """Send the reruns that the page's timers ask for, as the browser's timers do (a fragment's `run_every`),
-        until the page keeps no timer or `most` were sent: the first paint's one asks for the whole page."""
+        until the page keeps no timer or `most` were sent (no page the class uses keeps one on opening today)."""
         for _ in range(most):
             if not self.timers:
                 return

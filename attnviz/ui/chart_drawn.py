@@ -22,7 +22,6 @@ The component's JavaScript is the app's own constant, never built from user inpu
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 
 import streamlit as st
 
@@ -74,16 +73,18 @@ export default function (component) {
 _component = st.components.v2.component("attnviz_chart_drawn", js=JS)
 
 
-def when_chart_drawn(key: str, token: str, on_drawn: Callable[[], None]) -> bool:
-    """Mount the watcher (it shows nothing); True in the run its trigger set off. Inside a fragment, the trigger
-    reruns that fragment."""
-    result = _component(
-        key=key,
+def watch_first_chart(token: str) -> None:
+    """Mount the watcher (it shows nothing). Inside a fragment, its trigger reruns that fragment."""
+    _component(
+        key=DRAWN_KEY,
         data={"event": EVENT, "token": token, "settle_ms": SETTLE_MS, "most_ms": MOST_MS, "poll_ms": POLL_MS},
         height=0,
-        **{f"on_{EVENT}_change": on_drawn},
+        **{f"on_{EVENT}_change": _rerun_is_all},  # a trigger needs a callback to be registered
     )
-    return bool(getattr(result, EVENT, None))
+
+
+def _rerun_is_all() -> None:
+    """The trigger's callback: the rerun it sets off is all the watcher asks for."""
 
 
 def trigger_state(component_id: str) -> tuple[str, str]:

@@ -19,7 +19,7 @@ from streamlit.runtime.scriptrunner_utils.script_run_context import ThreadState,
 from attnviz.figures import chart_config, figure_tables
 from attnviz.plotting import FigureSpec, figure_specs
 from attnviz.ui import offline, settings
-from attnviz.ui.chart_drawn import DRAWN_KEY, when_chart_drawn
+from attnviz.ui.chart_drawn import watch_first_chart
 from attnviz.ui.plotly_element import figure_json, plotly_json_chart
 from attnviz.ui.session import sent_by_browser
 from attnviz.ui.settings import md_escape, tr
@@ -238,7 +238,7 @@ def below_main_chart(draw: Callable[[], None]) -> None:
 @st.fragment
 def _after_first_paint() -> None:
     """Registered in a first paint's runs, where it leaves the sidebar's placeholder and the watcher that tells when
-    the browser has drawn the main chart (`when_chart_drawn`); rerun by the watcher's trigger, it runs the whole page,
+    the browser has drawn the main chart (`watch_first_chart`); rerun by the watcher's trigger, it runs the whole page,
     now with everything. That run does not register this fragment again.
 
     Every widget of the first paint is sent again in that run with its value as one the app set. A browser that
@@ -248,15 +248,11 @@ def _after_first_paint() -> None:
     ctx = get_script_run_ctx()
     if ctx is None or ThreadState.get().fragment_id not in (ctx.fragment_ids_this_run or ()):
         pending("sidebar")
-        when_chart_drawn(DRAWN_KEY, token=ctx.session_id if ctx is not None else "", on_drawn=_nothing)
+        watch_first_chart(token=ctx.session_id if ctx is not None else "")
         return
     settings.write_back_widgets()
     st.session_state[FIRST_PAINT_KEY] = False
     st.rerun(scope="app")
-
-
-def _nothing() -> None:
-    """The watcher's callback: its trigger's rerun of the fragment is all it asks for."""
 
 
 def chart_tables(fig: go.Figure | FigureSpec) -> None:

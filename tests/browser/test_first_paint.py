@@ -202,36 +202,19 @@ def test_in_chromium_everything_follows_the_first_paint_and_nothing_stays_pendin
     assert exceptions(tab) == []
 
 
-# The times (ms since navigation) at which a chart was first drawn and at which the sidebar's page links (the rest of
-# the page, after the first paint) appeared; polled with a timer, as the watcher polls.
-_ORDER_JS = """
+# The times (ms since navigation) at which a chart was first drawn, the sidebar's page links (the rest of the page,
+# after the first paint) appeared, and an error box appeared; polled with a timer, as the watcher polls.
+_SEEN_JS = """
 (() => {
-  window.__chartAt = null;
-  window.__linksAt = null;
-  const poll = () => {
-    const now = performance.now();
-    if (window.__chartAt === null
-        && [...document.querySelectorAll('.js-plotly-plot')].some((gd) => gd._fullLayout && gd.data)) {
-      window.__chartAt = now;
-    }
-    if (window.__linksAt === null
-        && document.querySelector('[data-testid="stSidebar"] [data-testid="stPageLink"]')) {
-      window.__linksAt = now;
-    }
-    if (window.__chartAt === null || window.__linksAt === null) setTimeout(poll, 10);
+  const seen = (window.__seenAt = { chart: null, links: null, alert: null });
+  const shown = {
+    chart: () => [...document.querySelectorAll('.js-plotly-plot')].some((gd) => gd._fullLayout && gd.data),
+    links: () => document.querySelector('[data-testid="stSidebar"] [data-testid="stPageLink"]') !== null,
+    alert: () => document.querySelector('[data-testid="stAlert"]') !== null,
   };
-  poll();
-})();
-"""
-
-
-# The time (ms since navigation) at which the first error box appeared.
-_ALERT_JS = """
-(() => {
-  window.__alertAt = null;
   const poll = () => {
-    if (document.querySelector('[data-testid="stAlert"]')) window.__alertAt = performance.now();
-    else setTimeout(poll, 10);
+    for (const [name, now] of Object.entries(shown)) if (seen[name] === null && now()) seen[name] = performance.now();
+    if (Object.values(seen).includes(null)) setTimeout(poll, 10);
   };
   poll();
 })();
@@ -243,7 +226,7 @@ def test_the_rest_of_a_first_paint_waits_until_its_chart_is_drawn(new_page, serv
     """Plotly's code arriving 2 s late (a slow machine or network): the sidebar, the controls and what is below the
     chart still come after the chart is drawn, not while it waits (a fixed 0.5 s timer sent them first)."""
     tab: Page = new_page(viewport={"width": 1400, "height": 1000})
-    tab.add_init_script(_ORDER_JS)
+    tab.add_init_script(_SEEN_JS)
 
     def late(route) -> None:
         time.sleep(2.0)
@@ -251,7 +234,7 @@ def test_the_rest_of_a_first_paint_waits_until_its_chart_is_drawn(new_page, serv
 
     tab.route("**/PlotlyChart*.js", late)
     goto(tab, server.url_for(page))  # waits until nothing is pending
-    chart_at, links_at = tab.evaluate("[window.__chartAt, window.__linksAt]")
+    chart_at, links_at = tab.evaluate("[window.__seenAt.chart, window.__seenAt.links]")
     assert chart_at is not None and links_at is not None
     assert links_at > chart_at
     assert tab.get_by_label(CONTROL[page]).first.is_visible()
@@ -264,7 +247,7 @@ def test_the_rest_of_a_first_paint_comes_even_if_its_chart_never_draws(
     """Plotly's code never arrives (a download that hangs): the watcher stops waiting after MOST_MS, and the rest of
     the page comes; the student can still use the sidebar and the controls."""
     tab: Page = new_page(viewport={"width": 1400, "height": 1000})
-    tab.add_init_script(_ORDER_JS)
+    tab.add_init_script(_SEEN_JS)
     held = []
 
     def hold(route) -> None:  # never answered
@@ -272,9 +255,9 @@ def test_the_rest_of_a_first_paint_comes_even_if_its_chart_never_draws(
 
     tab.route("**/PlotlyChart*.js", hold)
     tab.goto(server.url_for("Self_attention"))
-    tab.wait_for_function("() => window.__linksAt !== null", timeout=MOST_MS + 20_000)
-    assert tab.evaluate("window.__chartAt") is None
-    assert tab.evaluate("window.__linksAt") >= MOST_MS
+    tab.wait_for_function("() => window.__seenAt.links !== null", timeout=MOST_MS + 20_000)
+    assert tab.evaluate("window.__seenAt.chart") is None
+    assert tab.evaluate("window.__seenAt.links") >= MOST_MS
     assert tab.get_by_label(CONTROL["Self_attention"]).first.is_visible()
     assert tab.locator('[class*="st-key-attnviz_pending"]').count() == 0
     for route in held:
@@ -286,13 +269,12 @@ def test_a_first_paint_without_a_chart_gets_the_rest_once_its_run_is_over(new_pa
     """A link whose sentence the model refuses: the first paint shows the error and no chart. The rest of the page
     comes once the run is over and nothing is loading (SETTLE_MS), not after the watcher's longest wait."""
     tab: Page = new_page(viewport={"width": 1400, "height": 1000})
-    tab.add_init_script(_ORDER_JS)
-    tab.add_init_script(_ALERT_JS)
+    tab.add_init_script(_SEEN_JS)
     too_long = "+".join(["word"] * 300)  # 302 WordPiece tokens with [CLS] and [SEP], over the limit of 256
     goto(tab, server.url_for(f"Pretrained_model?s={too_long}"))
     assert tab.locator(".js-plotly-plot").count() == 0
     assert "the limit is 256" in tab.get_by_role("alert").first.inner_text()
-    alert_at, links_at = tab.evaluate("[window.__alertAt, window.__linksAt]")
+    alert_at, links_at = tab.evaluate("[window.__seenAt.alert, window.__seenAt.links]")
     assert alert_at is not None and links_at is not None
     assert links_at - alert_at < MOST_MS / 2  # SETTLE_MS after the run, not MOST_MS after the watcher came
     assert tab.get_by_label(CONTROL["Pretrained_model"]).first.is_visible()
