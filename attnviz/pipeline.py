@@ -173,6 +173,7 @@ class BatchRows(NamedTuple):
     mask: Tensor  # (rows × queries, K), True where a query may attend
     batches: list[int]  # the batch row of each matrix row
     queries: list[str]  # the query label of each matrix row
+    keys: list[str]  # the key labels (every batch row of a preset has the same keys)
 
 
 def batch_rows(state: AttentionState) -> BatchRows:
@@ -190,7 +191,7 @@ def batch_rows(state: AttentionState) -> BatchRows:
         masks.append(trace.heads[0].mask)
         batches += [batch] * len(inputs.query_labels)
         queries += inputs.query_labels
-    return BatchRows(torch.cat(weights), torch.cat(masks), batches, queries)
+    return BatchRows(torch.cat(weights), torch.cat(masks), batches, queries, inputs.key_labels)
 
 
 def attention_request(state: AttentionState, inputs: AttentionInputs) -> Request:

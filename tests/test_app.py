@@ -474,3 +474,15 @@ def test_the_self_page_with_the_trained_models_inputs_shows_its_previous_token_h
     assert previous > 0.5  # the model's previous-token head, computed by the page's own pipeline
     shown = run_page(SELF, m="sentence", s="the cat sat", emb="trained")
     assert any("reads only the symbols A to T" in error.value and "the cat sat" in error.value for error in shown.error)
+
+
+@pytest.mark.parametrize("preset", ["d2l_additive", "d2l_dot_product", "decoder_state"])
+def test_a_batched_preset_switched_to_a_sentence_shows_the_sentence_alone(preset):
+    """The preset's batch rows (its own numbers and keys) used to be drawn with the sentence's key labels, and failed
+    ('expected 10 labels, got 6'). Under a sentence, the page shows the sentence's weights and no batch rows."""
+    batch_title = t_("attention.batch_rows_title", "en")
+    at = run_page(CROSS, p=preset, m="sentence")
+    titles = [f["layout"]["title"]["text"] for f in figures(at)]
+    assert titles and batch_title not in titles
+    numbers = run_page(CROSS, p=preset)  # the preset's own numbers: every batch row, as before
+    assert batch_title in [f["layout"]["title"]["text"] for f in figures(numbers)]

@@ -19,6 +19,7 @@ from attnviz import server
 from tests.test_app import KERNEL, ROOT, SELF
 
 TEMPERATURE = "w:self:temperature"
+MODERN, LEARNED = "pages/6_Modern_attention.py", "pages/5_Learned_attention.py"
 
 
 def browser_values(path: str, link: dict[str, str], key: str, value: Any) -> Any:
@@ -118,3 +119,32 @@ def test_a_timers_rerun_of_an_unknown_fragment_is_left_to_streamlit(recording_re
     AppSession.request_rerun(session, tick)  # type: ignore[arg-type]
     (run,) = session.runs
     assert run.fragment_id == "gone" and run.is_auto_rerun
+
+
+@pytest.mark.parametrize(
+    ("path", "key", "value"),
+    [
+        (MODERN, "w:modern:kv_heads", 2),  # checked against the query heads before it is drawn
+        (MODERN, "w:modern:head", 2),  # clamped to the heads before it is drawn
+        (LEARNED, "w:learned:steps", 500),  # capped to the task's most before it is drawn
+    ],
+)
+def test_a_value_the_page_checks_before_drawing_it_survives_a_reconnect(path, key, value):
+    """These widgets' values are read before the widget is drawn; a reconnecting browser's value is not in Session
+    State until then (it used to fail with 'st.session_state has no key')."""
+    states = browser_values(path, {}, key, value)
+    at = new_session(path, {}, states)
+    assert not at.exception, [e.value for e in at.exception]
+    widget = next(node for node in at._tree if getattr(node, "key", None) == key)
+    assert int(widget.value) == value
+
+
+def test_a_reconnect_after_fewer_query_heads_offers_a_kv_count_that_divides_them():
+    """The student changed the query heads to 3 while 2 key/value heads were on screen, then the server was lost."""
+    states = browser_values(MODERN, {}, "w:modern:kv_heads", 2)
+    heads = next(w for w in states.widgets if w.id.endswith("-w:modern:heads"))
+    heads.int_value = 3
+    at = new_session(MODERN, {}, states)
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.selectbox(key="w:modern:kv_heads").value == 1
+    assert len(at.warning) == 1 and "3" in at.warning[0].value

@@ -167,9 +167,9 @@ def _heads(session: PageSession, sizes: tuple[int, ...]) -> int:
     """The number of heads: only counts that split every size evenly are offered."""
     allowed = head_counts(*sizes, limit=MAX_HEADS)
     key = session.bound("heads")
-    wanted = int(st.session_state[key])
+    wanted = session.current(key, int, 1)
     if wanted not in allowed:
-        fitting = max(h for h in allowed if h <= wanted)
+        fitting = max((h for h in allowed if h <= wanted), default=1)
         st.session_state[key] = fitting
         st.caption(tr("attention.heads_adjusted", wanted=wanted, heads=fitting, sizes=", ".join(map(str, sizes))))
     f = field(attention_fields(session.page), "heads")

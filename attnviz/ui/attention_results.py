@@ -149,7 +149,7 @@ def _weights_charts(
     ]
 
 
-def _batch_rows(page: str, state: AttentionState, inputs: AttentionInputs) -> None:
+def _batch_rows(page: str, state: AttentionState) -> None:
     """A batched preset's every batch row in one chart, as d2l's show_heatmaps draws its (2, 10) weights: one row
     per batch row's query, with that row's inputs and valid lengths and the page's scoring controls."""
     try:
@@ -162,7 +162,7 @@ def _batch_rows(page: str, state: AttentionState, inputs: AttentionInputs) -> No
         query_labels=[
             tr("attention.batch_row_label", row=b, query=q) for b, q in zip(rows.batches, rows.queries, strict=True)
         ],
-        key_labels=inputs.key_labels,
+        key_labels=rows.keys,
         title=tr("attention.batch_rows_title"),
         palette=palette(),
         colour_range=state.crange,
@@ -336,8 +336,8 @@ def _compute_and_draw(
         if guessed_row is None:
             return None  # the weights stay hidden until the student's guess is in
     shown = _weights_charts(session, state, trace, inputs, side)  # their tables are in the numbers section
-    if state.preset and preset_batches(state.preset) > 1:
-        _batch_rows(session.page, state, inputs)
+    if state.preset and state.mode == "numbers" and preset_batches(state.preset) > 1:
+        _batch_rows(session.page, state)  # the preset's rows: not under a sentence the student switched to
     _numbers_section(session, state, trace, inputs, shown)
 
     def below() -> None:  # full width, below the controls and the charts: three panels; a column per quantity

@@ -33,10 +33,11 @@ def shipped_run(task: str) -> TrainingRun:
 def capped_steps(task: str) -> int:
     """The steps asked for, capped to what `task` allows (a link's steps may be another task's), with a warning."""
     most, key = MAX_STEPS[task], SESSION.bound("steps")
-    if int(st.session_state[key]) > most:
-        st.warning(tr("learned.steps_capped", steps=st.session_state[key], most=most), icon="⚠️")
-        st.session_state[key] = most
-    return int(st.session_state[key])
+    steps = SESSION.current(key, int, SESSION.value("steps"))
+    if steps > most:
+        st.warning(tr("learned.steps_capped", steps=steps, most=most), icon="⚠️")
+        st.session_state[key] = steps = most
+    return steps
 
 
 def training_controls(state: LearnedState) -> LearnedState:
@@ -137,8 +138,8 @@ def _snapshots(state: LearnedState, run: TrainingRun) -> LearnedState:
     snapshots, total = run.snapshots, run.settings.steps
     steps = [snapshot.step for snapshot in snapshots]
     key = SESSION.key("step")
-    if st.session_state.get(key) not in steps:  # the last recorded step at or before the one asked for
-        asked = int(st.session_state.get(key, steps[-1]))
+    asked = SESSION.current(key, int, steps[-1])
+    if asked not in steps or key not in st.session_state:  # the last recorded step at or before the one asked for
         st.session_state[key] = max((step for step in steps if step <= asked), default=steps[0])
     step = st.select_slider(tr("learned.step"), options=steps, key=key, help=tr("learned.step_help"))
     chosen = snapshots[steps.index(step)]

@@ -135,9 +135,10 @@ def _model_controls(state: ModernState) -> ModernState:
         values["global_tokens"] = _global_tokens(one)
     heads = fieldwidgets.number(SESSION, field(MODERN_FIELDS, "heads"), where=two)
     kv_key = SESSION.bound("kv_heads")
-    if heads % st.session_state[kv_key]:  # a link's, or left from more heads: the nearest count that divides H
-        st.warning(tr("modern.kv_heads_reset", kv_heads=st.session_state[kv_key], heads=heads), icon="⚠️")
-        st.session_state[kv_key] = max(g for g in head_counts(heads, limit=heads) if g <= st.session_state[kv_key])
+    kv_wanted = SESSION.current(kv_key, int, SESSION.value("kv_heads"))
+    if kv_wanted < 1 or heads % kv_wanted:  # a link's, or left from more heads: the nearest count that divides H
+        st.warning(tr("modern.kv_heads_reset", kv_heads=kv_wanted, heads=heads), icon="⚠️")
+        st.session_state[kv_key] = max(g for g in head_counts(heads, limit=heads) if g <= max(1, kv_wanted))
     kv_heads = two.selectbox(
         tr("modern.kv_heads"), head_counts(heads, limit=heads), key=kv_key, help=tr("modern.kv_heads_help", heads=heads)
     )
@@ -164,7 +165,7 @@ def _model_controls(state: ModernState) -> ModernState:
 def _head_picker(heads: int, where: st.delta_generator.DeltaGenerator) -> int:
     """The query head shown and worked out (1-based), a picker when there are several; clamped to the heads."""
     key = SESSION.bound("head")
-    if st.session_state[key] > heads:
+    if not 1 <= SESSION.current(key, int, 1) <= heads:
         st.session_state[key] = 1
     if heads == 1:
         return 1

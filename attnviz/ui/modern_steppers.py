@@ -31,8 +31,9 @@ def _stepper(name: str, last: int, label: str) -> int:
     and a stepper left at its end stays there when there are more steps (more tokens, smaller blocks)."""
     key = SESSION.bound(name)
     before = SESSION.get("stepper", name)  # (value, last) drawn on the previous run
-    at_end = before is not None and before[0] == before[1] and st.session_state[key] == before[0]
-    if at_end or not 1 <= st.session_state[key] <= last:
+    current = SESSION.current(key, int, last)
+    at_end = before is not None and before[0] == before[1] and current == before[0]
+    if at_end or not 1 <= current <= last:
         st.session_state[key] = last
     if last == 1:
         st.caption(tr("modern.one_step"))

@@ -16,6 +16,8 @@ from dataclasses import fields
 from typing import Any
 
 import streamlit as st
+from streamlit.runtime.state.common import unpack_widget_state_value
+from streamlit.runtime.state.session_state import Value
 from streamlit.runtime.state.session_state_proxy import get_session_state
 
 from attnviz.links import link_problem
@@ -25,19 +27,47 @@ Convert = dict[str, Callable[[Any], Any]]  # state value -> the value its widget
 WIDGET_ID_PREFIX = "$$ID-"  # Streamlit's ids of keyed widgets: "$$ID-<hash>-<key>"
 
 
+def _sent_states() -> dict[str, Any]:
+    """Streamlit's widget states that the browser sent with this run, by widget id, not drawn yet."""
+    try:
+        return dict(get_session_state()._state._new_widget_state.states)
+    except (AttributeError, RuntimeError):  # outside a script run, or Streamlit's internals changed
+        return {}
+
+
+def _user_key(widget_id: str) -> str | None:
+    """The key of a keyed widget's id ("$$ID-<hash>-<key>"), None for others."""
+    if widget_id.startswith(WIDGET_ID_PREFIX) and widget_id.count("-") >= 2:
+        return widget_id.split("-", 2)[2]
+    return None
+
+
 def sent_by_browser() -> frozenset[str]:
     """Keys of the widgets whose values the browser sent with this run and that this session has not drawn yet.
 
     A page whose server went away (a replica died and the proxy moved it, or the server restarted) reconnects to a
     new session and sends the values on its screen with that session's first run, the student's latest change
     included. Streamlit keeps them by widget id until the widget is drawn; Session State has no public way to list
-    them, so this reads its widget states (tests/test_session.py fails if a Streamlit release moves them).
+    them, so this reads its widget states (tests/test_reconnect.py fails if a Streamlit release moves them).
     """
-    try:
-        ids = list(get_session_state()._state._new_widget_state.states)
-    except (AttributeError, RuntimeError):  # outside a script run, or Streamlit's internals changed
-        return frozenset()
-    return frozenset(wid.split("-", 2)[2] for wid in ids if wid.startswith(WIDGET_ID_PREFIX) and wid.count("-") >= 2)
+    return frozenset(key for key in map(_user_key, _sent_states()) if key is not None)
+
+
+def sent_value(key: str) -> Any:
+    """The value the browser sent for widget `key` and this session has not drawn yet, as it travelled: a number, a
+    bool, or an option's text (a select slider's first), None when none was sent. Until the widget is drawn,
+    Session State does not hold it (reading its key fails), so a page that checks a value before drawing its
+    widget reads it here."""
+    for widget_id, wstate in _sent_states().items():
+        if _user_key(widget_id) != key:
+            continue
+        if isinstance(wstate, Value):
+            return wstate.value
+        raw = unpack_widget_state_value(wstate.value)
+        if isinstance(raw, list | tuple):
+            return raw[0] if raw else None
+        return raw
+    return None
 
 
 class PageSession:
@@ -122,6 +152,18 @@ class PageSession:
         if key in st.session_state:
             return st.session_state[key]
         return getattr(self.state, name)
+
+    def current(self, key: str, cast: Callable[[Any], Any], default: Any) -> Any:
+        """What widget `key` will hold on this run, before it is drawn, as `cast` makes it: the value set in the
+        session, else the one the browser sent (a page reconnecting after its server was lost), else `default`
+        (also when the value does not cast: a hostile client may send anything)."""
+        value = st.session_state[key] if key in st.session_state else sent_value(key)
+        if value is None:
+            return default
+        try:
+            return cast(value)
+        except (TypeError, ValueError):
+            return default
 
     def bound(self, name: str) -> str:
         """The widget key of field `name`, refilled from the stored state if Streamlit dropped it (a widget not
