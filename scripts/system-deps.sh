@@ -26,5 +26,7 @@ if [ ! -e /usr/sbin/policy-rc.d ]; then
   $SUDO chmod 755 /usr/sbin/policy-rc.d
   trap '$SUDO rm -f /usr/sbin/policy-rc.d' EXIT
 fi
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# Another apt or dpkg (an unattended upgrade, a second terminal) may hold the lock: wait for it, for a bounded time.
+APT=(apt-get -o DPkg::Lock::Timeout=300)
+$SUDO "${APT[@]}" update -qq
+$SUDO "${APT[@]}" install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

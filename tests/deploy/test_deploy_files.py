@@ -6,12 +6,14 @@ Dockerfile, compose.yaml, the nginx configuration and the Kubernetes manifests a
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import shutil
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from fnmatch import fnmatch
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -538,3 +540,24 @@ def test_the_image_keeps_what_the_offline_html_file_carries() -> None:
         relative = path.resolve().relative_to(site).as_posix()
         assert path.exists() and not [r for r in removals if fnmatch(relative, r) or relative.startswith(r + "/")]
     assert "plotly.offline.get_plotlyjs()" in (REPO_ROOT / "Dockerfile").read_text(encoding="utf-8")
+
+
+def test_system_deps_waits_for_another_apt_instead_of_failing() -> None:
+    """Issue 36, finding 11: the script failed at once when another apt or dpkg held the lock. Every apt-get call in
+    it goes through one command with a bounded lock wait, and that command, run while another process holds dpkg's
+    frontend lock for 3 s, waits and succeeds (without the wait, apt-get fails within milliseconds)."""
+    script = (REPO_ROOT / "scripts" / "system-deps.sh").read_text()
+    calls = [line for line in script.splitlines() if "apt-get" in line and not line.lstrip().startswith("#")]
+    (definition,) = [line for line in calls if line.startswith("APT=(")]
+    assert "DPkg::Lock::Timeout=" in definition
+    assert [line for line in calls if line is not definition] == [], "an apt-get call without the lock wait"
+    assert script.count('"${APT[@]}"') == 2  # update and install
+    if os.geteuid() != 0:
+        pytest.fail("needs root, as CI and `make test` have, to take dpkg's lock")
+    lock = os.open("/var/lib/dpkg/lock-frontend", os.O_RDWR | os.O_CREAT)
+    fcntl.lockf(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    threading.Timer(3, os.close, (lock,)).start()
+    started = time.monotonic()
+    done = subprocess.run(["bash", "-c", f'{definition}\n"${{APT[@]}}" -qq check'], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert time.monotonic() - started >= 2.5  # it waited for the lock
