@@ -250,11 +250,59 @@ _UNARY_MINUS = re.compile(
 )
 
 
+# What attnviz.explain writes for a character LaTeX would interpret, inside \text{...}, and the character it shows.
+_TEXT_ESCAPES = {
+    r"\backslash{}": "\\",
+    r"\hat{}": "^",
+    r"\sim{}": "~",
+    **{"\\" + char: char for char in "{}$&#%_"},
+}
+_PLACEHOLDER = 0xE000  # a private-use character per \text{...}, which the converter passes through as it is
+_TEXT_START = "\\text{"
+
+
+def _text_argument(latex: str, start: int) -> tuple[str, int]:
+    """The text of the \text{...} whose argument starts at `start`, its escapes undone, and the index of its closing
+    brace (or the end)."""
+    chars, depth, i = [], 1, start
+    while i < len(latex):
+        escape = next((e for e in _TEXT_ESCAPES if latex.startswith(e, i)), None)
+        if escape is not None:
+            chars.append(_TEXT_ESCAPES[escape])
+            i += len(escape)
+            continue
+        depth += {"{": 1, "}": -1}.get(latex[i], 0)
+        if depth == 0:
+            break
+        chars.append(latex[i])
+        i += 1
+    return "".join(chars), i
+
+
+def _protect_texts(latex: str) -> tuple[str, list[str]]:
+    """The formula with each \text{...}'s text replaced by one placeholder character, and those texts.
+
+    The converter copies a \text's characters into MathML as they are (a token `<s>` became an <s> element, which
+    struck through the rest of the file) and misreads its escapes (\} ends the text early), so the texts go around it
+    and are put back escaped."""
+    pieces, texts, i = [], [], 0
+    while (found := latex.find(_TEXT_START, i)) >= 0 and len(texts) < 6400:  # the private-use area's size
+        text, end = _text_argument(latex, found + len(_TEXT_START))
+        pieces.append(latex[i:found] + _TEXT_START + chr(_PLACEHOLDER + len(texts)) + "}")
+        texts.append(text)
+        i = end + 1
+    pieces.append(latex[i:])
+    return "".join(pieces), texts
+
+
 def math(latex: str, display: bool = True) -> str:
     """LaTeX as MathML, which every current browser draws without fetching anything; the source, as code, in the
-    rare case the converter cannot read it."""
+    rare case the converter cannot read it. Text in the formula (a student's tokens) is always escaped."""
     try:
-        mathml = latex2mathml.converter.convert(latex, display="block" if display else "inline")
+        protected, texts = _protect_texts(latex)
+        mathml = latex2mathml.converter.convert(protected, display="block" if display else "inline")
+        for number, text in enumerate(texts):
+            mathml = mathml.replace(chr(_PLACEHOLDER + number), html.escape(text, quote=False).replace(" ", "&#xA0;"))
         mathml = mathml.replace(' xmlns="http://www.w3.org/1998/Math/MathML"', "")  # HTML knows <math> without it
         mathml = _UNARY_MINUS.sub(r'\1<mo form="prefix">&#x02212;</mo>', mathml)  # "(−0.25)", not "( − 0.25)"
         tag = "div" if display else "span"  # a long formula scrolls by itself on a phone; the page does not

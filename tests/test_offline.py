@@ -5,12 +5,13 @@ language. (The click itself, a fragment's rerun and the file opened without a ne
 
 from __future__ import annotations
 
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from attnviz.display import Chart, Worked
+from attnviz.display import Chart, Worked, html_document
 from attnviz.i18n import t
 from attnviz.ui.offline import RECORD_KEY
 
@@ -86,3 +87,60 @@ def test_a_fragments_rerun_replaces_what_it_drew_and_drops_what_it_no_longer_dra
     where["run"] = object()  # F reruns and draws nothing (an error message instead)
     record.begin()
     assert [item.spec for item in record.contents()] == ["{}"]
+
+
+HOSTILE = "<s> </script> <img src=x onerror=alert(1)> &"
+HARMLESS = "a b c d e f g"
+TOKEN_PAGES = {  # page: (its parameter for hostile tokens, the harmless value), or the page's own "<s>" token
+    "self": {"s": HOSTILE},
+    "cross": {"s": HOSTILE, "src": HOSTILE},
+    "model": {"s": HOSTILE},
+    "modern": {"s": HOSTILE},
+    "learned": {"tk": "induction"},  # the induction model's sequences start with its own token "<s>"
+}
+
+
+class _Elements(HTMLParser):
+    """Every start tag of a document, and its text (entities decoded, scripts' contents left out)."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[str] = []
+        self.text: list[str] = []
+        self._in_script = 0
+
+    def handle_starttag(self, tag: str, attrs: list) -> None:
+        self.tags.append(tag)
+        self._in_script += tag == "script"
+
+    def handle_endtag(self, tag: str) -> None:
+        self._in_script -= tag == "script"
+
+    def handle_data(self, data: str) -> None:
+        if not self._in_script:
+            self.text.append(data)
+
+
+def _offline_file(page: str, params: dict[str, str]) -> _Elements:
+    record = _open_share_box(page, **params).session_state[RECORD_KEY]
+    parsed = _Elements()
+    parsed.feed(html_document(record.contents(), lang="en", title="t", heading="h"))
+    parsed.close()
+    return parsed
+
+
+@pytest.mark.parametrize("page", list(TOKEN_PAGES))
+def test_tokens_are_text_in_every_pages_offline_file(page):
+    """Issue 36, finding 8: the induction page's file wrote its token <s> into MathML as an element, and everything
+    after it was struck through. Hostile tokens in every chart, table and formula stay text: no element they name,
+    the same scripts as a harmless sentence's file, and the tokens readable as they were typed."""
+    hostile = _offline_file(page, TOKEN_PAGES[page])
+    assert not {"s", "img"} & set(hostile.tags), sorted(set(hostile.tags))
+    text = "".join(hostile.text)
+    if page == "learned":
+        assert "<s>" in text
+    else:  # a sentence is split at punctuation: "<", "s", ">", "</", "script", ... are its tokens
+        harmless = _offline_file(page, {k: HARMLESS for k in TOKEN_PAGES[page]})
+        assert set(hostile.tags) <= set(harmless.tags)  # no element a token names
+        assert hostile.tags.count("script") == harmless.tags.count("script")  # no script closed or opened early
+        assert all(token in text for token in ("<", ">", "&", "script"))
