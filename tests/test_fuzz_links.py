@@ -40,9 +40,21 @@ INJECTIONS = [
     "# heading",
     "&lt;b&gt;",
     ":red[alert]",
+    "http://127.0.0.1:9/login now",
+    "www.attacker.example",
+    "mail x@attacker.example",
 ]
 # Markup that must never reach the page unescaped (an escaped one has a backslash before its first character).
 RAW_MARKUP = re.compile(r"(?<!\\)(\]\(http|<img|<script|(?<!\\)\*\*bold|(?<!\\)!\[x\])")
+# Text that Markdown links by itself even when every character is backslash-escaped (the browser test counts the
+# rendered <a> elements: tests/browser/test_pages.py); only a code span keeps it plain.
+CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1", re.S)
+LINKABLE = re.compile(r"(https?://|www\.|@)[\w.\\-]*(attacker|127\.0\.0\.1)")
+
+
+def linkable(markdown: str) -> bool:
+    """Whether `markdown` holds an injected URL or address outside a code span (escapes do not stop autolinks)."""
+    return bool(LINKABLE.search(CODE_SPAN.sub("", markdown).replace("\\", "")))
 
 
 def _values(rng: random.Random) -> list[str]:
@@ -129,7 +141,8 @@ def test_hostile_links_on_a_live_page(page):
         at.run()
         assert not at.exception, (number, params, [e.value for e in at.exception])
         for text in _shown(at):
-            assert not RAW_MARKUP.search(text), (number, params, text)
+            assert not RAW_MARKUP.search(CODE_SPAN.sub("", text)), (number, params, text)
+            assert not linkable(text), (number, params, text)
         warned += bool(at.warning)
     assert warned >= CASES_PER_PAGE // 2, warned  # most generated links are bad, and each bad one is reported
 
@@ -138,3 +151,9 @@ def test_the_markup_detector_finds_unescaped_markup():
     assert RAW_MARKUP.search("unknown score '[Log in again](http://attacker/p)'")
     assert RAW_MARKUP.search("got '![x](http://attacker/x.png)'")
     assert not RAW_MARKUP.search(r"got '\[Log in again\]\(http://attacker/p\)'")
+
+
+def test_the_link_detector_finds_bare_urls_outside_code_spans():
+    assert linkable(r"got 'http\:\/\/127\.0\.0\.1\:9\/login now'")  # escaped, and still linked by Markdown
+    assert linkable("got www.attacker.example") and linkable(r"got x\@attacker\.example")
+    assert not linkable("got '`http://127.0.0.1:9/login now`'") and not linkable("got ``a`www.attacker.example``")

@@ -279,16 +279,23 @@ def test_link_text_is_echoed_literally_never_as_markdown(lang):
     at = run_page(SELF, sc="[Log in again](http://attacker/p)", pal="![x](http://attacker/x.png)", lang=lang)
     shown = [w.value for w in at.warning]
     assert len(shown) == 2, shown
-    for text in shown:
-        assert "](http" not in text  # the brackets and parentheses arrive escaped: Markdown shows them as text
-        assert "\\[" in text and "\\]\\(" in text
+    # Text with a URL goes in a code span (Markdown links a bare URL even when it is escaped), the rest is escaped
+    for span in ("`[Log in again](http://attacker/p)`", "`![x](http://attacker/x.png)`"):
+        assert any(span in text for text in shown), (span, shown)
     assert not at.get("imgs")
+    at = run_page(SELF, sc="[Log in again](/p)", lang=lang)
+    (text,) = [w.value for w in at.warning]
+    assert "](/p" not in text and "\\[" in text and "\\]\\(" in text  # Markdown shows them as text
 
 
 def test_the_escaper_leaves_no_markup():
     for text in ("[a](b)", "![x](y)", "<img src=x>", "**b**", "`c`", "$x$", "&lt;"):
         escaped = md_escape(text)
         assert all(escaped[i - 1] == "\\" for i, ch in enumerate(escaped) if ch in "[]()!<>*`$&" and i > 0)
+    for text in ("http://a.b/c", "see www.a.b", "x@a.b", "`www.a`", "p|q https://a"):  # linked even when escaped
+        span = md_escape(text)
+        assert span.startswith("`") and span.endswith("`") and span.strip("` ") == text.strip("`")
+    assert md_escape("p|q https://a", in_table=True) == "`p\\|q https://a`"  # a table cell keeps its pipe
 
 
 # --- the field table ------------------------------------------------------------------------------------------

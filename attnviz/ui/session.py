@@ -225,6 +225,7 @@ class PageSession:
         """Store the state and write its link to the address bar if it changed; the link with the app settings."""
         if self.state is not None and self.state != state:
             self.warnings = []  # the user moved on from the link's problems
+            st.session_state.pop(settings.SETTING_WARNINGS, None)
         self.state = state
         params = encode(state)
         self.link = params

@@ -7,6 +7,7 @@ from page to page in the session and added to every link the pages publish.
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -93,9 +94,28 @@ def labeller(template: str, **params: object) -> Callable[[Any], str]:
 _MD_ESCAPES = str.maketrans({char: "\\" + char for char in "\\`*_{}[]()#+-.!|<>~$:&"})
 
 
-def md_escape(text: str) -> str:
-    """User text made safe for st.markdown, st.warning and st.error: shown literally, never as markup or HTML."""
-    return str(text).translate(_MD_ESCAPES)
+# What GitHub-flavoured Markdown turns into a link by itself, backslashes or not: a bare URL, www., an e-mail address.
+_AUTOLINK = re.compile(r"(?i)(https?://|ftp://|www\.|mailto:|xmpp:|@)")
+_BACKTICKS = re.compile(r"`+")
+
+
+def code_span(text: str, in_table: bool = False) -> str:
+    """Text as a Markdown code span: shown literally, never a link, markup or HTML (`in_table`: a pipe stays in
+    its cell)."""
+    text = " ".join(str(text).splitlines())
+    fence = "`" * (1 + max((len(run) for run in _BACKTICKS.findall(text)), default=0))
+    padded = f" {text} " if text.startswith("`") or text.endswith("`") or not text.strip() else text
+    return fence + (padded.replace("|", "\\|") if in_table else padded) + fence
+
+
+def md_escape(text: str, in_table: bool = False) -> str:
+    """User text made safe for st.markdown, st.warning and st.error: shown literally, never as markup, HTML or a
+    link. Markdown links a bare URL even when every character is escaped, so text that would be linked goes in a
+    code span."""
+    text = str(text)
+    if _AUTOLINK.search(text):
+        return code_span(text, in_table=in_table)
+    return text.translate(_MD_ESCAPES)
 
 
 def error_text(error: Exception) -> str:
@@ -106,8 +126,13 @@ def error_text(error: Exception) -> str:
     return md_escape(str(error))
 
 
+SETTING_WARNINGS = "setting_warnings"  # a link's bad settings, shown until the user changes something
+
+
 def from_link() -> list[AttnvizError]:
-    """Take the settings of a link into the session; one warning per unknown value."""
+    """Take the settings of a link into the session; one warning per unknown value, kept for the runs after it (the
+    first run writes the address bar without the bad values, and a page's first paint is followed by another run)
+    until the user changes something."""
     warnings: list[AttnvizError] = []
     for setting in SETTINGS:
         raw = st.query_params.get(setting.param)
@@ -120,7 +145,9 @@ def from_link() -> list[AttnvizError]:
             warnings.append(
                 AttnvizError("bad_setting", param=setting.param, value=short(raw), choices=", ".join(setting.choices))
             )
-    return warnings
+    if warnings:
+        st.session_state[SETTING_WARNINGS] = warnings
+    return warnings or st.session_state.get(SETTING_WARNINGS, [])
 
 
 def link_params() -> dict[str, str]:

@@ -290,13 +290,13 @@ def _cell(value: object) -> str:
     """A table cell: numbers to 4 significant digits, text escaped so that it shows literally."""
     if isinstance(value, float):
         return f"{value:.4g}"
-    return md_escape(str(value))
+    return md_escape(str(value), in_table=True)
 
 
 def markdown_table(columns: list[str], rows: list[list[object]]) -> str:
     """A small table as GitHub-flavoured markdown: text left-aligned, numbers right-aligned."""
     numeric = [all(isinstance(row[i], int | float) for row in rows) for i in range(len(columns))]
-    header = "| " + " | ".join(md_escape(str(name)) for name in columns) + " |"
+    header = "| " + " | ".join(md_escape(str(name), in_table=True) for name in columns) + " |"
     rule = "| " + " | ".join("--:" if is_number else ":--" for is_number in numeric) + " |"
     body = ["| " + " | ".join(_cell(value) for value in row) + " |" for row in rows]
     return "\n".join([header, rule, *body])

@@ -653,3 +653,43 @@ def test_the_share_box_offline_file_is_the_page_as_it_is_and_opens_without_a_net
     assert fetched == []
     assert exceptions(page) == []
     assert_clean(console_errors)
+
+
+# Text that Markdown links by itself, backslash-escaped or not: a bare URL, www., an e-mail address.
+AUTOLINKED = ("http://127.0.0.1:9/login now", "www.attacker.example/login", "help@attacker.example")
+# (URL path, a parameter of that page that a bad value makes it echo in a warning)
+ECHOING = [
+    ("", None),
+    ("Self_attention", "T"),
+    ("Cross_attention", "T"),
+    ("Kernel_attention", "bw"),
+    ("Pretrained_model", "l"),
+    ("Learned_attention", "sd"),
+    ("Modern_attention", "sd"),
+]
+
+
+@pytest.mark.parametrize(("path", "param"), ECHOING, ids=[p or "home" for p, _ in ECHOING])
+def test_echoed_urls_in_a_link_are_shown_as_text_not_links(
+    page: Page, server: StreamlitServer, console_errors: ConsoleRecorder, path: str, param: str | None
+) -> None:
+    """Issue 36, finding 7: Streamlit's Markdown links bare URLs even when every character is escaped. Each page
+    echoes the link's bad values in a warning; none of them becomes an <a> (or an image) in the browser."""
+    url, host_param = AUTOLINKED[0], "pal"  # every page echoes a bad setting (palette) too
+    query = f"{host_param}={quote(AUTOLINKED[1], safe='')}&lang={quote(AUTOLINKED[2], safe='')}"
+    if param is not None:
+        query += f"&{param}={quote(url, safe='')}"
+    goto(page, server.url_for(f"{path}?{query}"))
+    wait_ready(page)
+    alerts = page.locator('[data-testid="stAlert"]')
+    expect(alerts.first).to_be_visible()
+    shown = " ".join(alerts.all_inner_texts())
+    for text in AUTOLINKED if param is not None else AUTOLINKED[1:]:
+        assert text in shown, f"{text!r} not echoed literally: {shown}"
+    linked = page.evaluate(
+        """() => Array.from(document.querySelectorAll('a[href], img[src]')).map(
+            (el) => el.getAttribute('href') || el.getAttribute('src')).filter(
+            (target) => /attacker|127\\.0\\.0\\.1:9/.test(target))"""
+    )
+    assert linked == [], f"echoed text became a link: {linked}"
+    assert exceptions(page) == []
