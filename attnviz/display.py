@@ -262,7 +262,7 @@ _TEXT_START = "\\text{"
 
 
 def _text_argument(latex: str, start: int) -> tuple[str, int]:
-    """The text of the \text{...} whose argument starts at `start`, its escapes undone, and the index of its closing
+    r"""The text of the \text{...} whose argument starts at `start`, its escapes undone, and the index of its closing
     brace (or the end)."""
     chars, depth, i = [], 1, start
     while i < len(latex):
@@ -280,7 +280,7 @@ def _text_argument(latex: str, start: int) -> tuple[str, int]:
 
 
 def _protect_texts(latex: str) -> tuple[str, list[str]]:
-    """The formula with each \text{...}'s text replaced by one placeholder character, and those texts.
+    r"""The formula with each \text{...}'s text replaced by one placeholder character, and those texts.
 
     The converter copies a \text's characters into MathML as they are (a token `<s>` became an <s> element, which
     struck through the rest of the file) and misreads its escapes (\} ends the text early), so the texts go around it
