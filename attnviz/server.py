@@ -1,4 +1,4 @@
-"""Start the app: `python -m attnviz.server app.py [streamlit options]` is `streamlit run app.py` plus five fixes.
+"""Start the app: `python -m attnviz.server app.py [streamlit options]` is `streamlit run app.py` plus six fixes.
 
 1. TCP_NODELAY.
 Streamlit's server binds its listening socket as `socket.socket(family)`, protocol 0. asyncio switches Nagle's
@@ -36,6 +36,12 @@ builds `filtered_state`: a new dict of every key in the session, each value look
 widget with a page's 45 keys, about 0.6 ms a control change on the cross page (8 such widgets). Here those widgets
 get a view of the session state that answers for the one key (`key in state`, `state[key]`) from the same session
 state, under its lock, with the same value.
+
+6. Clients cannot reach the developer menu's server actions in a class. Any client may send the messages behind the
+menu's "Clear cache" (which empties every cache for every session) and the Deploy button's repository check (which
+runs `git` subprocesses on the event loop: 200 such messages in one second took another student's change from 18 ms
+to over 3 s). When the menu hides them (`client.toolbarMode` viewer or minimal, as `make run` and the image set),
+the server drops these messages; `make dev` keeps them.
 
 Then it hands over to Streamlit's own command line.
 """
@@ -194,6 +200,29 @@ def widgets_look_up_their_key() -> None:
         module.get_session_state = get_widget_session_state  # type: ignore[attr-defined]
 
 
+# Messages of the developer menu: "Clear cache", the Deploy button's repository check, "Run on save"
+DEVELOPER_MESSAGES = frozenset({"clear_cache", "load_git_info", "set_run_on_save"})
+HIDDEN_MENU = ("viewer", "minimal")  # toolbar modes that show no developer options
+
+
+def drop_developer_messages() -> None:
+    """Make a session ignore the developer menu's messages while the app's toolbar hides that menu."""
+    from streamlit import config
+    from streamlit.runtime.app_session import AppSession
+
+    handle_backmsg = AppSession.handle_backmsg
+    if getattr(handle_backmsg, "drops_developer_messages", False):
+        return
+
+    def handle_backmsg_for_class(self: AppSession, msg: Any) -> None:
+        if msg.WhichOneof("type") in DEVELOPER_MESSAGES and config.get_option("client.toolbarMode") in HIDDEN_MENU:
+            return
+        handle_backmsg(self, msg)
+
+    handle_backmsg_for_class.drops_developer_messages = True  # type: ignore[attr-defined]
+    AppSession.handle_backmsg = handle_backmsg_for_class  # type: ignore[method-assign]
+
+
 ARENAS = 2
 
 
@@ -206,7 +235,8 @@ def limit_malloc_arenas(arenas: int = ARENAS) -> bool:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """`streamlit run <argv...>` with TCP_NODELAY on the server's connections, no dropped fragment input, two
-    malloc arenas, a run's messages handed to the event loop in batches and widgets that look up their own key."""
+    malloc arenas, a run's messages handed to the event loop in batches, widgets that look up their own key and no
+    developer-menu messages from clients in a class."""
     from streamlit.web.cli import main as streamlit_main
 
     limit_malloc_arenas()
@@ -214,6 +244,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     keep_input_of_unknown_fragments()
     batch_script_events()
     widgets_look_up_their_key()
+    drop_developer_messages()
     sys.argv = ["streamlit", "run", *(sys.argv[1:] if argv is None else argv)]
     streamlit_main()
 

@@ -6,6 +6,7 @@ import asyncio.base_events
 import concurrent.futures
 import contextlib
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -311,3 +312,68 @@ def test_widgets_look_up_their_key_without_copying_the_session_state(
     at.radio(key="pick").set_value("c").run()
     assert at.number_input(key="n").value == 7 and at.radio(key="pick").value == "c"
     assert at.session_state["n"] == 7 and at.session_state["pick"] == "c"
+
+
+# ----- 6. no developer-menu messages from clients in a class ------------------------------------------------------
+
+
+async def _markdown_and_git_info(url: str, messages: list[str]) -> tuple[list[str], bool]:
+    """Over Streamlit's websocket: run the page, send each of `messages` ("rerun" or a BackMsg type with no
+    fields), and collect the markdown it draws and whether the server answered with repository information."""
+    from streamlit.proto.BackMsg_pb2 import BackMsg
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+    from websockets.asyncio.client import connect
+
+    host = url.split("//", 1)[1]
+    shown, git_info = [], False
+    async with connect(f"ws://{host}/_stcore/stream", subprotocols=["streamlit"], origin=f"http://{host}") as ws:
+        for message in messages:
+            msg = BackMsg()
+            if message == "rerun":
+                msg.rerun_script.query_string = ""
+            else:
+                getattr(msg, message)  # a known type
+                msg.ParseFromString(BackMsg(**{message: True}).SerializeToString())
+            await ws.send(msg.SerializeToString())
+            while message == "rerun":  # read to the end of the run (git information may come in between)
+                fwd = ForwardMsg()
+                fwd.ParseFromString(await ws.recv())
+                kind = fwd.WhichOneof("type")
+                git_info |= kind == "git_info_changed"
+                if kind == "delta" and fwd.delta.new_element.WhichOneof("type") == "markdown":
+                    shown.append(fwd.delta.new_element.markdown.body)
+                if kind == "script_finished":
+                    break
+        with contextlib.suppress(TimeoutError):  # anything still coming after the last message
+            async with asyncio.timeout(2):
+                while True:
+                    fwd = ForwardMsg()
+                    fwd.ParseFromString(await ws.recv())
+                    git_info |= fwd.WhichOneof("type") == "git_info_changed"
+    return shown, git_info
+
+
+@pytest.mark.parametrize("toolbar", ["viewer", "auto"])
+def test_a_class_server_drops_clear_cache_and_git_requests_from_clients(toolbar: str, tmp_path: Path) -> None:
+    """Issue 36, finding 5: any client could empty every session's caches and make the server run `git` on its event
+    loop. With the class's toolbar (`make run`), both messages are dropped; with Streamlit's default toolbar (`make
+    dev`) they still work, which shows that the check can fail. A `git` first on the server's PATH notes each call
+    and runs the real one."""
+    from tests.browser.helpers import StreamlitServer
+
+    real_git, calls = shutil.which("git"), tmp_path / "git-calls"
+    assert real_git is not None
+    (tmp_path / "git").write_text(f'#!/bin/sh\necho "$*" >> {calls}\nexec {real_git} "$@"\n')
+    (tmp_path / "git").chmod(0o755)
+    app = Path(__file__).with_name("developer_messages_app.py")
+    env = {"PATH": f"{tmp_path}:{os.environ['PATH']}"}
+    options = {"client.toolbarMode": toolbar}
+    with StreamlitServer(app, server_options=options, env=env, log_name=f"developer-messages-{toolbar}") as srv:
+        messages = ["rerun", "load_git_info", "clear_cache", "rerun"]
+        shown, _ = asyncio.run(_markdown_and_git_info(srv.url, messages))
+    first, second = shown
+    git_calls = calls.read_text().splitlines() if calls.exists() else []
+    if toolbar == "viewer":
+        assert first == second and git_calls == []  # the cache kept its value; no repository check ran
+    else:
+        assert first != second and git_calls
