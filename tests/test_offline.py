@@ -5,6 +5,7 @@ language. (The click itself, a fragment's rerun and the file opened without a ne
 
 from __future__ import annotations
 
+import threading
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from attnviz.display import Chart, Worked, html_document
+from attnviz.gate import Gate
 from attnviz.i18n import t
 from attnviz.ui.offline import RECORD_KEY
 
@@ -144,3 +146,73 @@ def test_tokens_are_text_in_every_pages_offline_file(page):
         assert set(hostile.tags) <= set(harmless.tags)  # no element a token names
         assert hostile.tags.count("script") == harmless.tags.count("script")  # no script closed or opened early
         assert all(token in text for token in ("<", ">", "&", "script"))
+
+
+# ----- making the file: a turn at the gate, made once per contents --------------------------------------------------
+
+
+def _maker(monkeypatch, gate=None, lang="en"):
+    """The self page's file maker, its made-files cache emptied, and a list that counts the documents made."""
+    from attnviz.ui import offline
+
+    made = []
+
+    def counting_document(*args, **kwargs):
+        made.append(1)
+        return html_document(*args, **kwargs)
+
+    monkeypatch.setattr(offline, "html_document", counting_document)
+    monkeypatch.setattr(offline, "_MADE", offline.LRUCache(maxsize=offline.MADE_BYTES, getsizeof=len))
+    if gate is not None:
+        monkeypatch.setattr(offline, "GATE", gate)
+    record = _open_share_box("self").session_state[RECORD_KEY]
+    monkeypatch.setattr(offline, "_record", lambda: record)
+    return offline.file_maker("Self-attention", "intro", "http://x/?T=1", lang), made
+
+
+def _hold(gate) -> threading.Event:
+    """Another large request holding `gate`'s turn until the returned event is set."""
+    holding, release = threading.Event(), threading.Event()
+
+    def large_request():
+        with gate.turn():
+            holding.set()
+            release.wait(30)
+
+    threading.Thread(target=large_request, daemon=True).start()
+    assert holding.wait(10)
+    return release
+
+
+def test_the_same_contents_make_one_file_served_again(monkeypatch):
+    """Issue 36, finding 6: 400 clicks made 400 files. The same record, words and link make the file once."""
+    make, made = _maker(monkeypatch)
+    first = make()
+    assert first.startswith(b"<!DOCTYPE html>") and make() == first and made == [1]
+
+
+def test_making_the_file_takes_its_turn_at_the_gate(monkeypatch):
+    """While another large request holds the process's turn, the file waits; it is made once the turn is free."""
+    gate = Gate(share=1.0)
+    make, made = _maker(monkeypatch, gate)
+    release = _hold(gate)
+    result = []
+    maker = threading.Thread(target=lambda: result.append(make()))
+    maker.start()
+    maker.join(1.0)
+    assert maker.is_alive() and made == []  # waiting for its turn
+    release.set()
+    maker.join(60)
+    assert made == [1] and result[0].startswith(b"<!DOCTYPE html>")
+
+
+@pytest.mark.parametrize("lang", ["en", "zh-Hans"])
+def test_a_file_that_cannot_get_a_turn_says_so(monkeypatch, lang):
+    gate = Gate(share=1.0, max_waiting=0)
+    make, made = _maker(monkeypatch, gate, lang)
+    release = _hold(gate)
+    try:
+        busy = make().decode("utf-8")
+    finally:
+        release.set()
+    assert t("gate.busy", lang, ahead=1) in busy and "<script" not in busy and made == []

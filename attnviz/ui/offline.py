@@ -5,24 +5,38 @@ While a page's share box is open, each run records what the page draws: every ch
 record only when it is clicked (Streamlit calls it on another thread, after the run), so a class moving sliders pays
 nothing for it, and a closed box records nothing.
 
+Making a file is large work (a 512-token page's file is ~20 MB of JSON and tables): it takes its turn at the process's
+gate (attnviz/gate.py) like a large rerun, so a class clicking it together, or a client asking for it again and
+again, takes at most the gate's share of the process; and a file already made for the same contents is served again
+from a cache bounded in bytes instead of being made twice. When the gate is too busy the file says so, in the page's
+language.
+
 A fragment's rerun draws its part again: its charts replace the ones it drew before, and what it no longer draws is
 left out (each item remembers the run that drew it, and each fragment its latest run).
 """
 
 from __future__ import annotations
 
+import hashlib
+import html
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import streamlit as st
+from cachetools import LRUCache
 from streamlit.runtime.scriptrunner_utils.script_run_context import ThreadState, get_script_run_ctx
 
 from attnviz.display import Chart, Worked, html_document
 from attnviz.explain import Step
+from attnviz.gate import GATE, ServerBusyError
+from attnviz.i18n import t
 
 RECORD_KEY = "attnviz_offline_record"
 PAGE_KEY = "attnviz_offline_page"  # the page of the last full run
+MADE_BYTES = 64 * 2**20  # the files kept to be served again: a few large pages' files, dozens of small ones
+_MADE: LRUCache[str, bytes] = LRUCache(maxsize=MADE_BYTES, getsizeof=len)
+_MADE_LOCK = threading.Lock()
 
 
 def share_open_key(page: str) -> str:
@@ -109,16 +123,56 @@ def record_steps(heading: str, steps: list[Step] | tuple[Step, ...]) -> None:
         record.add(f"worked:{heading}", Worked(heading, tuple(steps)))
 
 
-def file_maker(title: str, intro: str, link: str | None, lang: str) -> Callable[[], str] | None:
-    """What the share box's button calls to make the file (None when nothing is recorded: the box is closed). It
-    holds only plain values: it runs on another thread, after the run, where the session cannot be read."""
+def file_maker(title: str, intro: str, link: str | None, lang: str) -> Callable[[], bytes] | None:
+    """What the share box's button calls to make the file, as UTF-8 (None when nothing is recorded: the box is
+    closed). It holds only plain values: it runs on another thread, after the run, where the session cannot be
+    read."""
     record = _record()
     if record is None:
         return None
     full_title = f"{title} · attnviz"
 
-    def make() -> str:
+    def document(contents: list[Chart | Worked]) -> bytes:
+        made = html_document(contents, lang=lang, title=full_title, heading=title, intro=intro, link=link)
+        return made.encode("utf-8")
+
+    def make() -> bytes:
         contents = record.contents()
-        return html_document(contents, lang=lang, title=full_title, heading=title, intro=intro, link=link)
+        key = _digest(contents, lang, full_title, intro, link)
+        try:
+            return _made(key) or _make_in_turn(key, lambda: document(contents))
+        except ServerBusyError as busy:
+            return _busy_file(full_title, t("gate.busy", lang, ahead=busy.ahead), lang)
 
     return make
+
+
+def _made(key: str) -> bytes | None:
+    """A file made before for the same contents, if it is still kept."""
+    with _MADE_LOCK:
+        return _MADE.get(key)
+
+
+def _make_in_turn(key: str, document: Callable[[], bytes]) -> bytes:
+    """Make a file in the process's turn for large work (unless another click made it while this one waited), and
+    keep it. Raises ServerBusyError."""
+    with GATE.turn():
+        made = _made(key) or document()
+    with _MADE_LOCK:
+        _MADE[key] = made
+    return made
+
+
+def _digest(contents: list[Chart | Worked], *parts: str | None) -> str:
+    """A key of what a file is made of: the same contents and words make the same file."""
+    digest = hashlib.sha256(repr(parts).encode())
+    for item in contents:
+        digest.update(item.spec.encode() if isinstance(item, Chart) else repr(item).encode())
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def _busy_file(title: str, message: str, lang: str) -> bytes:
+    """A small file that says why the page's file was not made, in the page's language."""
+    page = f'<!DOCTYPE html><html lang="{html.escape(lang)}"><meta charset="utf-8"><title>{html.escape(title)}</title>'
+    return (page + f"<p>{html.escape(message)}</p></html>").encode("utf-8")

@@ -191,7 +191,7 @@ def offline_button(page: str, link: str | None) -> None:
         return
     st.download_button(
         tr("widget.offline_html"),
-        lambda: make().encode("utf-8"),
+        make,
         file_name=f"attnviz_{page}.html",
         mime="text/html",
         on_click="ignore",  # nothing on the page changes: no rerun
