@@ -157,3 +157,68 @@ def test_the_link_detector_finds_bare_urls_outside_code_spans():
     assert linkable(r"got 'http\:\/\/127\.0\.0\.1\:9\/login now'")  # escaped, and still linked by Markdown
     assert linkable("got www.attacker.example") and linkable(r"got x\@attacker\.example")
     assert not linkable("got '`http://127.0.0.1:9/login now`'") and not linkable("got ``a`www.attacker.example``")
+
+
+# ----- the same links over a real server's websocket ---------------------------------------------------------------
+
+WEBSOCKET_CASES = 300  # per page
+URL_PATHS = {
+    "self": "Self_attention",
+    "cross": "Cross_attention",
+    "kernel": "Kernel_attention",
+    "model": "Pretrained_model",
+    "learned": "Learned_attention",
+    "modern": "Modern_attention",
+}
+
+
+def _shown_over_the_wire(messages) -> list[str]:
+    """The Markdown of every alert and markdown element (captions included) a run sent."""
+    texts = []
+    for msg in messages:
+        element = msg.delta.new_element if msg.WhichOneof("type") == "delta" else None
+        kind = element.WhichOneof("type") if element is not None else None
+        if kind == "alert":
+            texts.append(element.alert.body)
+        elif kind == "markdown":
+            texts.append(element.markdown.body)
+    return texts
+
+
+async def _fuzz_over_the_websocket(url: str, page: str) -> list[tuple[int, dict[str, str], str]]:
+    """Send WEBSOCKET_CASES hostile links to one session of `page`, as a tab whose address changes; the problems."""
+    from urllib.parse import urlencode
+
+    from bench.loadclient import Control, ScriptError, SimulatedUser
+
+    _, fields = PAGES[page]
+    user = SimulatedUser(url, URL_PATHS[page], "", Control("-", "double", (1.0,)), random.Random(0))
+    user.keep_messages = True
+    await user.open()
+    problems = []
+    try:
+        for number, params in enumerate(generated_links(page, fields, 2, WEBSOCKET_CASES)):
+            user.query, user.widget_states = urlencode(params), {}
+            try:
+                await user.rerun()
+            except ScriptError as error:
+                problems.append((number, params, str(error)))
+                continue
+            for text in _shown_over_the_wire(user.messages):
+                if RAW_MARKUP.search(CODE_SPAN.sub("", text)) or linkable(text):
+                    problems.append((number, params, text))
+    finally:
+        await user.close()
+    return problems
+
+
+def test_hostile_links_over_a_real_servers_websocket():
+    """Issue 36: 300 hostile links a page, sent as a browser sends them to a real server (`make run`'s launcher):
+    no exception, and no text that Markdown would render as markup, a link or an image."""
+    import asyncio
+
+    from tests.browser.helpers import StreamlitServer
+
+    with StreamlitServer("app.py", log_name="fuzz-websocket") as server:
+        found = {page: asyncio.run(_fuzz_over_the_websocket(server.url, page)) for page in PAGES}
+    assert all(problems == [] for problems in found.values()), {p: found[p][:3] for p in found if found[p]}
