@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,10 +47,8 @@ class MultiHeadTrace:
         return to_html(self, document=False)
 
 
-@functools.lru_cache(maxsize=64)
 def _identity(size: int, dtype: torch.dtype) -> Tensor:
-    """I of `size`, made once: a page shows its traces' matrices on every rerun, and each `torch.eye` is a torch call,
-    which under a class's load costs a hand-over of Python's lock (bench/README.md, items 19 and 27)."""
+    """I of `size`: each trace gets its own, so a student who edits one trace's W_q changes no other trace."""
     return torch.eye(size, dtype=dtype)
 
 
@@ -59,8 +56,7 @@ def projection_matrices(
     d_q: int, d_k: int, d_v: int, projections: str, seed: int, dtype: torch.dtype = torch.float32
 ) -> dict[str, Tensor]:
     """W_q, W_k, W_v, W_o as identity or seeded random matrices, or the trained sequence model's first layer's
-    ("trained", for inputs of 64 numbers) (nn.Linear weight layout: out × in), in `dtype`. The identity matrices
-    are made once for each size and shared by every trace: read them, do not change them in place."""
+    ("trained", for inputs of 64 numbers) (nn.Linear weight layout: out × in), in `dtype`, new for each call."""
     if projections == "identity":
         return {name: _identity(size, dtype) for name, size in (("W_q", d_q), ("W_k", d_k), ("W_v", d_v), ("W_o", d_v))}
     if projections == "random":

@@ -588,3 +588,13 @@ def test_bad_valid_lens_in_attend_raise():
         attnviz.attend(q, k, v, valid_lens=torch.tensor([6, 1]))
     with pytest.raises(ValueError, match="-1"):
         attnviz.attend(q, k, v, valid_lens=torch.tensor([-1, 1]))
+
+
+def test_editing_one_traces_projection_changes_no_other_trace():
+    """Issue 37: the identity projections were made once and shared by every trace, so a student who set
+    `a.W_q[0, 0] = 5` in a notebook saw W_q[0, 0] = 5.0 in every later trace, computed with the identity."""
+    x = torch.arange(12, dtype=torch.float32).reshape(3, 4)
+    first = attnviz.self_attention(x)
+    first.W_q[0, 0] = 5.0
+    later = attnviz.self_attention(x)
+    assert torch.equal(later.W_q, torch.eye(4)) and torch.equal(later.W_o, torch.eye(4))
