@@ -7,7 +7,7 @@ from attnviz.explain import number_tex
 from attnviz.ui.common import PAGES, chart, page_frame
 from attnviz.ui.settings import current_language, palette, tr
 
-page_frame("home", "🔍")
+page_frame("home", "🔍", link_warnings=True)
 
 st.header(tr("home.soft_addressing"))
 st.markdown(tr("home.soft_addressing_text"))

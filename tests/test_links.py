@@ -474,3 +474,16 @@ def test_float32_numbers_pack_in_four_bytes_and_read_back_exactly():
     assert parse_matrix(text, "keys") == matrix
     typed = ((0.1, 1 / 3),)  # 1/3 is no float32's shortest decimal: eight bytes keep it exact
     assert parse_matrix(format_matrix(typed * 20), "keys") == typed * 20
+
+
+def test_a_links_bad_setting_stays_with_its_link_and_goes_with_the_next():
+    """A bad setting's warning is kept with the page's link warnings (the first run writes the address without it,
+    and a page's first paint is followed by another run); a new link without it shows no stale warning."""
+    at = run_page(SELF, pal="nope", T="abc")
+    assert sorted(w.value.split("'")[1] for w in at.warning) == ["T", "pal"]
+    at.run()  # the next run, from the address the first one wrote
+    assert sorted(w.value.split("'")[1] for w in at.warning) == ["T", "pal"]
+    at.query_params.clear()
+    at.query_params["h"] = "zz"
+    at.run()
+    assert [w.value.split("'")[1] for w in at.warning] == ["h"]

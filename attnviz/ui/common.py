@@ -35,9 +35,10 @@ PAGES = (  # (script, icon, catalogue name): the sidebar's links, in the interfa
 )
 
 
-def page_frame(page: str, icon: str) -> None:
+def page_frame(page: str, icon: str, link_warnings: bool = False) -> None:
     """Page config, title and the shared sidebar (settings first); every page (and a cold deep link) calls this
-    first. `page` names the catalogue's "<page>.title" and "<page>.intro"."""
+    first. `page` names the catalogue's "<page>.title" and "<page>.intro". The link's bad settings are shown with
+    the page's own link warnings, or here (`link_warnings`) on a page without a state of its own."""
     warnings = settings.from_link()
     offline.begin(page)
     settings.begin_run()
@@ -58,7 +59,7 @@ def page_frame(page: str, icon: str) -> None:
             settings.sidebar_controls()
             _page_links()
             st.caption(tr("frame.sidebar"))
-    for warning in warnings:
+    for warning in warnings if link_warnings else ():
         st.warning(settings.error_text(warning), icon="⚠️")
 
 

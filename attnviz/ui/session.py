@@ -187,7 +187,10 @@ class PageSession:
         if params and self._carried_over(params):
             params = self.link or {}  # another page's parameters in this page's address: not this page's state
             settings.replace_link(params)
-        if self.link != params or stored is None:
+        # The link's bad settings join its own warnings: shown until the user changes something (the first run writes
+        # the address without them, and a first paint is followed by another run)
+        bad_settings = st.session_state.get(settings.SETTING_WARNINGS, [])
+        if self.link != params or stored is None or bad_settings:
             if not params and stored is not None:
                 state, warnings = stored, []  # came back to the page: keep what the user had
             elif not params:
@@ -196,7 +199,7 @@ class PageSession:
                 decoded = decode(params)
                 state, warnings = decoded.state, decoded.warnings
             self.load(state, keep=sent_by_browser() if stored is None else frozenset())
-            self.warnings = warnings
+            self.warnings = [*bad_settings, *warnings]
             self.link = params
         else:
             for f in fields(stored):  # widgets not drawn on the last run lose their keys: refill them
@@ -225,7 +228,6 @@ class PageSession:
         """Store the state and write its link to the address bar if it changed; the link with the app settings."""
         if self.state is not None and self.state != state:
             self.warnings = []  # the user moved on from the link's problems
-            st.session_state.pop(settings.SETTING_WARNINGS, None)
         self.state = state
         params = encode(state)
         self.link = params

@@ -126,13 +126,12 @@ def error_text(error: Exception) -> str:
     return md_escape(str(error))
 
 
-SETTING_WARNINGS = "setting_warnings"  # a link's bad settings, shown until the user changes something
+SETTING_WARNINGS = "setting_warnings"  # this run's link's bad settings
 
 
 def from_link() -> list[AttnvizError]:
-    """Take the settings of a link into the session; one warning per unknown value, kept for the runs after it (the
-    first run writes the address bar without the bad values, and a page's first paint is followed by another run)
-    until the user changes something."""
+    """Take the settings of a link into the session; one warning per unknown value (also kept in the session for
+    this run, where a page joins them to its own link's warnings: `PageSession.sync_from_link`)."""
     warnings: list[AttnvizError] = []
     for setting in SETTINGS:
         raw = st.query_params.get(setting.param)
@@ -145,9 +144,8 @@ def from_link() -> list[AttnvizError]:
             warnings.append(
                 AttnvizError("bad_setting", param=setting.param, value=short(raw), choices=", ".join(setting.choices))
             )
-    if warnings:
-        st.session_state[SETTING_WARNINGS] = warnings
-    return warnings or st.session_state.get(SETTING_WARNINGS, [])
+    st.session_state[SETTING_WARNINGS] = warnings
+    return warnings
 
 
 def link_params() -> dict[str, str]:
