@@ -1,0 +1,58 @@
+"""Hostile links in a real browser: the generated links of tests/test_fuzz_links.py, opened one after another in
+one tab of each page, as the browser's Back and Forward open them (the app reads each as a new link).
+
+Each link must leave no exception box on the page, and nothing the link's text became: no link to the injected
+addresses, no image and no element with an inline handler. BROWSER_FUZZ_CASES links a page run in `make test`; the
+issue's full run is 300 a page (`BROWSER_FUZZ_CASES=300 pytest tests/browser/test_fuzz_links.py`, ~2 s a link on
+two loaded cores; results in bench/results/).
+"""
+
+from __future__ import annotations
+
+import os
+from urllib.parse import urlencode
+
+import pytest
+from playwright.sync_api import Page
+
+from tests.test_fuzz_links import PAGES, generated_links
+
+from .helpers import ConsoleRecorder, StreamlitServer, exceptions, goto, wait_ready, wait_rerun
+
+CASES = int(os.environ.get("BROWSER_FUZZ_CASES", "40"))
+URL_PATHS = {
+    "self": "Self_attention",
+    "cross": "Cross_attention",
+    "kernel": "Kernel_attention",
+    "model": "Pretrained_model",
+    "learned": "Learned_attention",
+    "modern": "Modern_attention",
+}
+# What a link's text must never become on the page: a link or image to the injected addresses, an image the payload
+# names, or any element with an inline event handler.
+INJECTED_JS = """() => Array.from(document.querySelectorAll('a[href], img, [onerror], [onload], script[src]'))
+    .filter((el) => /attacker|127\\.0\\.0\\.1:9/.test(el.getAttribute('href') || el.getAttribute('src') || '')
+        || el.getAttribute('src') === 'x' || el.hasAttribute('onerror') || el.hasAttribute('onload'))
+    .map((el) => el.outerHTML.slice(0, 200))"""
+OPEN_LINK_JS = """(query) => {
+    history.pushState({}, '', '?' + query);
+    window.dispatchEvent(new PopStateEvent('popstate', {state: {}}));
+}"""
+
+
+@pytest.mark.parametrize("page_name", list(PAGES))
+def test_hostile_links_in_the_browser(
+    page: Page, server: StreamlitServer, console_errors: ConsoleRecorder, page_name: str
+) -> None:
+    goto(page, server.url_for(URL_PATHS[page_name]))
+    _, fields = PAGES[page_name]
+    problems = []
+    for number, params in enumerate(generated_links(page_name, fields, 3, CASES)):
+        page.evaluate(OPEN_LINK_JS, urlencode(params))
+        wait_rerun(page, timeout=60_000)
+        wait_ready(page, timeout=60_000)
+        found = exceptions(page) + page.evaluate(INJECTED_JS)
+        if found:
+            problems.append((number, {k: v[:80] for k, v in params.items()}, found[:2]))
+    assert problems == [], problems[:5]
+    assert console_errors.dialogs == []
