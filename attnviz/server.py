@@ -1,4 +1,4 @@
-"""Start the app: `python -m attnviz.server app.py [streamlit options]` is `streamlit run app.py` plus five fixes.
+"""Start the app: `python -m attnviz.server app.py [streamlit options]` is `streamlit run app.py` plus six fixes.
 
 1. TCP_NODELAY.
 Streamlit's server binds its listening socket as `socket.socket(family)`, protocol 0. asyncio switches Nagle's
@@ -37,6 +37,17 @@ widget with a page's 45 keys, about 0.6 ms a control change on the cross page (8
 get a view of the session state that answers for the one key (`key in state`, `state[key]`) from the same session
 state, under its lock, with the same value.
 
+6. Uploads that cannot fill a replica's memory. Streamlit keeps every file a session uploads, under any file id the
+client makes up, until the session is removed: through the proxy, 1,000 uploads of 0.99 MB took a replica from 350 to
+1,332 MiB. The app takes one upload, a state file (`server.maxUploadSize` in .streamlit/config.toml caps its size),
+and drops it once read (`forget_upload`). Here the server keeps at most `UPLOADS_PER_SESSION` files per session (its
+newest) and `UPLOAD_BYTES` in all (the oldest files go first: a state file is read, and dropped, within a moment of
+its upload, so only files nobody reads are ever pushed out).
+
+Patch 6 reaches into Streamlit's private upload manager: `require_streamlit` stops the server at start under any
+other Streamlit than the one it was checked against, and tests/test_server.py fails when a release changes what it
+(or `forget_upload`) relies on.
+
 Then it hands over to Streamlit's own command line.
 """
 
@@ -47,6 +58,7 @@ import os
 import socket
 import sys
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -194,6 +206,84 @@ def widgets_look_up_their_key() -> None:
         module.get_session_state = get_widget_session_state  # type: ignore[attr-defined]
 
 
+# The Streamlit release whose private upload manager `cap_uploads` and `forget_upload` were checked against.
+CHECKED_STREAMLIT = "1.67.0"
+UPLOADS_PER_SESSION = 1  # the share box's state file; a newer upload replaces it
+UPLOAD_BYTES = 64 * 1024 * 1024  # every session's uploads together, in one server
+
+
+def require_streamlit(what: str) -> None:
+    """Refuse to patch any other Streamlit than CHECKED_STREAMLIT (its private API may have changed)."""
+    import streamlit
+
+    if streamlit.__version__ != CHECKED_STREAMLIT:
+        raise RuntimeError(
+            f"attnviz.server: {what} relies on Streamlit {CHECKED_STREAMLIT}'s private API, and this is Streamlit "
+            f"{streamlit.__version__}: check it (tests/test_server.py) and update CHECKED_STREAMLIT"
+        )
+
+
+def _drop_upload(manager: Any, session_id: str, file_id: str) -> None:
+    """Remove one file from the manager's storage and totals (the caller holds its lock)."""
+    storage = manager.file_storage.get(session_id)
+    record = storage.pop(file_id, None) if storage is not None else None
+    if record is not None:
+        manager._total_bytes -= len(record.data)
+        manager._file_count -= 1
+    if storage is not None and not storage:
+        del manager.file_storage[session_id]
+
+
+def cap_uploads(per_session: int = UPLOADS_PER_SESSION, total_bytes: int = UPLOAD_BYTES) -> None:
+    """Make Streamlit's upload manager keep at most `per_session` files per session (the newest) and `total_bytes`
+    of files in all (the oldest files go first; the file just uploaded always stays)."""
+    require_streamlit("cap_uploads")
+    from streamlit.runtime.memory_uploaded_file_manager import MemoryUploadedFileManager
+
+    if getattr(MemoryUploadedFileManager.add_file, "capped", False):
+        return
+
+    def add_file(self: MemoryUploadedFileManager, session_id: str, file: Any) -> None:
+        key = (session_id, file.file_id)
+        with self._lock:
+            # (session id, file id) of every file kept, oldest first; entries of files Streamlit removed since (a
+            # session ended, a file was deleted) are skipped and pruned
+            arrivals: OrderedDict[tuple[str, str], None] = self.__dict__.setdefault("_attnviz_arrivals", OrderedDict())
+            _drop_upload(self, *key)  # the same id again: replaced, and now the newest
+            self.file_storage[session_id][file.file_id] = file
+            self._total_bytes += len(file.data)
+            self._file_count += 1
+            arrivals.pop(key, None)
+            arrivals[key] = None
+            storage = self.file_storage[session_id]
+            while len(storage) > per_session:
+                _drop_upload(self, session_id, next(iter(storage)))
+            while self._total_bytes > total_bytes:
+                oldest = next(iter(arrivals))
+                if oldest == key:
+                    break
+                del arrivals[oldest]
+                _drop_upload(self, *oldest)
+            if len(arrivals) > 2 * self._file_count + 64:
+                kept = [k for k in arrivals if k[1] in self.file_storage.get(k[0], {})]
+                self.__dict__["_attnviz_arrivals"] = OrderedDict.fromkeys(kept)
+
+    add_file.capped = True  # type: ignore[attr-defined]
+    MemoryUploadedFileManager.add_file = add_file  # type: ignore[method-assign]
+
+
+def forget_upload(upload: Any) -> None:
+    """Drop a file the page has read (an `st.file_uploader` value) from the server's memory; the uploader then
+    returns None until the next upload."""
+    from streamlit.runtime.memory_uploaded_file_manager import MemoryUploadedFileManager
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    # As Streamlit's own st.chat_input does with the files it has read; never raises on the page
+    ctx = get_script_run_ctx()
+    if ctx is not None and isinstance(ctx.uploaded_file_mgr, MemoryUploadedFileManager):
+        ctx.uploaded_file_mgr.remove_file(ctx.session_id, upload.file_id)
+
+
 ARENAS = 2
 
 
@@ -206,7 +296,8 @@ def limit_malloc_arenas(arenas: int = ARENAS) -> bool:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """`streamlit run <argv...>` with TCP_NODELAY on the server's connections, no dropped fragment input, two
-    malloc arenas, a run's messages handed to the event loop in batches and widgets that look up their own key."""
+    malloc arenas, a run's messages handed to the event loop in batches, widgets that look up their own key and
+    uploads capped."""
     from streamlit.web.cli import main as streamlit_main
 
     limit_malloc_arenas()
@@ -214,6 +305,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     keep_input_of_unknown_fragments()
     batch_script_events()
     widgets_look_up_their_key()
+    cap_uploads()
     sys.argv = ["streamlit", "run", *(sys.argv[1:] if argv is None else argv)]
     streamlit_main()
 

@@ -311,3 +311,120 @@ def test_widgets_look_up_their_key_without_copying_the_session_state(
     at.radio(key="pick").set_value("c").run()
     assert at.number_input(key="n").value == 7 and at.radio(key="pick").value == "c"
     assert at.session_state["n"] == 7 and at.session_state["pick"] == "c"
+
+
+# ----- 6. uploads capped ------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def restore_upload_manager(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Undo cap_uploads() after the test (it patches Streamlit's upload manager process-wide)."""
+    from streamlit.runtime.memory_uploaded_file_manager import MemoryUploadedFileManager
+
+    monkeypatch.setattr(MemoryUploadedFileManager, "add_file", MemoryUploadedFileManager.add_file)
+
+
+def upload(file_id: str, size: int) -> Any:
+    """An uploaded file as Streamlit's upload route stores it."""
+    from streamlit.runtime.uploaded_file_manager import UploadedFileRec
+
+    return UploadedFileRec(file_id=file_id, name=f"{file_id}.json", type="application/json", data=b"x" * size)
+
+
+def kept(manager: Any) -> dict[str, list[str]]:
+    """session id -> the file ids the manager would give the page, as Streamlit's file_uploader asks for them."""
+    return {
+        session: [f.file_id for f in manager.get_files(session, list(files))]
+        for session, files in manager.file_storage.items()
+        if files
+    }
+
+
+def stored_bytes(manager: Any) -> int:
+    """The bytes of uploads the manager reports (Streamlit's /_stcore/metrics reads this); 0 when none."""
+    stats = manager.get_stats().get("cache_memory_bytes", [])
+    return sum(stat.byte_length for stat in stats)
+
+
+def test_without_the_cap_streamlit_keeps_every_upload_of_a_session() -> None:
+    """The problem: any number of files under file ids the client makes up, all kept until the session ends."""
+    from streamlit.runtime.memory_uploaded_file_manager import MemoryUploadedFileManager
+
+    manager = MemoryUploadedFileManager("/_stcore/upload_file")
+    for index in range(50):
+        manager.add_file("attacker", upload(f"made-up-{index}", 1000))
+    assert len(kept(manager)["attacker"]) == 50 and stored_bytes(manager) == 50_000
+
+
+def test_a_session_keeps_only_its_newest_upload(restore_upload_manager: None) -> None:
+    from streamlit.runtime.memory_uploaded_file_manager import MemoryUploadedFileManager
+
+    server.cap_uploads(per_session=1, total_bytes=10**9)
+    server.cap_uploads()  # a second call changes nothing
+    manager = MemoryUploadedFileManager("/_stcore/upload_file")
+    for index in range(50):
+        manager.add_file("attacker", upload(f"made-up-{index}", 1000 + index))
+    manager.add_file("student", upload("state", 300))
+    assert kept(manager) == {"attacker": ["made-up-49"], "student": ["state"]}
+    assert stored_bytes(manager) == 1049 + 300
+    manager.add_file("attacker", upload("made-up-49", 10))  # the same id again: replaced, not added
+    assert kept(manager)["attacker"] == ["made-up-49"] and stored_bytes(manager) == 10 + 300
+
+
+def test_the_server_keeps_a_bounded_total_and_drops_the_oldest_first(restore_upload_manager: None) -> None:
+    """Many sessions, one file each: past the total, the oldest files go; the one just uploaded always stays, and
+    what Streamlit removes itself (a session ends, a file is deleted) is no longer counted."""
+    from streamlit.runtime.memory_uploaded_file_manager import MemoryUploadedFileManager
+
+    server.cap_uploads(per_session=1, total_bytes=10_000)
+    manager = MemoryUploadedFileManager("/_stcore/upload_file")
+    for index in range(40):
+        manager.add_file(f"session-{index}", upload("f", 1000))
+        assert stored_bytes(manager) <= 10_000
+    assert kept(manager) == {f"session-{index}": ["f"] for index in range(30, 40)}
+    manager.remove_session_files("session-35")  # a session that ended
+    manager.remove_file("session-36", "f")  # a file the page deleted
+    manager.add_file("late", upload("big", 9000))  # pushes out the oldest files that are still there
+    assert kept(manager) == {"session-39": ["f"], "late": ["big"]}
+    assert stored_bytes(manager) == 10_000
+    manager.add_file("huge", upload("alone", 20_000))  # larger than the total on its own: kept, everything else goes
+    assert kept(manager) == {"huge": ["alone"]} and stored_bytes(manager) == 20_000
+
+
+def test_many_uploads_leave_no_bookkeeping_behind(restore_upload_manager: None) -> None:
+    """Sessions come and go: the cap's own record of arrivals stays as small as the files kept."""
+    from streamlit.runtime.memory_uploaded_file_manager import MemoryUploadedFileManager
+
+    server.cap_uploads(per_session=1, total_bytes=10**9)
+    manager = MemoryUploadedFileManager("/_stcore/upload_file")
+    for index in range(5000):
+        manager.add_file(f"session-{index}", upload("f", 10))
+        manager.remove_session_files(f"session-{index}")
+    assert kept(manager) == {} and stored_bytes(manager) == 0
+    assert len(manager._attnviz_arrivals) <= 64 + 2
+
+
+def test_a_file_the_page_has_read_is_dropped(monkeypatch: pytest.MonkeyPatch) -> None:
+    """forget_upload removes the file from the session's uploads; the uploader then finds it deleted."""
+    import streamlit.runtime.scriptrunner as scriptrunner
+    from streamlit.runtime.memory_uploaded_file_manager import MemoryUploadedFileManager
+
+    manager = MemoryUploadedFileManager("/_stcore/upload_file")
+    manager.add_file("student", upload("state", 300))
+    manager.add_file("other", upload("state", 300))
+    context = types.SimpleNamespace(uploaded_file_mgr=manager, session_id="student")
+    monkeypatch.setattr(scriptrunner, "get_script_run_ctx", lambda: context)
+    server.forget_upload(types.SimpleNamespace(file_id="state"))
+    assert manager.get_files("student", ["state"]) == [] and kept(manager) == {"other": ["state"]}
+    assert stored_bytes(manager) == 300
+
+
+def test_the_upload_cap_refuses_another_streamlit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The gate: cap_uploads was checked against the installed Streamlit, and refuses any other (a release may
+    change the private upload manager it patches)."""
+    import streamlit
+
+    assert streamlit.__version__ == server.CHECKED_STREAMLIT, "Streamlit changed: check cap_uploads against it"
+    monkeypatch.setattr(streamlit, "__version__", "1.99.0")
+    with pytest.raises(RuntimeError, match=r"1\.99\.0"):
+        server.cap_uploads()
