@@ -237,8 +237,9 @@ class StandInReplica:
     """An app replica's stand-in on HOST, fast enough for a classroom's worth of requests (asyncio, in a thread).
 
     Every request gets 200, an `X-Replica: <port>` header and "<port> <path>" as its body, on a keep-alive
-    connection; a path ending in /slow answers after `slow` seconds (a request held in flight); a WebSocket upgrade
-    gets 101 (with X-Replica) and is held open until the proxy closes it. start()/stop() or a context manager.
+    connection (a request body, as an upload has, is read and dropped); a path ending in /slow answers after `slow`
+    seconds (a request held in flight); a WebSocket upgrade gets 101 (with X-Replica) and is held open until the
+    proxy closes it. start()/stop() or a context manager.
     """
 
     def __init__(self, slow: float = 3.0) -> None:
@@ -290,6 +291,9 @@ class StandInReplica:
                     while await reader.read(65536):
                         pass
                     return
+                length = re.search(r"^content-length:\s*(\d+)\s*$", head, re.IGNORECASE | re.MULTILINE)
+                if length:
+                    await reader.readexactly(int(length.group(1)))
                 if path.endswith("/slow"):
                     await asyncio.sleep(self.slow)
                 body = f"{self.port} {path}".encode()

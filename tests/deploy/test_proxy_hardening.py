@@ -1,13 +1,14 @@
 """The project's nginx site file, run by a real nginx in front of stand-in replicas: security headers on every
 response, Streamlit's metrics closed, the app's own paths open; the affinity cookie issued by the proxy and only
 accepted from it, Secure over HTTPS; per-client limits that let a whole class behind one address in and turn a flood
-away with 429."""
+away with 429, uploads included."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
 import concurrent.futures
+import contextlib
 import os
 import re
 import secrets
@@ -16,8 +17,10 @@ import ssl
 import subprocess
 import threading
 import time
+import tomllib
 import urllib.error
 import urllib.request
+import uuid
 from collections import Counter
 from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass
@@ -27,7 +30,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from tests.deploy.nginx_proxy import HOST, SITE_CONF, NginxProxy, StandInReplica
+from tests.deploy.nginx_proxy import HOST, REPO_ROOT, SITE_CONF, NginxProxy, StandInReplica
 
 T = TypeVar("T")
 
@@ -170,10 +173,24 @@ class Client:
 
     async def get(self, path: str = "/", cookie: str | None = None, headers: dict[str, str] | None = None) -> Response:
         """GET `path` with the affinity cookie `cookie` (if any) and extra `headers`."""
-        lines = [f"GET {path} HTTP/1.1", f"Host: {self.host}"]
+        return await self.request("GET", path, cookie, headers)
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        cookie: str | None = None,
+        headers: dict[str, str] | None = None,
+        body: bytes = b"",
+    ) -> Response:
+        """`method` `path` with the affinity cookie `cookie` (if any), extra `headers` and a `body` (if any)."""
+        lines = [f"{method} {path} HTTP/1.1", f"Host: {self.host}"]
         lines += [f"Cookie: {COOKIE}={cookie}"] if cookie is not None else []
         lines += [f"{key}: {value}" for key, value in (headers or {}).items()]
-        self.writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
+        lines += [f"Content-Length: {len(body)}"] if body or method in ("PUT", "POST") else []
+        self.writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body)
+        with contextlib.suppress(ConnectionError):  # nginx may refuse a body (413) before taking all of it
+            await self.writer.drain()
         head = (await self.reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
         status = int(head[0].split(" ", 2)[1])
         fields = [tuple(part.strip() for part in line.split(":", 1)) for line in head[1:] if ":" in line]
@@ -557,3 +574,106 @@ def test_a_flood_of_new_streams_gets_429(start_proxy: Callable[..., NginxProxy])
     statuses, seconds = run_async(attack())
     allowed = burst + 1 + rate * seconds
     assert set(statuses) == {101, 429} and statuses[429] >= flood - allowed, (statuses, seconds)
+
+
+# ----- uploads -------------------------------------------------------------------------------------------------
+
+MIB = 1024 * 1024
+
+
+def upload_limit_mib() -> int:
+    """Streamlit's upload limit as the app's settings give it (server.maxUploadSize in .streamlit/config.toml)."""
+    config = tomllib.loads((REPO_ROOT / ".streamlit" / "config.toml").read_text(encoding="utf-8"))
+    return int(config["server"]["maxUploadSize"])
+
+
+def upload_path() -> str:
+    """An upload URL as Streamlit's uploader makes one: /_stcore/upload_file/<session id>/<file id>."""
+    return f"/_stcore/upload_file/{uuid.uuid4()}/{uuid.uuid4()}"
+
+
+async def send_upload(proxy: NginxProxy, cookie: str | None, size: int, method: str = "PUT") -> Response:
+    """One upload (PUT with a body of `size` bytes) or removal (DELETE) on a connection of its own."""
+    client = await Client.open(proxy)
+    try:
+        return await client.request(method, upload_path(), cookie, body=b"x" * size if method == "PUT" else b"")
+    finally:
+        client.close()
+
+
+def test_a_state_file_up_to_streamlits_limit_passes_and_a_larger_upload_is_refused(
+    start_proxy: Callable[..., NginxProxy],
+) -> None:
+    """The proxy takes what Streamlit takes (nginx's default of 1 MB refused a large state file), and nothing more:
+    a larger body gets 413 from nginx, before a replica sees it."""
+    limit = upload_limit_mib()
+    proxy = start_proxy()
+    cookie = get(proxy).issued
+
+    async def uploads() -> tuple[Response, Response]:
+        return await send_upload(proxy, cookie, limit * MIB), await send_upload(proxy, cookie, limit * MIB + 1)
+
+    fits, too_large = run_async(uploads())
+    assert fits.status == 200 and fits.replica is not None
+    assert too_large.status == 413 and too_large.replica is None
+    assert site_limit(r"client_max_body_size (\d+)m;") == limit
+
+
+def test_a_class_loading_state_files_at_once_is_never_refused(start_proxy: Callable[..., NginxProxy]) -> None:
+    """60 students behind one address each load a state file at the same moment, and replace it: a wrong file, its
+    removal, the right one. Every request reaches a replica."""
+    proxy = start_proxy()
+
+    async def student(start: asyncio.Event) -> list[int]:
+        cookie = (await fetch(proxy)).issued
+        await start.wait()
+        wrong = await send_upload(proxy, cookie, 20_000)
+        removed = await send_upload(proxy, cookie, 0, method="DELETE")
+        right = await send_upload(proxy, cookie, 300_000)
+        return [wrong.status, removed.status, right.status]
+
+    async def lesson() -> Counter[int]:
+        start = asyncio.Event()
+        students = [asyncio.ensure_future(student(start)) for _ in range(STUDENTS)]
+        await asyncio.sleep(0.5)
+        start.set()
+        return Counter(status for statuses in await asyncio.gather(*students) for status in statuses)
+
+    assert run_async(lesson()) == {200: STUDENTS * 3}
+
+
+def test_a_flood_of_uploads_gets_429(start_proxy: Callable[..., NginxProxy]) -> None:
+    """One browser uploading file after file is turned away past its own burst; many browsers on one address past
+    the address's. Refused uploads never reach a replica."""
+    proxy = start_proxy()
+
+    async def flood(cookies: list[str | None], each: int) -> tuple[Counter[int], Counter[str | None], float]:
+        started = time.monotonic()
+        responses = []
+        for _ in range(each):
+            responses += await asyncio.gather(*(send_upload(proxy, cookie, 1000) for cookie in cookies))
+        statuses = Counter(r.status for r in responses)
+        return statuses, Counter(r.replica for r in responses if r.status == 429), time.monotonic() - started
+
+    async def one_browser() -> tuple[Counter[int], Counter[str | None], float]:
+        return await flood([(await fetch(proxy)).issued], 100)
+
+    statuses, refused_by, seconds = run_async(one_browser())
+    assert set(statuses) == {200, 429}, statuses
+    per_cookie = site_limit(r"limit_req zone=attnviz_uploads_per_cookie burst=(\d+) nodelay;")
+    cookie_rate_per_minute = site_limit(r"zone=attnviz_uploads_per_cookie:\d+m rate=(\d+)r/m;")
+    assert statuses[200] <= per_cookie + 1 + cookie_rate_per_minute * seconds / 60, (statuses, seconds)
+    assert set(refused_by) == {None}, "a refused upload reached a replica"
+
+    async def many_browsers() -> tuple[Counter[int], Counter[str | None], float]:
+        cookies = [(await fetch(proxy)).issued for _ in range(60)]
+        return await flood(cookies, 5)
+
+    proxy = start_proxy()  # counters at zero
+    statuses, refused_by, seconds = run_async(many_browsers())
+    assert set(statuses) == {200, 429}, statuses
+    per_address = site_limit(r"limit_req zone=attnviz_uploads burst=(\d+) nodelay;")
+    address_rate = site_limit(r"zone=attnviz_uploads:\d+m rate=(\d+)r/s;")
+    assert per_address >= 3 * STUDENTS, "a class loading a state file each, replacing a wrong one"
+    assert statuses[200] <= per_address + 1 + address_rate * seconds, (statuses, seconds)
+    assert set(refused_by) == {None}, "a refused upload reached a replica"
