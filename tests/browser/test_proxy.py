@@ -7,7 +7,10 @@ each request, the WebSocket included) and each server's own /_stcore/metrics (it
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import concurrent.futures
+import json
 import os
 import re
 import secrets
@@ -22,6 +25,9 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page
 
+from attnviz.links import state_file
+from attnviz.server import UPLOAD_BYTES
+from bench.uploads import ISSUE_SIZE, run_flood
 from tests.deploy.nginx_proxy import NginxProxy
 
 from .helpers import (
@@ -284,4 +290,54 @@ def test_base_path_through_proxy(
         lambda: any(e["uri"] == "/attnviz/_stcore/stream" for e in cluster.proxy.access_log()),
         "nginx logged the WebSocket below the base path",
     )
+    console_errors.assert_clean()
+
+
+# ----- uploads ---------------------------------------------------------------------------------------------------
+
+# What one replica may grow by while any number of uploads arrive: the uploads it keeps (attnviz/server.py:
+# UPLOAD_BYTES), plus 32 MiB for the requests in flight and the allocator's slack (deploy/README.md).
+UPLOAD_GROWTH_BOUND_MB = UPLOAD_BYTES / 2**20 + 32
+
+
+def uploaded_bytes(replica: StreamlitServer) -> int:
+    """The bytes of uploaded files a replica holds, as its /_stcore/metrics reports them (0 when none)."""
+    with urllib.request.urlopen(replica.url_for("_stcore/metrics"), timeout=5) as response:
+        text = response.read().decode()
+    lines = re.findall(r'^cache_memory_bytes\{cache_type="UploadedFileManager"[^}]*\} (\d+)$', text, re.MULTILINE)
+    return sum(int(n) for n in lines)
+
+
+def load_state_file(page: Page, params: dict[str, str]) -> None:
+    """Open the self-attention page's share box and load a state file of `params` through its uploader."""
+    page.get_by_text("Share and export").click()
+    data = state_file("self", params)
+    page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(
+        files=[{"name": "attnviz_self.json", "mimeType": "application/json", "buffer": data}]
+    )
+
+
+def test_a_thousand_uploads_through_the_proxy_leave_the_replica_within_its_bound(
+    start_cluster: Callable[..., Cluster], new_page: Callable[..., Page], console_errors: ConsoleRecorder
+) -> None:
+    """The issue's attacker: one session uploads 1,000 files of 0.99 MB through the proxy, each under a file id of
+    its own. The replica grows by less than the bound (Streamlit alone kept them all: +982 MiB), the session still
+    runs, and a student then loads a state file through the share box, which the replica does not keep once read."""
+    cluster = start_cluster()
+    flood = run_flood(cluster.proxy, cluster.replicas, "proxy", uploads=1000, size=ISSUE_SIZE)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:  # Playwright holds this thread's loop
+        result = pool.submit(asyncio.run, flood).result()
+    figures = json.dumps(result.__dict__)
+    assert set(result.statuses) <= {"204", "429"} and result.statuses.get("204", 0) >= 1, figures
+    assert result.growth_mb <= UPLOAD_GROWTH_BOUND_MB, figures
+    assert result.reruns_ok, figures
+    assert sum(uploaded_bytes(r) for r in cluster.replicas) == ISSUE_SIZE, "the session keeps its newest file only"
+
+    page = new_page()
+    open_page(page, cluster.url_for("Self_attention"))
+    load_state_file(page, {"T": "0.5"})
+    page.wait_for_function("() => new URLSearchParams(window.location.search).get('T') === '0.5'")
+    assert exceptions(page) == []
+    screenshot(page, "proxy_state_file_after_upload_flood")
+    assert sum(uploaded_bytes(r) for r in cluster.replicas) == ISSUE_SIZE, "the state file was kept after reading"
     console_errors.assert_clean()
