@@ -287,6 +287,21 @@ def test_the_proxy_issues_the_cookie_and_a_browser_keeps_its_replica(
     assert set().union(*answered.values()) == {str(r.port) for r in replicas}, answered
 
 
+def test_a_new_browsers_first_request_goes_where_its_cookie_sends_the_rest(
+    start_proxy: Callable[..., NginxProxy], replicas: list[StandInReplica]
+) -> None:
+    """The replica a first request reaches, the cookie it is given and what the log names are one id: nginx used to
+    make a new one at each read, so a first request was hashed on one id and given a cookie of another."""
+    proxy = start_proxy()
+    firsts = [get(proxy, "/_stcore/health") for _ in range(24)]
+    for first in firsts:
+        assert first.issued is not None
+        assert get(proxy, "/_stcore/health", first.issued).replica == first.replica, "the cookie sends it elsewhere"
+    logged = [entry["affinity"] for entry in proxy.access_log()[: len(firsts)]]
+    assert logged == [first.issued for first in firsts]
+    assert {first.replica for first in firsts} == {str(r.port) for r in replicas}
+
+
 def _tampered(cookie: str) -> str:
     """The cookie with its tag's last digit changed."""
     return cookie[:-1] + ("0" if cookie[-1] != "0" else "1")
