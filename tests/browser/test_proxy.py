@@ -16,6 +16,7 @@ import re
 import secrets
 import socket
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -107,12 +108,25 @@ def fetch(url: str, cookie: str | None = None) -> tuple[int, str, list[str]]:
         return response.status, response.read().decode(), [c for c in set_cookies if c.startswith("attnviz_affinity=")]
 
 
-def websocket_handshake(proxy: NginxProxy, path: str, host: str) -> str:
-    """Open /_stcore/stream through the proxy as a browser at http://`host` would; return the response status line."""
+def fetch_bytes(url: str, cookie: str) -> tuple[int, bytes]:
+    """GET `url` with an affinity cookie: its status and body (an error status too, with its body)."""
+    request = urllib.request.Request(url, headers={"Cookie": f"attnviz_affinity={cookie}"})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read()
+
+
+def websocket_handshake(proxy: NginxProxy, path: str, host: str, cookie: str | None = None) -> str:
+    """Open /_stcore/stream through the proxy as a browser at http://`host` would, with the affinity cookie `cookie`
+    (if any); return the response status line."""
     key = base64.b64encode(os.urandom(16)).decode()
     request = (
         f"GET {path} HTTP/1.1\r\nHost: {host}\r\nOrigin: http://{host}\r\nUpgrade: websocket\r\n"
-        f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n"
+        f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
+        + (f"Cookie: attnviz_affinity={cookie}\r\n" if cookie else "")
+        + "\r\n"
     )
     with socket.create_connection((HOST, proxy.port), timeout=10) as sock:
         sock.sendall(request.encode())
@@ -234,8 +248,44 @@ def test_websocket_sees_the_browsers_host(start_cluster: Callable[..., Cluster])
     to send its own upstream name instead, Streamlit would refuse the WebSocket (403).
     """
     cluster = start_cluster()
-    status = websocket_handshake(cluster.proxy, "/_stcore/stream", f"attnviz.example:{cluster.proxy.port}")
+    cookie = fetch(cluster.url_for("_stcore/health"))[2][0].split(";", 1)[0].split("=", 1)[1]
+    status = websocket_handshake(cluster.proxy, "/_stcore/stream", f"attnviz.example:{cluster.proxy.port}", cookie)
     assert status.startswith("HTTP/1.1 101 "), status
+
+
+def test_a_qr_code_does_not_tell_which_replica_a_cookie_reaches(
+    start_cluster: Callable[..., Cluster], new_page: Callable[..., Page], console_errors: ConsoleRecorder
+) -> None:
+    """The share box's QR code is a file on the replica that holds the session. Fetched with other browsers'
+    cookies, half of which reach the other replica, it is the same image for all of them: it no longer sorts
+    cookies by replica (with that, 24 of 24 sessions could be aimed at one replica). A browser's WebSocket without
+    the proxy's cookie is refused."""
+    cluster = start_cluster()
+    page = new_page()
+    open_page(page, cluster.url_for("Self_attention"))
+    page.get_by_text("Share and export").click()
+    qr = page.locator('img[src*="/media/"]').first  # the share box's QR code
+    qr.wait_for()
+    src = qr.get_attribute("src")
+    assert src and "/media/" in src, src
+    holder = cluster.serving()
+    media = "media/" + src.split("/media/", 1)[1]
+    status, image = fetch_bytes(cluster.url_for(media), affinity_of(page))
+    assert status == 200 and len(image) > 100, status  # the QR code (Streamlit serves it as a JPEG)
+    health = cluster.url_for("_stcore/health")
+    cookies = [fetch(health)[2][0].split(";", 1)[0].split("=", 1)[1] for _ in range(16)]
+    for cookie in cookies:
+        fetch(health, cookie)  # a request that carries the cookie: nginx's log names the replica it reaches
+    wait_until(lambda: all(cluster.answered_by(cookie) for cookie in cookies), "nginx logged the cookies' requests")
+    reached = {cookie: cluster.answered_by(cookie)[-1] for cookie in cookies}
+    assert set(reached.values()) == {cluster.upstream(r) for r in cluster.replicas}, reached
+    answers = {cookie: fetch_bytes(cluster.url_for(media), cookie) for cookie in cookies}
+    wrong = {reached[cookie]: status for cookie, (status, body) in answers.items() if (status, body) != (200, image)}
+    assert not wrong, f"the QR code differs for cookies reaching {wrong} (the holder is {cluster.upstream(holder)})"
+    assert cluster.serving() is holder
+    status = websocket_handshake(cluster.proxy, "/_stcore/stream", f"{HOST}:{cluster.proxy.port}")
+    assert status.startswith("HTTP/1.1 403 "), status
+    console_errors.assert_clean()
 
 
 def test_replica_lost_midway(

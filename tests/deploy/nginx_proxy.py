@@ -238,13 +238,15 @@ class StandInReplica:
 
     Every request gets 200, an `X-Replica: <port>` header and "<port> <path>" as its body, on a keep-alive
     connection (a request body, as an upload has, is read and dropped); a path ending in /slow answers after `slow`
-    seconds (a request held in flight); a WebSocket upgrade gets 101 (with X-Replica) and is held open until the
-    proxy closes it. start()/stop() or a context manager.
+    seconds (a request held in flight); a path under /media/ answers 404 unless it is in `media` (the files a
+    session on this replica made); a WebSocket upgrade gets 101 (with X-Replica) and is held open until the proxy
+    closes it. start()/stop() or a context manager.
     """
 
     def __init__(self, slow: float = 3.0) -> None:
         """Configure (but do not start) a stand-in; `slow` is how long /slow requests wait."""
         self.slow = slow
+        self.media: set[str] = set()
         self.port = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -297,7 +299,11 @@ class StandInReplica:
                 if path.endswith("/slow"):
                     await asyncio.sleep(self.slow)
                 body = f"{self.port} {path}".encode()
-                writer.write(b"HTTP/1.1 200 OK\r\n" + replica + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+                status = b"404 Not Found" if "/media/" in path and path not in self.media else b"200 OK"
+                writer.write(
+                    b"HTTP/1.1 " + status + b"\r\n" + replica + f"Content-Length: {len(body)}\r\n\r\n".encode()
+                )
+                writer.write(body)
                 await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError):
             pass

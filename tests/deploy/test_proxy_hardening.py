@@ -348,26 +348,32 @@ def test_only_proxies_that_share_the_secret_accept_each_others_cookies(
 
 
 @pytest.mark.parametrize(
-    "forged", [secrets.token_hex(16), f"{secrets.token_hex(16)}.{secrets.token_hex(16)}"], ids=["32-hex", "id.tag"]
+    "forged",
+    [None, secrets.token_hex(16), f"{secrets.token_hex(16)}.{secrets.token_hex(16)}"],
+    ids=["none", "32-hex", "id.tag"],
 )
-def test_sessions_sending_one_chosen_cookie_spread_over_the_replicas(
-    start_proxy: Callable[..., NginxProxy], replicas: list[StandInReplica], forged: str
+def test_a_session_opens_only_with_an_issued_cookie_and_sessions_cannot_be_aimed(
+    start_proxy: Callable[..., NginxProxy], replicas: list[StandInReplica], forged: str | None
 ) -> None:
-    """20 new sessions (WebSockets) all sending one made-up value cannot be aimed at one replica: each is given a
-    cookie of its own and lands where that one hashes, so they spread over both."""
+    """20 new sessions (WebSockets) sending no cookie, or one made-up value, are refused by the proxy itself (403),
+    each given a cookie of its own; the browser's next attempt carries it and lands where that cookie hashes, so they
+    spread over both replicas like 20 new browsers."""
     proxy = start_proxy()
 
-    async def sessions() -> list[Response]:
-        clients = [await Client.open(proxy) for _ in range(20)]
+    async def sessions() -> tuple[list[Response], list[Response]]:
+        first = [await Client.open(proxy) for _ in range(20)]
+        again = [await Client.open(proxy) for _ in range(20)]
         try:
-            return [await client.stream(cookie=forged) for client in clients]
+            refused = [await client.stream(cookie=forged) for client in first]
+            return refused, [await c.stream(cookie=r.issued) for c, r in zip(again, refused, strict=True)]
         finally:
-            for client in clients:
+            for client in first + again:
                 client.close()
 
-    opened = run_async(sessions())
-    assert [r.status for r in opened] == [101] * 20
-    assert len({r.issued for r in opened}) == 20 and forged not in {r.issued for r in opened}
+    refused, opened = run_async(sessions())
+    assert [(r.status, r.replica) for r in refused] == [(403, None)] * 20, "a session opened without an issued cookie"
+    assert len({r.issued for r in refused}) == 20 and forged not in {r.issued for r in refused}
+    assert [(r.status, r.set_cookie) for r in opened] == [(101, None)] * 20
     assert {r.replica for r in opened} == {str(r.port) for r in replicas}, Counter(r.replica for r in opened)
 
 
@@ -575,12 +581,15 @@ def test_a_flood_of_new_streams_gets_429(start_proxy: Callable[..., NginxProxy])
     assert burst >= STUDENTS * TABS_PER_STUDENT
     proxy = start_proxy()
     flood = burst + 200
+    per_cookie = site_limit(r"limit_conn attnviz_streams_per_cookie (\d+);")
 
     async def attack() -> tuple[Counter[int], float]:
+        cookies = [(await fetch(proxy)).issued for _ in range(flood // per_cookie + 1)]  # issued cookies, each in cap
         started = time.monotonic()
         clients = [await Client.open(proxy) for _ in range(flood)]
         try:
-            responses = await asyncio.gather(*(client.stream() for client in clients))
+            streams = (client.stream(cookie=cookies[i // per_cookie]) for i, client in enumerate(clients))
+            responses = await asyncio.gather(*streams)
         finally:
             for client in clients:
                 client.close()
@@ -692,3 +701,32 @@ def test_a_flood_of_uploads_gets_429(start_proxy: Callable[..., NginxProxy]) -> 
     assert per_address >= 3 * STUDENTS, "a class loading a state file each, replacing a wrong one"
     assert statuses[200] <= per_address + 1 + address_rate * seconds, (statuses, seconds)
     assert set(refused_by) == {None}, "a refused upload reached a replica"
+
+
+# ----- /media: the same answer whichever replica a cookie reaches -------------------------------------------------
+
+
+def test_media_answers_alike_whichever_replica_a_cookie_reaches(
+    start_proxy: Callable[..., NginxProxy], replicas: list[StandInReplica]
+) -> None:
+    """A file one session made (its QR code) lives on one replica. Asked for with any cookie, on either replica, it is
+    served (by the replica that has it); a file no replica has is 404 for every cookie. So a file seen in one session
+    does not tell which replica another cookie reaches."""
+    holder, other = replicas
+    qr = "/media/0123456789abcdef0123456789abcdef0123456789abcdef01234567.png"
+    holder.media.add(qr)
+    proxy = start_proxy()
+    try:
+        cookies = [get(proxy).issued for _ in range(16)]
+        reached = {get(proxy, "/_stcore/health", cookie).replica for cookie in cookies}
+        assert reached == {str(holder.port), str(other.port)}, "the cookies should reach both replicas"
+        answers = [get(proxy, qr, cookie) for cookie in cookies]
+        assert [(r.status, r.replica) for r in answers] == [(200, str(holder.port))] * 16
+        missing = [get(proxy, qr.replace("0123", "9999"), cookie) for cookie in cookies]
+        assert [r.status for r in missing] == [404] * 16
+        prefixed = get(proxy, "/attnviz" + qr, cookies[0])  # under a base path too
+        assert prefixed.status == 404  # the stand-in holds the file at /media/ only: asked everywhere, found nowhere
+        holder.media.add("/attnviz" + qr)
+        assert [get(proxy, "/attnviz" + qr, cookie).status for cookie in cookies] == [200] * 16
+    finally:
+        holder.media.clear()
