@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Page
+from playwright.sync_api import Page, expect
 
+from attnviz.i18n import t
 from attnviz.links import state_file
 from attnviz.server import UPLOAD_BYTES
 from bench.uploads import ISSUE_SIZE, run_flood
@@ -285,6 +286,29 @@ def test_a_qr_code_does_not_tell_which_replica_a_cookie_reaches(
     assert cluster.serving() is holder
     status = websocket_handshake(cluster.proxy, "/_stcore/stream", f"{HOST}:{cluster.proxy.port}")
     assert status.startswith("HTTP/1.1 403 "), status
+    console_errors.assert_clean()
+
+
+def test_a_long_link_opens_through_the_proxy_and_an_over_long_one_gets_a_page_that_says_so(
+    start_cluster: Callable[..., Cluster], new_page: Callable[..., Page], console_errors: ConsoleRecorder
+) -> None:
+    """A link of 20,000 characters (the app writes links up to 512 Ki; nginx refused any over 8 KiB) opens the page,
+    which reads it: its sentence is named as too long. A link over Streamlit's limits gets the proxy's page, in every
+    language, whose link opens the page without it."""
+    console_errors.ignore.append(r"status of 414")  # the browser reports the proxy's answer to the over-long link
+    cluster = start_cluster()
+    page = new_page()
+    open_page(page, cluster.url_for("Self_attention?s=" + "x" * 20_000))
+    expect(page.locator('[data-testid="stAlert"]', has_text="Link parameter 's'")).to_be_visible()
+    response = page.goto(cluster.url_for("Self_attention?s=" + "x" * 600_000))
+    assert response is not None and response.status == 414
+    for lang in ("en", "zh-Hans", "zh-Hant"):
+        expect(page.get_by_role("heading", name=t("proxy.link_too_long.title", lang))).to_be_visible()
+    screenshot(page, "proxy_link_too_long")
+    page.get_by_role("link", name=t("proxy.link_too_long.open", "en")).click()
+    page.wait_for_url("**/Self_attention?")
+    wait_for_plotly(page, count=1)
+    assert exceptions(page) == []
     console_errors.assert_clean()
 
 

@@ -4,7 +4,8 @@ nginx runs as the current user from a private prefix in a temporary directory: a
 (pid file, logs, temp paths, an access log that records which replica answered each request, the JavaScript module
 and the affinity secret's environment variable, as Compose's deploy/nginx/compose/nginx.conf has them) includes the
 repository's site file, next to the files that site file expects: attnviz/listen.conf and attnviz/upstream.conf
-(written here) and attnviz/affinity.js (the repository's). Nothing is installed or started system-wide.
+(written here), attnviz/affinity.js, attnviz/links.js and attnviz/link-too-long.html (the repository's). Nothing is
+installed or started system-wide.
 """
 
 from __future__ import annotations
@@ -31,7 +32,11 @@ from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SITE_CONF = REPO_ROOT / "deploy" / "nginx" / "attnviz.conf"
-AFFINITY_JS = REPO_ROOT / "deploy" / "nginx" / "compose" / "affinity.js"
+COMPOSE_DIR = REPO_ROOT / "deploy" / "nginx" / "compose"
+AFFINITY_JS = COMPOSE_DIR / "affinity.js"
+# The files of Compose's attnviz/ folder that the site file reads as they are (listen.conf and upstream.conf are
+# written for each proxy).
+SITE_FILES = (AFFINITY_JS, COMPOSE_DIR / "links.js", COMPOSE_DIR / "link-too-long.html")
 # Debian's libnginx-mod-http-js (scripts/system-deps.sh installs it).
 JS_MODULE = Path("/usr/lib/nginx/modules/ngx_http_js_module.so")
 SECRET_VARIABLE = "ATTNVIZ_AFFINITY_SECRET"
@@ -115,7 +120,7 @@ class NginxProxy:
         return f"{self.url}/{path.lstrip('/')}"
 
     def write_config(self) -> Path:
-        """Write nginx.conf (including the site file) and attnviz/{listen,upstream}.conf; copy attnviz/affinity.js."""
+        """Write nginx.conf (including the site file) and attnviz/{listen,upstream}.conf; copy the other site files."""
         if not JS_MODULE.exists():
             raise RuntimeError(f"{JS_MODULE} is missing: run `bash scripts/system-deps.sh` (libnginx-mod-http-js)")
         site_dir = self.conf_path.parent / "attnviz"
@@ -128,7 +133,8 @@ class NginxProxy:
         (site_dir / "listen.conf").write_text(listen)
         servers = "".join(f"server {upstream} max_fails=1 fail_timeout=10s;\n" for upstream in self.upstreams)
         (site_dir / "upstream.conf").write_text(servers)
-        shutil.copyfile(AFFINITY_JS, site_dir / AFFINITY_JS.name)
+        for path in SITE_FILES:
+            shutil.copyfile(path, site_dir / path.name)
         main = _MAIN_CONF.format(
             js_module=JS_MODULE,
             secret_variable=SECRET_VARIABLE,
@@ -268,7 +274,7 @@ class StandInReplica:
     def _run(self, ready: threading.Event) -> None:
         loop = self._loop = asyncio.new_event_loop()
         asyncio.set_event_loop(loop)
-        server = loop.run_until_complete(asyncio.start_server(self._serve, HOST, 0, backlog=4096))
+        server = loop.run_until_complete(asyncio.start_server(self._serve, HOST, 0, backlog=4096, limit=1 << 20))
         self.port = server.sockets[0].getsockname()[1]
         ready.set()
         loop.run_forever()

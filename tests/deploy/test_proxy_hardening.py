@@ -1,7 +1,8 @@
 """The project's nginx site file, run by a real nginx in front of stand-in replicas: security headers on every
 response, Streamlit's metrics closed, the app's own paths open; the affinity cookie issued by the proxy and only
 accepted from it, Secure over HTTPS; per-client limits that let a whole class behind one address in and turn a flood
-away with 429, uploads included."""
+away with 429, uploads included; /media alike from every replica; links up to Streamlit's limits passed, longer ones
+answered with a page that says so."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ from typing import Any, TypeVar
 
 import pytest
 
+from attnviz.links import LINK_MAX_CHARS, LINK_MAX_FIELDS
 from tests.deploy.nginx_proxy import HOST, REPO_ROOT, SITE_CONF, NginxProxy, StandInReplica
 
 T = TypeVar("T")
@@ -730,3 +732,59 @@ def test_media_answers_alike_whichever_replica_a_cookie_reaches(
         assert [get(proxy, "/attnviz" + qr, cookie).status for cookie in cookies] == [200] * 16
     finally:
         holder.media.clear()
+
+
+# ----- links: what the app writes passes; what Streamlit would ignore gets a page that says so --------------------
+
+LINK_PAGE = REPO_ROOT / "deploy" / "nginx" / "compose" / "link-too-long.html"
+
+
+@pytest.mark.parametrize(
+    ("query", "passed"),
+    [
+        pytest.param("s=" + "x" * 9000, "", id="9-KiB"),  # nginx's default refused anything over 8 KiB with a bare 414
+        pytest.param("s=" + "x" * (LINK_MAX_CHARS - 2), "", id="longest-link"),
+        pytest.param("&".join(["T=1"] * LINK_MAX_FIELDS), "&".join(["T=1"] * LINK_MAX_FIELDS), id="most-fields"),
+        pytest.param("p=unit_sentences&b=1", "p=unit_sentences&b=1", id="short"),
+    ],
+)
+def test_a_link_the_app_can_write_reaches_the_replica(proxy_for_links: NginxProxy, query: str, passed: str) -> None:
+    """Up to Streamlit's limits, a link reaches a replica; one over 8 KiB without its query string, which the page
+    does not need (the browser keeps it and sends it over the WebSocket)."""
+    for path in ("/Self_attention", "/attnviz/Cross_attention"):
+        response = get(proxy_for_links, f"{path}?{query}")
+        assert response.status == 200 and response.replica is not None, (path, response.status)
+        assert response.body.decode().split(" ", 1)[1] == path + (f"?{passed}" if passed else "")
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        pytest.param("s=" + "x" * (LINK_MAX_CHARS - 1), id="one-character-over"),
+        pytest.param("s=" + "x" * 600_000, id="600-KB"),
+        pytest.param("&".join(["T=1"] * (LINK_MAX_FIELDS + 1)), id="one-field-over"),
+        pytest.param("&" * 2000, id="2001-empty-fields"),
+        pytest.param("s=" + "x" * 2_000_000, id="2-MB-over-nginxs-buffer"),
+    ],
+)
+def test_a_link_streamlit_would_ignore_gets_a_page_that_says_so(proxy_for_links: NginxProxy, query: str) -> None:
+    """Over Streamlit's limits (it would run the page without the link, without a word), nginx answers 414 itself
+    with the page that explains, in every language, with the usual headers and cookie; no replica sees it."""
+    for path in ("/Self_attention", "/attnviz/Kernel_attention"):
+        response = get(proxy_for_links, f"{path}?{query}")
+        assert response.status == 414 and response.replica is None, (path, response.status)
+        assert response.body == LINK_PAGE.read_bytes()
+        assert response.header("Content-Type") == "text/html; charset=utf-8"
+        assert response.header("X-Frame-Options") == "SAMEORIGIN" and response.issued is not None
+
+
+def test_the_page_for_an_over_long_link_is_not_a_path_of_the_app(proxy_for_links: NginxProxy) -> None:
+    assert get(proxy_for_links, "/_attnviz/link-too-long").status == 404
+
+
+@pytest.fixture(scope="module")
+def proxy_for_links(replicas: list[StandInReplica], tmp_path_factory: pytest.TempPathFactory) -> Iterator[NginxProxy]:
+    """One nginx in front of both stand-ins for the link tests (they send a request or two each)."""
+    proxy = NginxProxy([r.address for r in replicas], _free_port(), tmp_path_factory.mktemp("links")).start()
+    yield proxy
+    proxy.stop()
