@@ -1,9 +1,9 @@
 """What a link can carry: Streamlit's limits, and a state file for a state too large for any link.
 
 Both are plain link parameters (the page's codec in attnviz/state.py reads them), so a state file is validated
-exactly like a link. Parsed as JSON, never evaluated. A link over the limits is refused by the share box, and answered
-by the proxy with a page of its own: `python -m attnviz.links` prints that page (deploy/nginx/compose/
-link-too-long.html; `make i18n` writes it).
+exactly like a link. Parsed as JSON, never evaluated. A link over the limits is refused by the share box, named on
+the page when Streamlit ignored it, and answered by the proxy with a page of its own: `python -m attnviz.links`
+prints that page (deploy/nginx/compose/link-too-long.html; `make i18n` writes it).
 """
 
 from __future__ import annotations
@@ -29,6 +29,13 @@ def link_problem(params: Mapping[str, str]) -> AttnvizError | None:
     if len(params) > LINK_MAX_FIELDS:
         return AttnvizError("link_too_many", count=len(params), limit=LINK_MAX_FIELDS)
     return None
+
+
+def ignored_link_warning(characters: int, fields: int) -> AttnvizError:
+    """What to tell a student whose link Streamlit ignored (a query string of `characters` and `fields`)."""
+    if characters > LINK_MAX_CHARS:
+        return AttnvizError("link_ignored_long", count=characters, limit=LINK_MAX_CHARS)
+    return AttnvizError("link_ignored_many", count=fields, limit=LINK_MAX_FIELDS)
 
 
 STATE_FILE_MAX_BYTES = 4 * 1024 * 1024
