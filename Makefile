@@ -89,7 +89,8 @@ lint: $(VENV)/.dev-deps
 # After adding, renaming or removing messages in the code: extract the ids the code uses into the template (the
 # literal first argument of t, tr and N_, plus attnviz/i18n/dynamic_ids.py), merge the template into every .po
 # (a new id comes in empty, for the translators; a removed one stays as an obsolete "#~" entry), and compile.
-# The template is rewritten only when more than its date changed, so a second run changes no file.
+# The template is rewritten only when more than its date changed, so a second run changes no file. Last, the page the
+# proxy answers an over-long link with is written from the catalogues (deploy/nginx/compose/link-too-long.html).
 i18n: $(VENV)/.build-deps
 	PYTHONPATH=. $(BIN)/pybabel --quiet extract --mapping-file babel.cfg --output-file $(POT).new \
 		--no-default-keywords --keyword t --keyword tr --keyword N_ --no-location --sort-output \
@@ -99,6 +100,7 @@ i18n: $(VENV)/.build-deps
 	$(BIN)/pybabel --quiet update --input-file $(POT) --output-dir $(LOCALES) --domain attnviz \
 		--no-fuzzy-matching --ignore-pot-creation-date
 	$(BIN)/pybabel compile --domain attnviz --directory $(LOCALES) --statistics
+	PYTHONPATH=. $(BIN)/python -m attnviz.links > deploy/nginx/compose/link-too-long.html
 
 format: $(VENV)/.dev-deps
 	$(BIN)/ruff format .

@@ -1,4 +1,4 @@
-"""Start the app: `python -m attnviz.server app.py [streamlit options]` is `streamlit run app.py` plus six fixes.
+"""Start the app: `python -m attnviz.server app.py [streamlit options]` is `streamlit run app.py` plus eight fixes.
 
 1. TCP_NODELAY.
 Streamlit's server binds its listening socket as `socket.socket(family)`, protocol 0. asyncio switches Nagle's
@@ -37,7 +37,25 @@ widget with a page's 45 keys, about 0.6 ms a control change on the cross page (8
 get a view of the session state that answers for the one key (`key in state`, `state[key]`) from the same session
 state, under its lock, with the same value.
 
-6. Clients cannot reach the developer menu's server actions in a class. Any client may send the messages behind the
+6. Uploads that cannot fill a replica's memory. Streamlit keeps every file a session uploads, under any file id the
+client makes up, until the session is removed: through the proxy, 1,000 uploads of 0.99 MB took a replica from 350 to
+1,332 MiB. The app takes one upload, a state file (`server.maxUploadSize` in .streamlit/config.toml caps its size),
+and drops it once read (`forget_upload`). Here the server keeps at most `UPLOADS_PER_SESSION` files per session (its
+newest) and `UPLOAD_BYTES` in all (the oldest files go first: a state file is read, and dropped, within a moment of
+its upload, so only files nobody reads are ever pushed out).
+
+7. Long links open, and a link Streamlit ignores is named on the page. Streamlit's HTTP server (uvicorn, with h11)
+refuses a request head over 16 KiB that reaches it in more than one piece, as any long one does over a network: a
+shared link of 20 KiB, which the app writes, did not open at all. Here it reads heads of up to `LINK_REQUEST_BYTES`.
+Streamlit then reads a query string of at most 512 Ki characters and 1,000 fields, and runs the page without a longer
+one without a word: the student saw the defaults and no reason. Here each rerun request records whether its query
+string was ignored (`ignored_link`), for the page to say so (attnviz/ui/session.py).
+
+Patches 6 and 7 reach into Streamlit's private upload manager, server and session: `require_streamlit` stops the
+server at start under any other Streamlit than the one they were checked against, and tests/test_server.py fails when
+a release changes what they (or `forget_upload`) rely on.
+
+8. Clients cannot reach the developer menu's server actions in a class. Any client may send the messages behind the
 menu's "Clear cache" (which empties every cache for every session) and the Deploy button's repository check (which
 runs `git` subprocesses on the event loop: 200 such messages in one second took another student's change from 18 ms
 to over 3 s). When the menu hides them (`client.toolbarMode` viewer or minimal, as `make run` and the image set),
@@ -49,11 +67,15 @@ Then it hands over to Streamlit's own command line.
 from __future__ import annotations
 
 import asyncio.base_events
+import functools
 import os
 import socket
 import sys
 import threading
+import weakref
+from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from attnviz import malloc
@@ -223,6 +245,153 @@ def drop_developer_messages() -> None:
     AppSession.handle_backmsg = handle_backmsg_for_class  # type: ignore[method-assign]
 
 
+# The Streamlit release whose private upload manager `cap_uploads` and `forget_upload` were checked against.
+CHECKED_STREAMLIT = "1.67.0"
+UPLOADS_PER_SESSION = 1  # the share box's state file; a newer upload replaces it
+UPLOAD_BYTES = 64 * 1024 * 1024  # every session's uploads together, in one server
+
+
+def require_streamlit(what: str) -> None:
+    """Refuse to patch any other Streamlit than CHECKED_STREAMLIT (its private API may have changed)."""
+    import streamlit
+
+    if streamlit.__version__ != CHECKED_STREAMLIT:
+        raise RuntimeError(
+            f"attnviz.server: {what} relies on Streamlit {CHECKED_STREAMLIT}'s private API, and this is Streamlit "
+            f"{streamlit.__version__}: check it (tests/test_server.py) and update CHECKED_STREAMLIT"
+        )
+
+
+def _drop_upload(manager: Any, session_id: str, file_id: str) -> None:
+    """Remove one file from the manager's storage and totals (the caller holds its lock)."""
+    storage = manager.file_storage.get(session_id)
+    record = storage.pop(file_id, None) if storage is not None else None
+    if record is not None:
+        manager._total_bytes -= len(record.data)
+        manager._file_count -= 1
+    if storage is not None and not storage:
+        del manager.file_storage[session_id]
+
+
+def cap_uploads(per_session: int = UPLOADS_PER_SESSION, total_bytes: int = UPLOAD_BYTES) -> None:
+    """Make Streamlit's upload manager keep at most `per_session` files per session (the newest) and `total_bytes`
+    of files in all (the oldest files go first; the file just uploaded always stays)."""
+    require_streamlit("cap_uploads")
+    from streamlit.runtime.memory_uploaded_file_manager import MemoryUploadedFileManager
+
+    if getattr(MemoryUploadedFileManager.add_file, "capped", False):
+        return
+
+    def add_file(self: MemoryUploadedFileManager, session_id: str, file: Any) -> None:
+        key = (session_id, file.file_id)
+        with self._lock:
+            # (session id, file id) of every file kept, oldest first; entries of files Streamlit removed since (a
+            # session ended, a file was deleted) are skipped and pruned
+            arrivals: OrderedDict[tuple[str, str], None] = self.__dict__.setdefault("_attnviz_arrivals", OrderedDict())
+            _drop_upload(self, *key)  # the same id again: replaced, and now the newest
+            self.file_storage[session_id][file.file_id] = file
+            self._total_bytes += len(file.data)
+            self._file_count += 1
+            arrivals.pop(key, None)
+            arrivals[key] = None
+            storage = self.file_storage[session_id]
+            while len(storage) > per_session:
+                _drop_upload(self, session_id, next(iter(storage)))
+            while self._total_bytes > total_bytes:
+                oldest = next(iter(arrivals))
+                if oldest == key:
+                    break
+                del arrivals[oldest]
+                _drop_upload(self, *oldest)
+            if len(arrivals) > 2 * self._file_count + 64:
+                kept = [k for k in arrivals if k[1] in self.file_storage.get(k[0], {})]
+                self.__dict__["_attnviz_arrivals"] = OrderedDict.fromkeys(kept)
+
+    add_file.capped = True  # type: ignore[attr-defined]
+    MemoryUploadedFileManager.add_file = add_file  # type: ignore[method-assign]
+
+
+def forget_upload(upload: Any) -> None:
+    """Drop a file the page has read (an `st.file_uploader` value) from the server's memory; the uploader then
+    returns None until the next upload."""
+    from streamlit.runtime.memory_uploaded_file_manager import MemoryUploadedFileManager
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    # As Streamlit's own st.chat_input does with the files it has read; never raises on the page
+    ctx = get_script_run_ctx()
+    if ctx is not None and isinstance(ctx.uploaded_file_mgr, MemoryUploadedFileManager):
+        ctx.uploaded_file_mgr.remove_file(ctx.session_id, upload.file_id)
+
+
+LINK_REQUEST_BYTES = 1024 * 1024  # the longest request head a server reads: a link of 512 Ki characters, with room
+
+
+def read_long_links(limit: int = LINK_REQUEST_BYTES) -> None:
+    """Make Streamlit's HTTP server read request heads of up to `limit` bytes, however they arrive (h11's default
+    is 16 KiB once a head comes in more than one piece)."""
+    require_streamlit("read_long_links")
+    from streamlit.web.server.starlette import starlette_server
+
+    uvicorn_kwargs = starlette_server._get_uvicorn_config_kwargs
+    if getattr(uvicorn_kwargs, "reads_long_links", False):
+        return
+
+    def uvicorn_kwargs_reading_long_links() -> dict[str, Any]:
+        return {**uvicorn_kwargs(), "h11_max_incomplete_event_size": limit}
+
+    uvicorn_kwargs_reading_long_links.reads_long_links = True  # type: ignore[attr-defined]
+    starlette_server._get_uvicorn_config_kwargs = uvicorn_kwargs_reading_long_links
+
+
+@dataclass(frozen=True)
+class IgnoredLink:
+    """A page's query string that Streamlit ignored (over its limits): how long it was and how many fields it had."""
+
+    characters: int
+    fields: int
+
+
+# Sessions by id, for `ignored_link` to find the one a script run belongs to (weak: an ended session just goes).
+_SESSIONS: weakref.WeakValueDictionary[str, Any] = weakref.WeakValueDictionary()
+
+
+def report_ignored_links() -> None:
+    """Make each rerun request record, on its session, whether Streamlit will ignore its query string."""
+    require_streamlit("report_ignored_links")
+    from streamlit.runtime.app_session import AppSession
+    from streamlit.runtime.state import query_params
+
+    request_rerun = AppSession.request_rerun
+    if getattr(request_rerun, "reports_ignored_links", False):
+        return
+
+    @functools.wraps(request_rerun)  # keeps the markers of patches below this one
+    def request_rerun_reporting(self: AppSession, client_state: Any) -> None:
+        if client_state is not None:
+            query = client_state.query_string
+            fields = query.count("&") + 1 if query else 0  # counted as Streamlit counts them
+            ignored = (
+                len(query) > query_params.CLIENT_STATE_QUERY_STRING_MAX_LENGTH
+                or fields > query_params.CLIENT_STATE_QUERY_STRING_MAX_FIELDS
+            )
+            self.__dict__["_attnviz_ignored_link"] = IgnoredLink(len(query), fields) if ignored else None
+            _SESSIONS[self.id] = self
+        request_rerun(self, client_state)
+
+    request_rerun_reporting.reports_ignored_links = True  # type: ignore[attr-defined]
+    AppSession.request_rerun = request_rerun_reporting  # type: ignore[method-assign]
+
+
+def ignored_link() -> IgnoredLink | None:
+    """The query string Streamlit ignored for the rerun this script run answers; None when it read it (or when the
+    server was not started by this launcher)."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    session = _SESSIONS.get(ctx.session_id) if ctx is not None else None
+    return None if session is None else session.__dict__.get("_attnviz_ignored_link")
+
+
 ARENAS = 2
 
 
@@ -235,8 +404,8 @@ def limit_malloc_arenas(arenas: int = ARENAS) -> bool:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """`streamlit run <argv...>` with TCP_NODELAY on the server's connections, no dropped fragment input, two
-    malloc arenas, a run's messages handed to the event loop in batches, widgets that look up their own key and no
-    developer-menu messages from clients in a class."""
+    malloc arenas, a run's messages handed to the event loop in batches, widgets that look up their own key, uploads
+    capped, long links read and ignored ones reported, and no developer-menu messages from clients in a class."""
     from streamlit.web.cli import main as streamlit_main
 
     limit_malloc_arenas()
@@ -245,9 +414,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     batch_script_events()
     widgets_look_up_their_key()
     drop_developer_messages()
+    cap_uploads()
+    read_long_links()
+    report_ignored_links()
     sys.argv = ["streamlit", "run", *(sys.argv[1:] if argv is None else argv)]
     streamlit_main()
 
 
 if __name__ == "__main__":
-    main()
+    # `python -m` runs this file as __main__, a copy apart from the attnviz.server the app imports: start from the
+    # latter, so that what the patches record (ignored links) is what the pages read
+    from attnviz.server import main as imported_main
+
+    imported_main()

@@ -486,3 +486,39 @@ def test_a_batched_preset_switched_to_a_sentence_shows_the_sentence_alone(preset
     assert titles and batch_title not in titles
     numbers = run_page(CROSS, p=preset)  # the preset's own numbers: every batch row, as before
     assert batch_title in [f["layout"]["title"]["text"] for f in figures(numbers)]
+
+
+# ----- the share box's state file ------------------------------------------------------------------------------
+
+
+def upload_state_file(at: AppTest, data: bytes) -> AppTest:
+    """Load `data` through the open share box's uploader, as a student picking a file does."""
+    (uploader,) = at.file_uploader
+    uploader.set_value(("attnviz_self.json", data, "application/json"))
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_a_state_file_loads_into_the_page_and_the_server_keeps_no_copy():
+    """The page takes the file's state (controls, charts and link) without an error, and drops the file once read:
+    the uploader is empty again and the session holds no upload."""
+    from attnviz.links import state_file
+
+    at = open_expander(run_page(SELF), "self:open:share")
+    upload_state_file(at, state_file("self", {"T": "0.5", "s": "one two three"}))
+    assert at.query_params["T"] == "0.5" and at.query_params["s"] == "one two three"
+    assert at.number_input(key="w:self:temperature").value == 0.5
+    assert first_weights(at).shape == (3, 3)
+    (uploader,) = at.file_uploader
+    assert uploader.value is None
+    assert at.session_state["self:state"].temperature == 0.5
+
+
+def test_a_bad_state_file_is_named_on_the_page_and_the_page_keeps_its_state():
+    at = open_expander(run_page(SELF, T="2"), "self:open:share")
+    upload_state_file(at, b"not json at all")
+    assert [e.value for e in at.error] == [t_("error.file_not_json", "en")]
+    assert at.query_params["T"] == "2"
+    at.run()  # the message was said; the file is gone
+    assert not at.error and at.query_params["T"] == "2"

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import html
 import json
 from dataclasses import replace
+from pathlib import Path
 from urllib.parse import urlencode
 
 import numpy as np
@@ -14,7 +16,9 @@ from streamlit.testing.v1 import AppTest
 
 from attnviz.errors import AttnvizError, render
 from attnviz.fields import MAX_CELL, Field, format_matrix, parse_matrix
-from attnviz.links import LINK_MAX_CHARS, link_problem, read_state_file, state_file
+from attnviz.i18n import LANGUAGES
+from attnviz.i18n import t as t_
+from attnviz.links import LINK_MAX_CHARS, LINK_MAX_FIELDS, link_problem, link_too_long_page, read_state_file, state_file
 from attnviz.presets import PRESET_PAGES, presets_for
 from attnviz.scores import BANDWIDTH
 from attnviz.state import (
@@ -102,6 +106,51 @@ def test_a_state_too_large_for_a_link_is_said_plainly_and_kept_in_a_file():
 
 def test_too_many_link_fields_are_reported():
     assert link_problem({f"x{i}": "1" for i in range(1001)}).code == "link_too_many"
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"s": "x" * (LINK_MAX_CHARS - 2)},  # "s=" and 512 Ki - 2 characters: the longest link read
+        {"s": "x" * (LINK_MAX_CHARS - 1)},
+        {"s": "é" * (LINK_MAX_CHARS // 6)},  # percent-encoded: 6 characters each
+        {"s": "é" * (LINK_MAX_CHARS // 6 + 1)},
+        {f"x{i}": "1" for i in range(LINK_MAX_FIELDS)},
+        {f"x{i}": "1" for i in range(LINK_MAX_FIELDS + 1)},
+        {"s": "a&b=c" * 1000},  # an "&" in a value is encoded: one field
+    ],
+    ids=["longest", "one-over", "encoded-fits", "encoded-over", "most-fields", "one-field-over", "ampersands"],
+)
+def test_the_share_box_refuses_exactly_the_links_streamlit_would_ignore(params):
+    """A link the app writes is one Streamlit reads back: link_problem (the share box, the address bar) agrees with
+    Streamlit's own check of a query string, as the browser sends it, at both limits."""
+    from streamlit.runtime.state.query_params import (
+        CLIENT_STATE_QUERY_STRING_MAX_FIELDS,
+        CLIENT_STATE_QUERY_STRING_MAX_LENGTH,
+        sanitize_query_string,
+    )
+
+    assert (LINK_MAX_CHARS, LINK_MAX_FIELDS) == (
+        CLIENT_STATE_QUERY_STRING_MAX_LENGTH,
+        CLIENT_STATE_QUERY_STRING_MAX_FIELDS,
+    )
+    query = urlencode(params)
+    assert (link_problem(params) is None) == (sanitize_query_string(query) == query)
+
+
+def test_the_proxys_page_for_an_over_long_link_is_the_catalogues_and_is_up_to_date():
+    """deploy/nginx/compose/link-too-long.html is what `make i18n` writes from the catalogues: every language's text,
+    the limits, and a way back to the page without the link."""
+    committed = (Path(__file__).resolve().parents[1] / "deploy" / "nginx" / "compose" / "link-too-long.html").read_text(
+        encoding="utf-8"
+    )
+    assert committed == link_too_long_page(), "run `make i18n` (it writes the page)"
+    for lang in LANGUAGES:
+        assert f'<section lang="{lang}">' in committed
+        assert html.escape(t_("proxy.link_too_long.advice", lang)) in committed
+        assert html.escape(t_("proxy.link_too_long.body", lang, characters="524,288", fields="1,000")) in committed
+    assert committed.count('<a href="?">') == len(LANGUAGES)
+    assert "<script" not in committed and "http" not in committed  # nothing runs, nothing is fetched
 
 
 @pytest.mark.parametrize(

@@ -377,3 +377,248 @@ def test_a_class_server_drops_clear_cache_and_git_requests_from_clients(toolbar:
         assert first == second and git_calls == []  # the cache kept its value; no repository check ran
     else:
         assert first != second and git_calls
+
+
+# ----- 6. uploads capped ------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def restore_upload_manager(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Undo cap_uploads() after the test (it patches Streamlit's upload manager process-wide)."""
+    from streamlit.runtime.memory_uploaded_file_manager import MemoryUploadedFileManager
+
+    monkeypatch.setattr(MemoryUploadedFileManager, "add_file", MemoryUploadedFileManager.add_file)
+
+
+def upload(file_id: str, size: int) -> Any:
+    """An uploaded file as Streamlit's upload route stores it."""
+    from streamlit.runtime.uploaded_file_manager import UploadedFileRec
+
+    return UploadedFileRec(file_id=file_id, name=f"{file_id}.json", type="application/json", data=b"x" * size)
+
+
+def kept(manager: Any) -> dict[str, list[str]]:
+    """session id -> the file ids the manager would give the page, as Streamlit's file_uploader asks for them."""
+    return {
+        session: [f.file_id for f in manager.get_files(session, list(files))]
+        for session, files in manager.file_storage.items()
+        if files
+    }
+
+
+def stored_bytes(manager: Any) -> int:
+    """The bytes of uploads the manager reports (Streamlit's /_stcore/metrics reads this); 0 when none."""
+    stats = manager.get_stats().get("cache_memory_bytes", [])
+    return sum(stat.byte_length for stat in stats)
+
+
+def test_without_the_cap_streamlit_keeps_every_upload_of_a_session() -> None:
+    """The problem: any number of files under file ids the client makes up, all kept until the session ends."""
+    from streamlit.runtime.memory_uploaded_file_manager import MemoryUploadedFileManager
+
+    manager = MemoryUploadedFileManager("/_stcore/upload_file")
+    for index in range(50):
+        manager.add_file("attacker", upload(f"made-up-{index}", 1000))
+    assert len(kept(manager)["attacker"]) == 50 and stored_bytes(manager) == 50_000
+
+
+def test_a_session_keeps_only_its_newest_upload(restore_upload_manager: None) -> None:
+    from streamlit.runtime.memory_uploaded_file_manager import MemoryUploadedFileManager
+
+    server.cap_uploads(per_session=1, total_bytes=10**9)
+    server.cap_uploads()  # a second call changes nothing
+    manager = MemoryUploadedFileManager("/_stcore/upload_file")
+    for index in range(50):
+        manager.add_file("attacker", upload(f"made-up-{index}", 1000 + index))
+    manager.add_file("student", upload("state", 300))
+    assert kept(manager) == {"attacker": ["made-up-49"], "student": ["state"]}
+    assert stored_bytes(manager) == 1049 + 300
+    manager.add_file("attacker", upload("made-up-49", 10))  # the same id again: replaced, not added
+    assert kept(manager)["attacker"] == ["made-up-49"] and stored_bytes(manager) == 10 + 300
+
+
+def test_the_server_keeps_a_bounded_total_and_drops_the_oldest_first(restore_upload_manager: None) -> None:
+    """Many sessions, one file each: past the total, the oldest files go; the one just uploaded always stays, and
+    what Streamlit removes itself (a session ends, a file is deleted) is no longer counted."""
+    from streamlit.runtime.memory_uploaded_file_manager import MemoryUploadedFileManager
+
+    server.cap_uploads(per_session=1, total_bytes=10_000)
+    manager = MemoryUploadedFileManager("/_stcore/upload_file")
+    for index in range(40):
+        manager.add_file(f"session-{index}", upload("f", 1000))
+        assert stored_bytes(manager) <= 10_000
+    assert kept(manager) == {f"session-{index}": ["f"] for index in range(30, 40)}
+    manager.remove_session_files("session-35")  # a session that ended
+    manager.remove_file("session-36", "f")  # a file the page deleted
+    manager.add_file("late", upload("big", 9000))  # pushes out the oldest files that are still there
+    assert kept(manager) == {"session-39": ["f"], "late": ["big"]}
+    assert stored_bytes(manager) == 10_000
+    manager.add_file("huge", upload("alone", 20_000))  # larger than the total on its own: kept, everything else goes
+    assert kept(manager) == {"huge": ["alone"]} and stored_bytes(manager) == 20_000
+
+
+def test_many_uploads_leave_no_bookkeeping_behind(restore_upload_manager: None) -> None:
+    """Sessions come and go: the cap's own record of arrivals stays as small as the files kept."""
+    from streamlit.runtime.memory_uploaded_file_manager import MemoryUploadedFileManager
+
+    server.cap_uploads(per_session=1, total_bytes=10**9)
+    manager = MemoryUploadedFileManager("/_stcore/upload_file")
+    for index in range(5000):
+        manager.add_file(f"session-{index}", upload("f", 10))
+        manager.remove_session_files(f"session-{index}")
+    assert kept(manager) == {} and stored_bytes(manager) == 0
+    assert len(manager._attnviz_arrivals) <= 64 + 2
+
+
+def test_a_file_the_page_has_read_is_dropped(monkeypatch: pytest.MonkeyPatch) -> None:
+    """forget_upload removes the file from the session's uploads; the uploader then finds it deleted."""
+    import streamlit.runtime.scriptrunner as scriptrunner
+    from streamlit.runtime.memory_uploaded_file_manager import MemoryUploadedFileManager
+
+    manager = MemoryUploadedFileManager("/_stcore/upload_file")
+    manager.add_file("student", upload("state", 300))
+    manager.add_file("other", upload("state", 300))
+    context = types.SimpleNamespace(uploaded_file_mgr=manager, session_id="student")
+    monkeypatch.setattr(scriptrunner, "get_script_run_ctx", lambda: context)
+    server.forget_upload(types.SimpleNamespace(file_id="state"))
+    assert manager.get_files("student", ["state"]) == [] and kept(manager) == {"other": ["state"]}
+    assert stored_bytes(manager) == 300
+
+
+def test_the_upload_cap_refuses_another_streamlit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The gate: cap_uploads was checked against the installed Streamlit, and refuses any other (a release may
+    change the private upload manager it patches)."""
+    import streamlit
+
+    assert streamlit.__version__ == server.CHECKED_STREAMLIT, "Streamlit changed: check cap_uploads against it"
+    monkeypatch.setattr(streamlit, "__version__", "1.99.0")
+    with pytest.raises(RuntimeError, match=r"1\.99\.0"):
+        server.cap_uploads()
+
+
+# ----- 7. long links read, ignored ones reported ----------------------------------------------------------------
+
+LINK_CASES = {
+    "short": "p=unit_sentences&T=0.5",
+    "at the length limit": "s=" + "x" * (512 * 1024 - 2),
+    "one character over": "s=" + "x" * (512 * 1024 - 1),
+    "600 KB": "s=" + "x" * 600_000,
+    "1,000 fields": "&".join(f"x{i}=1" for i in range(1000)),
+    "1,001 fields": "&".join(f"x{i}=1" for i in range(1001)),
+    "1,001 empty fields": "&" * 1000,
+    "none": "",
+}
+
+
+class RerunRecorder:
+    """What request_rerun needs of an AppSession here: an id, and the client states it was asked to run."""
+
+    def __init__(self, session_id: str) -> None:
+        self.id = session_id
+        self.runs: list[Any] = []
+
+
+@pytest.fixture
+def recording_rerun(monkeypatch: pytest.MonkeyPatch) -> None:
+    """AppSession.request_rerun replaced by a recorder, so that the launcher's patch wraps the recorder."""
+
+    def record(self: RerunRecorder, client_state: Any) -> None:
+        self.runs.append(client_state)
+
+    monkeypatch.setattr(AppSession, "request_rerun", record)
+
+
+def rerun_with(query: str) -> Any:
+    """The ClientState a browser sends with its address's query string."""
+    from streamlit.proto.BackMsg_pb2 import BackMsg
+
+    state = BackMsg().rerun_script
+    state.query_string = query
+    return state
+
+
+@pytest.mark.parametrize("case", list(LINK_CASES))
+def test_a_link_streamlit_ignores_is_reported_to_the_page_and_no_other(
+    recording_rerun: None, monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    """Exactly the query strings Streamlit's own check drops are reported, with their length and fields; the rerun
+    itself reaches Streamlit unchanged."""
+    import streamlit.runtime.scriptrunner as scriptrunner
+    from streamlit.runtime.state.query_params import sanitize_query_string
+
+    query = LINK_CASES[case]
+    server.report_ignored_links()
+    server.report_ignored_links()  # a second call changes nothing
+    session = RerunRecorder(f"session-{case}")
+    monkeypatch.setattr(scriptrunner, "get_script_run_ctx", lambda: types.SimpleNamespace(session_id=session.id))
+    AppSession.request_rerun(session, rerun_with(query))  # type: ignore[arg-type]
+    assert [run.query_string for run in session.runs] == [query]
+    dropped_by_streamlit = bool(query) and sanitize_query_string(query) == ""
+    ignored = server.ignored_link()
+    assert (ignored is not None) == dropped_by_streamlit
+    if ignored is not None:
+        assert ignored == server.IgnoredLink(len(query), query.count("&") + 1)
+    AppSession.request_rerun(session, None)  # type: ignore[arg-type]  # a rerun without client state: unchanged
+    assert server.ignored_link() == ignored
+    AppSession.request_rerun(session, rerun_with("T=1"))  # type: ignore[arg-type]  # the page wrote its own link
+    assert server.ignored_link() is None
+
+
+def test_an_ignored_link_is_reported_to_its_own_session_only(
+    recording_rerun: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import streamlit.runtime.scriptrunner as scriptrunner
+
+    server.report_ignored_links()
+    long, short = RerunRecorder("long"), RerunRecorder("short")
+    AppSession.request_rerun(long, rerun_with(LINK_CASES["600 KB"]))  # type: ignore[arg-type]
+    AppSession.request_rerun(short, rerun_with(LINK_CASES["short"]))  # type: ignore[arg-type]
+    running = types.SimpleNamespace(session_id="short")
+    monkeypatch.setattr(scriptrunner, "get_script_run_ctx", lambda: running)
+    assert server.ignored_link() is None
+    running.session_id = "long"
+    assert server.ignored_link() == server.IgnoredLink(600_002, 1)
+    monkeypatch.setattr(scriptrunner, "get_script_run_ctx", lambda: None)  # outside a script run
+    assert server.ignored_link() is None
+
+
+def send_in_pieces(port: int, target: str, piece: int = 4096) -> bytes:
+    """GET `target` from 127.0.0.1:`port`, the request written in pieces of `piece` bytes as a network delivers a
+    long one; the response's status line (b"" when the server closed the connection instead)."""
+    import time
+
+    request = f"GET {target} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n".encode()
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        try:
+            for start in range(0, len(request), piece):
+                sock.sendall(request[start : start + piece])
+                time.sleep(0.001)
+            return sock.recv(4096).split(b"\r\n", 1)[0]
+        except ConnectionError:
+            return b""
+
+
+def test_a_server_started_by_the_launcher_serves_a_page_with_a_long_link() -> None:
+    """A shared link of 300,000 characters (the app writes up to 512 Ki) arriving over the network in pieces: the
+    page is served. Streamlit's HTTP server alone refused any request head over 16 KiB that came in pieces."""
+    from tests.browser.helpers import StreamlitServer
+
+    with StreamlitServer("app.py", log_name="long-links") as app:
+        assert app.port is not None
+        assert send_in_pieces(app.port, "/Self_attention?s=" + "x" * 300_000) == b"HTTP/1.1 200 OK"
+
+
+def test_the_long_link_patch_relies_on_streamlits_server_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What read_long_links wraps is there, and passes h11's limit on to uvicorn."""
+    from streamlit.web.server.starlette import starlette_server
+
+    monkeypatch.setattr(starlette_server, "_get_uvicorn_config_kwargs", starlette_server._get_uvicorn_config_kwargs)
+    before = starlette_server._get_uvicorn_config_kwargs()
+    assert "h11_max_incomplete_event_size" not in before and "ws_max_size" in before
+    server.read_long_links()
+    server.read_long_links()
+    after = starlette_server._get_uvicorn_config_kwargs()
+    assert after == {**before, "h11_max_incomplete_event_size": server.LINK_REQUEST_BYTES}
+    import uvicorn
+
+    assert uvicorn.Config(app=None, **after).h11_max_incomplete_event_size == server.LINK_REQUEST_BYTES

@@ -20,7 +20,8 @@ from streamlit.runtime.state.common import unpack_widget_state_value
 from streamlit.runtime.state.session_state import Value
 from streamlit.runtime.state.session_state_proxy import get_session_state
 
-from attnviz.links import link_problem
+from attnviz import server
+from attnviz.links import ignored_link_warning, link_problem
 from attnviz.ui import settings
 
 Convert = dict[str, Callable[[Any], Any]]  # state value -> the value its widget holds (e.g. numbers -> text)
@@ -180,8 +181,12 @@ class PageSession:
 
         A new session starts from its link, but a widget value that the browser sent with this run wins: that is a
         page reconnecting after its server was lost, and the value on its screen may be newer than its address (the
-        student changed it while, or right after, the page reconnected)."""
+        student changed it while, or right after, the page reconnected).
+
+        A link Streamlit ignored (over 512 Ki characters or 1,000 fields: the page ran without it) is named in a
+        warning, and leaves the address bar, which would send it with every rerun."""
         self._forget_other_pages()
+        ignored = server.ignored_link()
         params = settings.link_params()
         stored = self.state
         if params and self._carried_over(params):
@@ -204,6 +209,9 @@ class PageSession:
         else:
             for f in fields(stored):  # widgets not drawn on the last run lose their keys: refill them
                 self.bound(f.name)
+        if ignored is not None:
+            self.warnings = [ignored_link_warning(ignored.characters, ignored.fields), *self.warnings]
+            st.query_params.clear()  # publish() then writes this page's own link
         return self.state
 
     def _forget_other_pages(self) -> None:

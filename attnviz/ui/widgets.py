@@ -19,6 +19,7 @@ from attnviz.fields import MAX_COLS, MAX_ROWS, Field, Matrix, format_number
 from attnviz.links import link_problem, read_state_file, state_file
 from attnviz.pipeline import matrix_from_cells
 from attnviz.scores import SCORES
+from attnviz.server import forget_upload
 from attnviz.state import Decoded
 from attnviz.ui import offline
 from attnviz.ui.common import arrow_table, lazy_expander
@@ -176,9 +177,13 @@ def share_box(
             mime="application/json",
             help=tr("widget.state_file_help"),
         )
-        upload = st.file_uploader(tr("widget.load_state"), type=["json"], key=session.versioned("upload"))
-        if upload is not None:
-            _load_state_file(session, upload.getvalue(), decode)
+        key = session.versioned("upload")
+        st.file_uploader(
+            tr("widget.load_state"), type=["json"], key=key, on_change=_load_state_file, args=(session, key, decode)
+        )
+        problem = st.session_state.pop(session.part("upload_error"), None)
+        if problem is not None:
+            st.error(error_text(problem), icon="🚫")
         if extra is not None:
             extra()
 
@@ -200,17 +205,23 @@ def offline_button(page: str, link: str | None) -> None:
     )
 
 
-def _load_state_file(session: PageSession, data: bytes, decode: Callable[[dict[str, str]], Decoded]) -> None:
-    """Load a state file into the page (its parameters checked like a link's), or say what is wrong with it."""
+def _load_state_file(session: PageSession, key: str, decode: Callable[[dict[str, str]], Decoded]) -> None:
+    """Callback of the state-file uploader: load the file into the page (its parameters checked like a link's), or
+    keep what is wrong with it for the share box to say. A callback runs before the page draws its widgets, the only
+    time their values may be set; the new state gives the uploader a new key, which empties it."""
+    upload = st.session_state.get(key)
+    if upload is None:  # the file was removed
+        return
+    data = upload.getvalue()
+    forget_upload(upload)  # read once: the server keeps no copy
     try:
         params = read_state_file(data, session.page)
     except ValueError as exc:
-        st.error(error_text(exc), icon="🚫")
+        session.put(exc, "upload_error")
         return
     decoded = decode(params)
     session.load(decoded.state)
     session.warnings = decoded.warnings
-    st.rerun(scope="app")
 
 
 MAX_TEXT_TABLE_ROWS = 16  # a longer table becomes a scrollable dataframe

@@ -374,6 +374,30 @@ def test_hostile_link_parameters_warn_and_fall_back(
     assert_clean(console_errors)
 
 
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        pytest.param("s=" + "x" * 600_000, ("error.link_ignored_long", 600_002, 512 * 1024), id="600-KB"),
+        pytest.param("&".join(["T=0.5"] * 1001), ("error.link_ignored_many", 1001, 1000), id="1001-fields"),
+    ],
+)
+def test_a_link_streamlit_ignores_is_named_on_the_page(
+    page: Page, server: StreamlitServer, console_errors: ConsoleRecorder, query: str, message: tuple[str, int, int]
+) -> None:
+    """Opened straight from the app's server (no proxy), a link over Streamlit's limits is not read: the page says so
+    instead of silently showing its defaults, and the link leaves the address bar (every rerun would send it)."""
+    figures = open_app(page, server.url_for(f"Self_attention?{query}"), SELF_CHARTS)
+    message_id, count, limit = message
+    alert = page.locator('[data-testid="stAlert"]', has_text=t(message_id, "en", count=count, limit=limit))
+    expect(alert).to_be_visible()
+    assert len(weights_figure(figures)["data"][0]["z"]) == 8  # the default sentence's 8 tokens
+    page.wait_for_function("() => window.location.search.length < 1000")
+    expect(page.get_by_role("spinbutton", name="Temperature T", exact=True)).to_have_value("1")
+    screenshot(page, f"link_ignored_{message_id.rsplit('_', 1)[1]}")
+    assert exceptions(page) == []
+    assert_clean(console_errors)
+
+
 # ----- 7. cross-attention preset link ------------------------------------------------------------------------
 
 

@@ -7,12 +7,16 @@ each request, the WebSocket included) and each server's own /_stcore/metrics (it
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import concurrent.futures
+import json
 import os
 import re
 import secrets
 import socket
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -20,8 +24,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Page
+from playwright.sync_api import Page, expect
 
+from attnviz.i18n import t
+from attnviz.links import state_file
+from attnviz.server import UPLOAD_BYTES
+from bench.uploads import ISSUE_SIZE, run_flood
 from tests.deploy.nginx_proxy import NginxProxy
 
 from .helpers import (
@@ -101,12 +109,25 @@ def fetch(url: str, cookie: str | None = None) -> tuple[int, str, list[str]]:
         return response.status, response.read().decode(), [c for c in set_cookies if c.startswith("attnviz_affinity=")]
 
 
-def websocket_handshake(proxy: NginxProxy, path: str, host: str) -> str:
-    """Open /_stcore/stream through the proxy as a browser at http://`host` would; return the response status line."""
+def fetch_bytes(url: str, cookie: str) -> tuple[int, bytes]:
+    """GET `url` with an affinity cookie: its status and body (an error status too, with its body)."""
+    request = urllib.request.Request(url, headers={"Cookie": f"attnviz_affinity={cookie}"})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read()
+
+
+def websocket_handshake(proxy: NginxProxy, path: str, host: str, cookie: str | None = None) -> str:
+    """Open /_stcore/stream through the proxy as a browser at http://`host` would, with the affinity cookie `cookie`
+    (if any); return the response status line."""
     key = base64.b64encode(os.urandom(16)).decode()
     request = (
         f"GET {path} HTTP/1.1\r\nHost: {host}\r\nOrigin: http://{host}\r\nUpgrade: websocket\r\n"
-        f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n"
+        f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
+        + (f"Cookie: attnviz_affinity={cookie}\r\n" if cookie else "")
+        + "\r\n"
     )
     with socket.create_connection((HOST, proxy.port), timeout=10) as sock:
         sock.sendall(request.encode())
@@ -228,8 +249,67 @@ def test_websocket_sees_the_browsers_host(start_cluster: Callable[..., Cluster])
     to send its own upstream name instead, Streamlit would refuse the WebSocket (403).
     """
     cluster = start_cluster()
-    status = websocket_handshake(cluster.proxy, "/_stcore/stream", f"attnviz.example:{cluster.proxy.port}")
+    cookie = fetch(cluster.url_for("_stcore/health"))[2][0].split(";", 1)[0].split("=", 1)[1]
+    status = websocket_handshake(cluster.proxy, "/_stcore/stream", f"attnviz.example:{cluster.proxy.port}", cookie)
     assert status.startswith("HTTP/1.1 101 "), status
+
+
+def test_a_qr_code_does_not_tell_which_replica_a_cookie_reaches(
+    start_cluster: Callable[..., Cluster], new_page: Callable[..., Page], console_errors: ConsoleRecorder
+) -> None:
+    """The share box's QR code is a file on the replica that holds the session. Fetched with other browsers'
+    cookies, half of which reach the other replica, it is the same image for all of them: it no longer sorts
+    cookies by replica (with that, 24 of 24 sessions could be aimed at one replica). A browser's WebSocket without
+    the proxy's cookie is refused."""
+    cluster = start_cluster()
+    page = new_page()
+    open_page(page, cluster.url_for("Self_attention"))
+    page.get_by_text("Share and export").click()
+    qr = page.locator('img[src*="/media/"]').first  # the share box's QR code
+    qr.wait_for()
+    src = qr.get_attribute("src")
+    assert src and "/media/" in src, src
+    holder = cluster.serving()
+    media = "media/" + src.split("/media/", 1)[1]
+    status, image = fetch_bytes(cluster.url_for(media), affinity_of(page))
+    assert status == 200 and len(image) > 100, status  # the QR code (Streamlit serves it as a JPEG)
+    health = cluster.url_for("_stcore/health")
+    cookies = [fetch(health)[2][0].split(";", 1)[0].split("=", 1)[1] for _ in range(16)]
+    for cookie in cookies:
+        fetch(health, cookie)  # a request that carries the cookie: nginx's log names the replica it reaches
+    wait_until(lambda: all(cluster.answered_by(cookie) for cookie in cookies), "nginx logged the cookies' requests")
+    reached = {cookie: cluster.answered_by(cookie)[-1] for cookie in cookies}
+    assert set(reached.values()) == {cluster.upstream(r) for r in cluster.replicas}, reached
+    answers = {cookie: fetch_bytes(cluster.url_for(media), cookie) for cookie in cookies}
+    wrong = {reached[cookie]: status for cookie, (status, body) in answers.items() if (status, body) != (200, image)}
+    assert not wrong, f"the QR code differs for cookies reaching {wrong} (the holder is {cluster.upstream(holder)})"
+    assert cluster.serving() is holder
+    status = websocket_handshake(cluster.proxy, "/_stcore/stream", f"{HOST}:{cluster.proxy.port}")
+    assert status.startswith("HTTP/1.1 403 "), status
+    console_errors.assert_clean()
+
+
+def test_a_long_link_opens_through_the_proxy_and_an_over_long_one_gets_a_page_that_says_so(
+    start_cluster: Callable[..., Cluster], new_page: Callable[..., Page], console_errors: ConsoleRecorder
+) -> None:
+    """A link of 20,000 characters (the app writes links up to 512 Ki; nginx refused any over 8 KiB) opens the page,
+    which reads it: its sentence is named as too long. A link over Streamlit's limits gets the proxy's page, in every
+    language, whose link opens the page without it."""
+    console_errors.ignore.append(r"status of 414")  # the browser reports the proxy's answer to the over-long link
+    cluster = start_cluster()
+    page = new_page()
+    open_page(page, cluster.url_for("Self_attention?s=" + "x" * 20_000))
+    expect(page.locator('[data-testid="stAlert"]', has_text="Link parameter 's'")).to_be_visible()
+    response = page.goto(cluster.url_for("Self_attention?s=" + "x" * 600_000))
+    assert response is not None and response.status == 414
+    for lang in ("en", "zh-Hans", "zh-Hant"):
+        expect(page.get_by_role("heading", name=t("proxy.link_too_long.title", lang))).to_be_visible()
+    screenshot(page, "proxy_link_too_long")
+    page.get_by_role("link", name=t("proxy.link_too_long.open", "en")).click()
+    page.wait_for_url("**/Self_attention?")
+    wait_for_plotly(page, count=1)
+    assert exceptions(page) == []
+    console_errors.assert_clean()
 
 
 def test_replica_lost_midway(
@@ -284,4 +364,54 @@ def test_base_path_through_proxy(
         lambda: any(e["uri"] == "/attnviz/_stcore/stream" for e in cluster.proxy.access_log()),
         "nginx logged the WebSocket below the base path",
     )
+    console_errors.assert_clean()
+
+
+# ----- uploads ---------------------------------------------------------------------------------------------------
+
+# What one replica may grow by while any number of uploads arrive: the uploads it keeps (attnviz/server.py:
+# UPLOAD_BYTES), plus 32 MiB for the requests in flight and the allocator's slack (deploy/README.md).
+UPLOAD_GROWTH_BOUND_MB = UPLOAD_BYTES / 2**20 + 32
+
+
+def uploaded_bytes(replica: StreamlitServer) -> int:
+    """The bytes of uploaded files a replica holds, as its /_stcore/metrics reports them (0 when none)."""
+    with urllib.request.urlopen(replica.url_for("_stcore/metrics"), timeout=5) as response:
+        text = response.read().decode()
+    lines = re.findall(r'^cache_memory_bytes\{cache_type="UploadedFileManager"[^}]*\} (\d+)$', text, re.MULTILINE)
+    return sum(int(n) for n in lines)
+
+
+def load_state_file(page: Page, params: dict[str, str]) -> None:
+    """Open the self-attention page's share box and load a state file of `params` through its uploader."""
+    page.get_by_text("Share and export").click()
+    data = state_file("self", params)
+    page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(
+        files=[{"name": "attnviz_self.json", "mimeType": "application/json", "buffer": data}]
+    )
+
+
+def test_a_thousand_uploads_through_the_proxy_leave_the_replica_within_its_bound(
+    start_cluster: Callable[..., Cluster], new_page: Callable[..., Page], console_errors: ConsoleRecorder
+) -> None:
+    """The issue's attacker: one session uploads 1,000 files of 0.99 MB through the proxy, each under a file id of
+    its own. The replica grows by less than the bound (Streamlit alone kept them all: +982 MiB), the session still
+    runs, and a student then loads a state file through the share box, which the replica does not keep once read."""
+    cluster = start_cluster()
+    flood = run_flood(cluster.proxy, cluster.replicas, "proxy", uploads=1000, size=ISSUE_SIZE)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:  # Playwright holds this thread's loop
+        result = pool.submit(asyncio.run, flood).result()
+    figures = json.dumps(result.__dict__)
+    assert set(result.statuses) <= {"204", "429"} and result.statuses.get("204", 0) >= 1, figures
+    assert result.growth_mb <= UPLOAD_GROWTH_BOUND_MB, figures
+    assert result.reruns_ok, figures
+    assert sum(uploaded_bytes(r) for r in cluster.replicas) == ISSUE_SIZE, "the session keeps its newest file only"
+
+    page = new_page()
+    open_page(page, cluster.url_for("Self_attention"))
+    load_state_file(page, {"T": "0.5"})
+    page.wait_for_function("() => new URLSearchParams(window.location.search).get('T') === '0.5'")
+    assert exceptions(page) == []
+    screenshot(page, "proxy_state_file_after_upload_flood")
+    assert sum(uploaded_bytes(r) for r in cluster.replicas) == ISSUE_SIZE, "the state file was kept after reading"
     console_errors.assert_clean()

@@ -4,7 +4,8 @@ nginx runs as the current user from a private prefix in a temporary directory: a
 (pid file, logs, temp paths, an access log that records which replica answered each request, the JavaScript module
 and the affinity secret's environment variable, as Compose's deploy/nginx/compose/nginx.conf has them) includes the
 repository's site file, next to the files that site file expects: attnviz/listen.conf and attnviz/upstream.conf
-(written here) and attnviz/affinity.js (the repository's). Nothing is installed or started system-wide.
+(written here), attnviz/affinity.js, attnviz/links.js and attnviz/link-too-long.html (the repository's). Nothing is
+installed or started system-wide.
 """
 
 from __future__ import annotations
@@ -31,7 +32,11 @@ from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SITE_CONF = REPO_ROOT / "deploy" / "nginx" / "attnviz.conf"
-AFFINITY_JS = REPO_ROOT / "deploy" / "nginx" / "compose" / "affinity.js"
+COMPOSE_DIR = REPO_ROOT / "deploy" / "nginx" / "compose"
+AFFINITY_JS = COMPOSE_DIR / "affinity.js"
+# The files of Compose's attnviz/ folder that the site file reads as they are (listen.conf and upstream.conf are
+# written for each proxy).
+SITE_FILES = (AFFINITY_JS, COMPOSE_DIR / "links.js", COMPOSE_DIR / "link-too-long.html")
 # Debian's libnginx-mod-http-js (scripts/system-deps.sh installs it).
 JS_MODULE = Path("/usr/lib/nginx/modules/ngx_http_js_module.so")
 SECRET_VARIABLE = "ATTNVIZ_AFFINITY_SECRET"
@@ -115,7 +120,7 @@ class NginxProxy:
         return f"{self.url}/{path.lstrip('/')}"
 
     def write_config(self) -> Path:
-        """Write nginx.conf (including the site file) and attnviz/{listen,upstream}.conf; copy attnviz/affinity.js."""
+        """Write nginx.conf (including the site file) and attnviz/{listen,upstream}.conf; copy the other site files."""
         if not JS_MODULE.exists():
             raise RuntimeError(f"{JS_MODULE} is missing: run `bash scripts/system-deps.sh` (libnginx-mod-http-js)")
         site_dir = self.conf_path.parent / "attnviz"
@@ -128,7 +133,8 @@ class NginxProxy:
         (site_dir / "listen.conf").write_text(listen)
         servers = "".join(f"server {upstream} max_fails=1 fail_timeout=10s;\n" for upstream in self.upstreams)
         (site_dir / "upstream.conf").write_text(servers)
-        shutil.copyfile(AFFINITY_JS, site_dir / AFFINITY_JS.name)
+        for path in SITE_FILES:
+            shutil.copyfile(path, site_dir / path.name)
         main = _MAIN_CONF.format(
             js_module=JS_MODULE,
             secret_variable=SECRET_VARIABLE,
@@ -237,13 +243,16 @@ class StandInReplica:
     """An app replica's stand-in on HOST, fast enough for a classroom's worth of requests (asyncio, in a thread).
 
     Every request gets 200, an `X-Replica: <port>` header and "<port> <path>" as its body, on a keep-alive
-    connection; a path ending in /slow answers after `slow` seconds (a request held in flight); a WebSocket upgrade
-    gets 101 (with X-Replica) and is held open until the proxy closes it. start()/stop() or a context manager.
+    connection (a request body, as an upload has, is read and dropped); a path ending in /slow answers after `slow`
+    seconds (a request held in flight); a path under /media/ answers 404 unless it is in `media` (the files a
+    session on this replica made); a WebSocket upgrade gets 101 (with X-Replica) and is held open until the proxy
+    closes it. start()/stop() or a context manager.
     """
 
     def __init__(self, slow: float = 3.0) -> None:
         """Configure (but do not start) a stand-in; `slow` is how long /slow requests wait."""
         self.slow = slow
+        self.media: set[str] = set()
         self.port = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -265,7 +274,7 @@ class StandInReplica:
     def _run(self, ready: threading.Event) -> None:
         loop = self._loop = asyncio.new_event_loop()
         asyncio.set_event_loop(loop)
-        server = loop.run_until_complete(asyncio.start_server(self._serve, HOST, 0, backlog=4096))
+        server = loop.run_until_complete(asyncio.start_server(self._serve, HOST, 0, backlog=4096, limit=1 << 20))
         self.port = server.sockets[0].getsockname()[1]
         ready.set()
         loop.run_forever()
@@ -290,10 +299,17 @@ class StandInReplica:
                     while await reader.read(65536):
                         pass
                     return
+                length = re.search(r"^content-length:\s*(\d+)\s*$", head, re.IGNORECASE | re.MULTILINE)
+                if length:
+                    await reader.readexactly(int(length.group(1)))
                 if path.endswith("/slow"):
                     await asyncio.sleep(self.slow)
                 body = f"{self.port} {path}".encode()
-                writer.write(b"HTTP/1.1 200 OK\r\n" + replica + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+                status = b"404 Not Found" if "/media/" in path and path not in self.media else b"200 OK"
+                writer.write(
+                    b"HTTP/1.1 " + status + b"\r\n" + replica + f"Content-Length: {len(body)}\r\n\r\n".encode()
+                )
+                writer.write(body)
                 await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError):
             pass

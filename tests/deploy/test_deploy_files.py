@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+import tomllib
 from collections.abc import Iterator
 from fnmatch import fnmatch
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -23,7 +24,8 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.deploy.nginx_proxy import JS_MODULE, REPO_ROOT, NginxProxy, nginx_binary, user_directive
+from attnviz.links import STATE_FILE_MAX_BYTES
+from tests.deploy.nginx_proxy import JS_MODULE, REPO_ROOT, SITE_CONF, NginxProxy, nginx_binary, user_directive
 
 DEPLOY = REPO_ROOT / "deploy"
 ENTRYPOINT = DEPLOY / "docker" / "entrypoint.sh"
@@ -415,6 +417,30 @@ def test_k8s_manifests_agree() -> None:
     assert (target["kind"], target["name"]) == ("Deployment", deployment["metadata"]["name"])
     secret = next(e for e in container["env"] if e["name"] == "ATTNVIZ_COOKIE_SECRET")
     assert secret["valueFrom"]["secretKeyRef"]["name"] == "attnviz-cookie-secret"
+
+
+def test_every_way_of_running_the_app_has_the_same_upload_caps() -> None:
+    """make run, the tests, the image and with it Compose and Kubernetes all read .streamlit/config.toml's
+    server.maxUploadSize (nothing sets it otherwise) and start the launcher, which caps what uploads a server keeps;
+    both proxies take a request of that size."""
+    config = tomllib.loads((REPO_ROOT / ".streamlit" / "config.toml").read_text(encoding="utf-8"))
+    limit = config["server"]["maxUploadSize"]
+    assert limit * 2**20 > STATE_FILE_MAX_BYTES and limit <= 8, "a state file, its framing, and no more"
+    overrides = re.compile(r"--server\.maxUploadSize|STREAMLIT_SERVER_MAX_UPLOAD_SIZE")  # a flag, or its variable
+    places = [REPO_ROOT / "Dockerfile", REPO_ROOT / "Makefile", REPO_ROOT / "compose.yaml", ENTRYPOINT]
+    places += sorted((DEPLOY / "k8s").rglob("*.yaml"))
+    assert [p.name for p in places if overrides.search(p.read_text(encoding="utf-8"))] == []
+    copies = [args for name, args in dockerfile_instructions() if name == "COPY"]
+    assert ".streamlit/config.toml /app/.streamlit/config.toml" in copies
+    assert "exec python3 -m attnviz.server app.py" in ENTRYPOINT.read_text(encoding="utf-8")
+    run = re.search(r"^run:.*\n\t(.*)$", (REPO_ROOT / "Makefile").read_text(encoding="utf-8"), re.MULTILINE)
+    assert run and "-m attnviz.server app.py" in run.group(1)
+    nginx = re.search(
+        r"location ~ /_stcore/upload_file/ \{[^}]*client_max_body_size (\d+)m;", SITE_CONF.read_text(encoding="utf-8")
+    )
+    assert nginx and int(nginx.group(1)) == limit
+    annotations = manifests()["Ingress"]["metadata"]["annotations"]
+    assert annotations["nginx.ingress.kubernetes.io/proxy-body-size"] == f"{limit}m"
 
 
 # ----- Kubernetes: the Ingress's hardening ---------------------------------------------------------------------

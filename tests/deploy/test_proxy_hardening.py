@@ -1,13 +1,15 @@
 """The project's nginx site file, run by a real nginx in front of stand-in replicas: security headers on every
 response, Streamlit's metrics closed, the app's own paths open; the affinity cookie issued by the proxy and only
 accepted from it, Secure over HTTPS; per-client limits that let a whole class behind one address in and turn a flood
-away with 429."""
+away with 429, uploads included; /media alike from every replica; links up to Streamlit's limits passed, longer ones
+answered with a page that says so."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
 import concurrent.futures
+import contextlib
 import os
 import re
 import secrets
@@ -16,8 +18,10 @@ import ssl
 import subprocess
 import threading
 import time
+import tomllib
 import urllib.error
 import urllib.request
+import uuid
 from collections import Counter
 from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass
@@ -27,7 +31,8 @@ from typing import Any, TypeVar
 
 import pytest
 
-from tests.deploy.nginx_proxy import HOST, SITE_CONF, NginxProxy, StandInReplica
+from attnviz.links import LINK_MAX_CHARS, LINK_MAX_FIELDS
+from tests.deploy.nginx_proxy import HOST, REPO_ROOT, SITE_CONF, NginxProxy, StandInReplica
 
 T = TypeVar("T")
 
@@ -170,10 +175,24 @@ class Client:
 
     async def get(self, path: str = "/", cookie: str | None = None, headers: dict[str, str] | None = None) -> Response:
         """GET `path` with the affinity cookie `cookie` (if any) and extra `headers`."""
-        lines = [f"GET {path} HTTP/1.1", f"Host: {self.host}"]
+        return await self.request("GET", path, cookie, headers)
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        cookie: str | None = None,
+        headers: dict[str, str] | None = None,
+        body: bytes = b"",
+    ) -> Response:
+        """`method` `path` with the affinity cookie `cookie` (if any), extra `headers` and a `body` (if any)."""
+        lines = [f"{method} {path} HTTP/1.1", f"Host: {self.host}"]
         lines += [f"Cookie: {COOKIE}={cookie}"] if cookie is not None else []
         lines += [f"{key}: {value}" for key, value in (headers or {}).items()]
-        self.writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
+        lines += [f"Content-Length: {len(body)}"] if body or method in ("PUT", "POST") else []
+        self.writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body)
+        with contextlib.suppress(ConnectionError):  # nginx may refuse a body (413) before taking all of it
+            await self.writer.drain()
         head = (await self.reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
         status = int(head[0].split(" ", 2)[1])
         fields = [tuple(part.strip() for part in line.split(":", 1)) for line in head[1:] if ":" in line]
@@ -270,6 +289,21 @@ def test_the_proxy_issues_the_cookie_and_a_browser_keeps_its_replica(
     assert set().union(*answered.values()) == {str(r.port) for r in replicas}, answered
 
 
+def test_a_new_browsers_first_request_goes_where_its_cookie_sends_the_rest(
+    start_proxy: Callable[..., NginxProxy], replicas: list[StandInReplica]
+) -> None:
+    """The replica a first request reaches, the cookie it is given and what the log names are one id: nginx used to
+    make a new one at each read, so a first request was hashed on one id and given a cookie of another."""
+    proxy = start_proxy()
+    firsts = [get(proxy, "/_stcore/health") for _ in range(24)]
+    for first in firsts:
+        assert first.issued is not None
+        assert get(proxy, "/_stcore/health", first.issued).replica == first.replica, "the cookie sends it elsewhere"
+    logged = [entry["affinity"] for entry in proxy.access_log()[: len(firsts)]]
+    assert logged == [first.issued for first in firsts]
+    assert {first.replica for first in firsts} == {str(r.port) for r in replicas}
+
+
 def _tampered(cookie: str) -> str:
     """The cookie with its tag's last digit changed."""
     return cookie[:-1] + ("0" if cookie[-1] != "0" else "1")
@@ -316,26 +350,32 @@ def test_only_proxies_that_share_the_secret_accept_each_others_cookies(
 
 
 @pytest.mark.parametrize(
-    "forged", [secrets.token_hex(16), f"{secrets.token_hex(16)}.{secrets.token_hex(16)}"], ids=["32-hex", "id.tag"]
+    "forged",
+    [None, secrets.token_hex(16), f"{secrets.token_hex(16)}.{secrets.token_hex(16)}"],
+    ids=["none", "32-hex", "id.tag"],
 )
-def test_sessions_sending_one_chosen_cookie_spread_over_the_replicas(
-    start_proxy: Callable[..., NginxProxy], replicas: list[StandInReplica], forged: str
+def test_a_session_opens_only_with_an_issued_cookie_and_sessions_cannot_be_aimed(
+    start_proxy: Callable[..., NginxProxy], replicas: list[StandInReplica], forged: str | None
 ) -> None:
-    """20 new sessions (WebSockets) all sending one made-up value cannot be aimed at one replica: each is given a
-    cookie of its own and lands where that one hashes, so they spread over both."""
+    """20 new sessions (WebSockets) sending no cookie, or one made-up value, are refused by the proxy itself (403),
+    each given a cookie of its own; the browser's next attempt carries it and lands where that cookie hashes, so they
+    spread over both replicas like 20 new browsers."""
     proxy = start_proxy()
 
-    async def sessions() -> list[Response]:
-        clients = [await Client.open(proxy) for _ in range(20)]
+    async def sessions() -> tuple[list[Response], list[Response]]:
+        first = [await Client.open(proxy) for _ in range(20)]
+        again = [await Client.open(proxy) for _ in range(20)]
         try:
-            return [await client.stream(cookie=forged) for client in clients]
+            refused = [await client.stream(cookie=forged) for client in first]
+            return refused, [await c.stream(cookie=r.issued) for c, r in zip(again, refused, strict=True)]
         finally:
-            for client in clients:
+            for client in first + again:
                 client.close()
 
-    opened = run_async(sessions())
-    assert [r.status for r in opened] == [101] * 20
-    assert len({r.issued for r in opened}) == 20 and forged not in {r.issued for r in opened}
+    refused, opened = run_async(sessions())
+    assert [(r.status, r.replica) for r in refused] == [(403, None)] * 20, "a session opened without an issued cookie"
+    assert len({r.issued for r in refused}) == 20 and forged not in {r.issued for r in refused}
+    assert [(r.status, r.set_cookie) for r in opened] == [(101, None)] * 20
     assert {r.replica for r in opened} == {str(r.port) for r in replicas}, Counter(r.replica for r in opened)
 
 
@@ -543,12 +583,15 @@ def test_a_flood_of_new_streams_gets_429(start_proxy: Callable[..., NginxProxy])
     assert burst >= STUDENTS * TABS_PER_STUDENT
     proxy = start_proxy()
     flood = burst + 200
+    per_cookie = site_limit(r"limit_conn attnviz_streams_per_cookie (\d+);")
 
     async def attack() -> tuple[Counter[int], float]:
+        cookies = [(await fetch(proxy)).issued for _ in range(flood // per_cookie + 1)]  # issued cookies, each in cap
         started = time.monotonic()
         clients = [await Client.open(proxy) for _ in range(flood)]
         try:
-            responses = await asyncio.gather(*(client.stream() for client in clients))
+            streams = (client.stream(cookie=cookies[i // per_cookie]) for i, client in enumerate(clients))
+            responses = await asyncio.gather(*streams)
         finally:
             for client in clients:
                 client.close()
@@ -557,3 +600,191 @@ def test_a_flood_of_new_streams_gets_429(start_proxy: Callable[..., NginxProxy])
     statuses, seconds = run_async(attack())
     allowed = burst + 1 + rate * seconds
     assert set(statuses) == {101, 429} and statuses[429] >= flood - allowed, (statuses, seconds)
+
+
+# ----- uploads -------------------------------------------------------------------------------------------------
+
+MIB = 1024 * 1024
+
+
+def upload_limit_mib() -> int:
+    """Streamlit's upload limit as the app's settings give it (server.maxUploadSize in .streamlit/config.toml)."""
+    config = tomllib.loads((REPO_ROOT / ".streamlit" / "config.toml").read_text(encoding="utf-8"))
+    return int(config["server"]["maxUploadSize"])
+
+
+def upload_path() -> str:
+    """An upload URL as Streamlit's uploader makes one: /_stcore/upload_file/<session id>/<file id>."""
+    return f"/_stcore/upload_file/{uuid.uuid4()}/{uuid.uuid4()}"
+
+
+async def send_upload(proxy: NginxProxy, cookie: str | None, size: int, method: str = "PUT") -> Response:
+    """One upload (PUT with a body of `size` bytes) or removal (DELETE) on a connection of its own."""
+    client = await Client.open(proxy)
+    try:
+        return await client.request(method, upload_path(), cookie, body=b"x" * size if method == "PUT" else b"")
+    finally:
+        client.close()
+
+
+def test_a_state_file_up_to_streamlits_limit_passes_and_a_larger_upload_is_refused(
+    start_proxy: Callable[..., NginxProxy],
+) -> None:
+    """The proxy takes what Streamlit takes (nginx's default of 1 MB refused a large state file), and nothing more:
+    a larger body gets 413 from nginx, before a replica sees it."""
+    limit = upload_limit_mib()
+    proxy = start_proxy()
+    cookie = get(proxy).issued
+
+    async def uploads() -> tuple[Response, Response]:
+        return await send_upload(proxy, cookie, limit * MIB), await send_upload(proxy, cookie, limit * MIB + 1)
+
+    fits, too_large = run_async(uploads())
+    assert fits.status == 200 and fits.replica is not None
+    assert too_large.status == 413 and too_large.replica is None
+    assert site_limit(r"client_max_body_size (\d+)m;") == limit
+
+
+def test_a_class_loading_state_files_at_once_is_never_refused(start_proxy: Callable[..., NginxProxy]) -> None:
+    """60 students behind one address each load a state file at the same moment, and replace it: a wrong file, its
+    removal, the right one. Every request reaches a replica."""
+    proxy = start_proxy()
+
+    async def student(start: asyncio.Event) -> list[int]:
+        cookie = (await fetch(proxy)).issued
+        await start.wait()
+        wrong = await send_upload(proxy, cookie, 20_000)
+        removed = await send_upload(proxy, cookie, 0, method="DELETE")
+        right = await send_upload(proxy, cookie, 300_000)
+        return [wrong.status, removed.status, right.status]
+
+    async def lesson() -> Counter[int]:
+        start = asyncio.Event()
+        students = [asyncio.ensure_future(student(start)) for _ in range(STUDENTS)]
+        await asyncio.sleep(0.5)
+        start.set()
+        return Counter(status for statuses in await asyncio.gather(*students) for status in statuses)
+
+    assert run_async(lesson()) == {200: STUDENTS * 3}
+
+
+def test_a_flood_of_uploads_gets_429(start_proxy: Callable[..., NginxProxy]) -> None:
+    """One browser uploading file after file is turned away past its own burst; many browsers on one address past
+    the address's. Refused uploads never reach a replica."""
+    proxy = start_proxy()
+
+    async def flood(cookies: list[str | None], each: int) -> tuple[Counter[int], Counter[str | None], float]:
+        started = time.monotonic()
+        responses = []
+        for _ in range(each):
+            responses += await asyncio.gather(*(send_upload(proxy, cookie, 1000) for cookie in cookies))
+        statuses = Counter(r.status for r in responses)
+        return statuses, Counter(r.replica for r in responses if r.status == 429), time.monotonic() - started
+
+    async def one_browser() -> tuple[Counter[int], Counter[str | None], float]:
+        return await flood([(await fetch(proxy)).issued], 100)
+
+    statuses, refused_by, seconds = run_async(one_browser())
+    assert set(statuses) == {200, 429}, statuses
+    per_cookie = site_limit(r"limit_req zone=attnviz_uploads_per_cookie burst=(\d+) nodelay;")
+    cookie_rate_per_minute = site_limit(r"zone=attnviz_uploads_per_cookie:\d+m rate=(\d+)r/m;")
+    assert statuses[200] <= per_cookie + 1 + cookie_rate_per_minute * seconds / 60, (statuses, seconds)
+    assert set(refused_by) == {None}, "a refused upload reached a replica"
+
+    async def many_browsers() -> tuple[Counter[int], Counter[str | None], float]:
+        cookies = [(await fetch(proxy)).issued for _ in range(60)]
+        return await flood(cookies, 5)
+
+    proxy = start_proxy()  # counters at zero
+    statuses, refused_by, seconds = run_async(many_browsers())
+    assert set(statuses) == {200, 429}, statuses
+    per_address = site_limit(r"limit_req zone=attnviz_uploads burst=(\d+) nodelay;")
+    address_rate = site_limit(r"zone=attnviz_uploads:\d+m rate=(\d+)r/s;")
+    assert per_address >= 3 * STUDENTS, "a class loading a state file each, replacing a wrong one"
+    assert statuses[200] <= per_address + 1 + address_rate * seconds, (statuses, seconds)
+    assert set(refused_by) == {None}, "a refused upload reached a replica"
+
+
+# ----- /media: the same answer whichever replica a cookie reaches -------------------------------------------------
+
+
+def test_media_answers_alike_whichever_replica_a_cookie_reaches(
+    start_proxy: Callable[..., NginxProxy], replicas: list[StandInReplica]
+) -> None:
+    """A file one session made (its QR code) lives on one replica. Asked for with any cookie, on either replica, it is
+    served (by the replica that has it); a file no replica has is 404 for every cookie. So a file seen in one session
+    does not tell which replica another cookie reaches."""
+    holder, other = replicas
+    qr = "/media/0123456789abcdef0123456789abcdef0123456789abcdef01234567.png"
+    holder.media.add(qr)
+    proxy = start_proxy()
+    try:
+        cookies = [get(proxy).issued for _ in range(16)]
+        reached = {get(proxy, "/_stcore/health", cookie).replica for cookie in cookies}
+        assert reached == {str(holder.port), str(other.port)}, "the cookies should reach both replicas"
+        answers = [get(proxy, qr, cookie) for cookie in cookies]
+        assert [(r.status, r.replica) for r in answers] == [(200, str(holder.port))] * 16
+        missing = [get(proxy, qr.replace("0123", "9999"), cookie) for cookie in cookies]
+        assert [r.status for r in missing] == [404] * 16
+        prefixed = get(proxy, "/attnviz" + qr, cookies[0])  # under a base path too
+        assert prefixed.status == 404  # the stand-in holds the file at /media/ only: asked everywhere, found nowhere
+        holder.media.add("/attnviz" + qr)
+        assert [get(proxy, "/attnviz" + qr, cookie).status for cookie in cookies] == [200] * 16
+    finally:
+        holder.media.clear()
+
+
+# ----- links: what the app writes passes; what Streamlit would ignore gets a page that says so --------------------
+
+LINK_PAGE = REPO_ROOT / "deploy" / "nginx" / "compose" / "link-too-long.html"
+
+
+@pytest.mark.parametrize(
+    ("query", "passed"),
+    [
+        pytest.param("s=" + "x" * 9000, "", id="9-KiB"),  # nginx's default refused anything over 8 KiB with a bare 414
+        pytest.param("s=" + "x" * (LINK_MAX_CHARS - 2), "", id="longest-link"),
+        pytest.param("&".join(["T=1"] * LINK_MAX_FIELDS), "&".join(["T=1"] * LINK_MAX_FIELDS), id="most-fields"),
+        pytest.param("p=unit_sentences&b=1", "p=unit_sentences&b=1", id="short"),
+    ],
+)
+def test_a_link_the_app_can_write_reaches_the_replica(proxy_for_links: NginxProxy, query: str, passed: str) -> None:
+    """Up to Streamlit's limits, a link reaches a replica; one over 8 KiB without its query string, which the page
+    does not need (the browser keeps it and sends it over the WebSocket)."""
+    for path in ("/Self_attention", "/attnviz/Cross_attention"):
+        response = get(proxy_for_links, f"{path}?{query}")
+        assert response.status == 200 and response.replica is not None, (path, response.status)
+        assert response.body.decode().split(" ", 1)[1] == path + (f"?{passed}" if passed else "")
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        pytest.param("s=" + "x" * (LINK_MAX_CHARS - 1), id="one-character-over"),
+        pytest.param("s=" + "x" * 600_000, id="600-KB"),
+        pytest.param("&".join(["T=1"] * (LINK_MAX_FIELDS + 1)), id="one-field-over"),
+        pytest.param("&" * 2000, id="2001-empty-fields"),
+        pytest.param("s=" + "x" * 2_000_000, id="2-MB-over-nginxs-buffer"),
+    ],
+)
+def test_a_link_streamlit_would_ignore_gets_a_page_that_says_so(proxy_for_links: NginxProxy, query: str) -> None:
+    """Over Streamlit's limits (it would run the page without the link, without a word), nginx answers 414 itself
+    with the page that explains, in every language, with the usual headers and cookie; no replica sees it."""
+    for path in ("/Self_attention", "/attnviz/Kernel_attention"):
+        response = get(proxy_for_links, f"{path}?{query}")
+        assert response.status == 414 and response.replica is None, (path, response.status)
+        assert response.body == LINK_PAGE.read_bytes()
+        assert response.header("Content-Type") == "text/html; charset=utf-8"
+        assert response.header("X-Frame-Options") == "SAMEORIGIN" and response.issued is not None
+
+
+def test_the_page_for_an_over_long_link_is_not_a_path_of_the_app(proxy_for_links: NginxProxy) -> None:
+    assert get(proxy_for_links, "/_attnviz/link-too-long").status == 404
+
+
+@pytest.fixture(scope="module")
+def proxy_for_links(replicas: list[StandInReplica], tmp_path_factory: pytest.TempPathFactory) -> Iterator[NginxProxy]:
+    """One nginx in front of both stand-ins for the link tests (they send a request or two each)."""
+    proxy = NginxProxy([r.address for r in replicas], _free_port(), tmp_path_factory.mktemp("links")).start()
+    yield proxy
+    proxy.stop()

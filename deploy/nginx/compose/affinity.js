@@ -54,9 +54,11 @@ function presented(r, key) {
     return same(cookie.slice(dot + 1), tag(key, cookie.slice(0, dot))) ? cookie : '';
 }
 
-// A new cookie value for this request (the same one however often it is asked for: $request_id is fixed).
+// A new cookie value for this request, the same one however often it is asked for. $attnviz_request_id is
+// $request_id through a map in attnviz.conf: read by name alone, nginx makes a new $request_id at every read, and the
+// replica a first request was sent to, the cookie it was given and the per-cookie count would each get another id.
 function issue(r, key) {
-    const id = r.variables.request_id;
+    const id = r.variables.attnviz_request_id;
     return `${id}.${tag(key, id)}`;
 }
 
