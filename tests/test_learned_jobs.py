@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 
 import pytest
@@ -22,15 +24,31 @@ def test_a_queued_training_runs_the_script_and_gives_the_same_numbers_as_trainin
     settings = TrainSettings("induction", seed=3, steps=40, probes=("A B C D A B C D",))
     job = queue.submit(settings)
     assert queue.submit(TrainSettings("induction", seed=3, steps=40, probes=("A B C D A B C D",))) is job
+    assert queue.submit(TrainSettings("induction", seed=3, steps=40, probes=("B C B C",))) is job  # another input
     assert queue.wait(job, timeout=120)
     assert job.status == "done", job.error
     assert [s.step for s in job.snapshots] == [s.step for s in job.run.snapshots]
     assert job.snapshots[-1].step == 40
-    here = train(settings)
+    here = train(TrainSettings("induction", seed=3, steps=40))  # the task's own probes, whatever was asked
     assert _tensors_equal(job.run, here)
     assert queue.get(settings) is job
-    assert queue.find_model(TrainSettings("induction", seed=3, steps=40, probes=("B C B C",))) is job
-    assert queue.find_model(TrainSettings("induction", seed=4, steps=40)) is None
+    assert queue.get(TrainSettings("induction", seed=4, steps=40)) is None
+
+
+def test_what_a_student_types_is_no_part_of_a_training():
+    """Issue 36: the typed input was part of the queue's key, so thirty students typing their own dates at one seed
+    started thirty trainings of the same weights. The key holds the task, the seed and the steps; the training
+    records the attention on the task's own probes."""
+    queue = TrainingQueue()
+    dates = [
+        queue.submit(TrainSettings("dates", seed=7, steps=5, probes=(date,))) for date in ("1 May 2027", "2027年5月1日")
+    ]
+    assert dates[0] is dates[1]
+    assert dates[0].settings == TrainSettings("dates", seed=7, steps=5).resolved()  # the task's own probes
+    other = queue.submit(TrainSettings("dates", seed=8, steps=5, probes=("1 May 2027",)))
+    assert other is not dates[0]
+    for job in (*dates, other):
+        assert queue.wait(job, timeout=120) and job.status == "done", job.error
 
 
 def test_trainings_wait_in_order_and_each_knows_its_place():
@@ -45,16 +63,23 @@ def test_trainings_wait_in_order_and_each_knows_its_place():
     assert queue.position(third) == 0
 
 
-def test_a_failed_training_says_why_and_can_be_asked_again(monkeypatch):
+def test_a_failed_training_says_why_and_can_be_asked_again():
     queue = TrainingQueue()
-    bad = TrainSettings("dates", seed=0, steps=5, probes=("22 Nov 2026 🙂",))
-    job = queue.submit(bad)
-    assert queue.wait(job, timeout=120)
+    settings = TrainSettings("induction", seed=1, steps=2000)
+    job = queue.submit(settings)
+    deadline = time.monotonic() + 60
+    while not job.snapshots and time.monotonic() < deadline:  # training now
+        time.sleep(0.05)
+    os.kill(job.pid, signal.SIGKILL)  # as the kernel's out-of-memory killer would
+    assert queue.wait(job, timeout=60)
     assert job.status == "failed"
-    assert "probe" in job.error and "🙂" in job.error
-    again = queue.submit(bad)
-    assert again is not job and again.status in ("queued", "running", "failed")
-    queue.wait(again, timeout=120)
+    assert "exit -9" in job.error
+    again = queue.submit(settings)
+    assert again is not job and again.status in ("queued", "running")
+    while not again.pid and time.monotonic() < deadline + 60:
+        time.sleep(0.05)
+    os.kill(again.pid, signal.SIGKILL)
+    assert queue.wait(again, timeout=60)
 
 
 def test_a_full_queue_refuses_more(monkeypatch):

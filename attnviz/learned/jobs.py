@@ -1,5 +1,9 @@
 """One queue of trainings per server process: a class that presses Train on the same settings trains once.
 
+A training is keyed by what changes its weights: the task, the seed and the number of steps. What a student typed is
+no part of it (each typed date made a training of its own, of the very same weights): every training records the
+attention on the task's own probes, the ones the shipped checkpoint records.
+
 A training runs the repository's own script (`python -m attnviz.learned.train ... --json`) in a child process at a
 lower CPU priority: it holds no lock of the server's Python (the pages of the other students keep their share of
 the CPU), and it is the very command that made the shipped checkpoints, so the same settings give the same numbers.
@@ -55,6 +59,7 @@ class TrainingJob:
     error: str = ""
     started: float = 0.0
     finished: float = 0.0
+    pid: int = 0  # the training process, once it has started
 
     @property
     def active(self) -> bool:
@@ -81,6 +86,11 @@ def training_command(settings: TrainSettings, out: Path) -> list[str]:
     return command
 
 
+def training_key(settings: TrainSettings) -> TrainSettings:
+    """The training that `settings` name: their task, seed and steps, recording the task's own probes."""
+    return TrainSettings(settings.task, settings.seed, settings.steps).resolved()
+
+
 class TrainingQueue:
     """Trainings shared by every session of the process, run in order by one worker thread per slot."""
 
@@ -92,31 +102,18 @@ class TrainingQueue:
         self._workers: list[threading.Thread] = []
 
     def get(self, settings: TrainSettings) -> TrainingJob | None:
-        """The job of these settings (queued, running or finished), if there is one."""
-        settings = settings.resolved()
+        """The job of these settings' task, seed and steps (queued, running or finished), if there is one."""
+        settings = training_key(settings)
         with self._lock:
             job = self._jobs.get(settings)
             if job is not None and not job.active:
                 self._jobs.move_to_end(settings)
             return job
 
-    def find_model(self, settings: TrainSettings) -> TrainingJob | None:
-        """A finished job with the same task, seed and steps (any probes: they do not change the weights)."""
-        settings = settings.resolved()
-        with self._lock:
-            for job in reversed(self._jobs.values()):
-                same = (job.settings.task, job.settings.seed, job.settings.steps) == (
-                    settings.task,
-                    settings.seed,
-                    settings.steps,
-                )
-                if same and job.status == "done":
-                    return job
-            return None
-
     def submit(self, settings: TrainSettings) -> TrainingJob:
-        """The job of these settings: the existing one, or a new one at the end of the queue (a failed one again)."""
-        settings = settings.resolved()
+        """The job of these settings' task, seed and steps: the existing one, or a new one at the end of the queue (a
+        failed one again)."""
+        settings = training_key(settings)
         with self._lock:
             job = self._jobs.get(settings)
             if job is not None and job.status != "failed":
@@ -186,6 +183,7 @@ class TrainingQueue:
                 text=True,
                 cwd=Path(__file__).resolve().parents[2],
             )
+            job.pid = child.pid
             with contextlib.suppress(AttributeError, OSError):  # no priorities on this system: it runs as it is
                 os.setpriority(os.PRIO_PROCESS, child.pid, NICENESS)
             assert child.stdout is not None and child.stderr is not None

@@ -69,11 +69,11 @@ def translation(run: TrainingRun, text: str) -> Translation:
     return translate_texts(run.model, [text])[0]
 
 
-def history(state: LearnedState, ready: bool) -> LearnedState:
-    """The recorded run of the state's settings: the shipped one, a finished training, one under way, or a button.
-    Input the model cannot read records nothing: the shipped run is shown with its own probe."""
+def history(state: LearnedState) -> LearnedState:
+    """The recorded run of the state's seed and steps: the shipped one, a finished training, one under way, or a
+    button. Every run records the attention on the task's own probes, whatever the student typed."""
     shipped = shipped_run(state.task)
-    settings = state.training() if ready else shipped.settings
+    settings = state.training()
     if settings == shipped.settings:
         return _snapshots(state, shipped)
     job = QUEUE.get(settings)
@@ -115,6 +115,13 @@ def _progress(settings: TrainSettings) -> None:
             _curves(snapshots, settings.steps, None)
 
     progress()
+
+
+def _typed_is_recorded(state: LearnedState, recorded: str) -> bool:
+    """Whether the history shown is on the student's own input (a sequence compared symbol by symbol)."""
+    if state.task == "dates":
+        return state.date == recorded
+    return induction.parse_sequence(state.sequence)[0] == induction.parse_sequence(recorded)[0]
 
 
 def _curves(snapshots: list[Snapshot], total: int, current: int | None) -> None:
@@ -161,7 +168,10 @@ def _snapshots(state: LearnedState, run: TrainingRun) -> LearnedState:
         first, second = (s.attention[layer, index].numpy() for s in (snapshots[0], chosen))
         keys = [induction.BOS, *induction.parse_sequence(run.settings.probes[0])[0]]
         labels = keys
+        text = run.settings.probes[0]
         st.caption(tr("learned.followed_head", layer=layer + 1, head=index + 1))
+    if not _typed_is_recorded(state, text):
+        st.caption(tr("learned.recorded_on", probe=md_escape(text)))
     st.caption(tr("learned.two_steps_note"))
     chart(
         lambda: learned_figures.two_steps(
