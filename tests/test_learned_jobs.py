@@ -9,7 +9,7 @@ import time
 import pytest
 import torch
 
-from attnviz.learned import jobs
+from attnviz.learned import cgroup, jobs
 from attnviz.learned.jobs import QueueFullError, TrainingQueue
 from attnviz.learned.train import TrainSettings, run_tensors, train
 
@@ -108,14 +108,45 @@ def test_finished_runs_are_kept_up_to_the_limit():
     assert queue.get(made[1].settings) is made[1] and queue.get(made[2].settings) is made[2]
 
 
-def test_memory_headroom_reads_the_cgroup(tmp_path):
-    assert jobs.memory_headroom_mb(tmp_path) is None  # nothing to read: no limit known
-    (tmp_path / "memory.max").write_text("max\n")
-    (tmp_path / "memory.current").write_text("1000\n")
-    assert jobs.memory_headroom_mb(tmp_path) is None
-    (tmp_path / "memory.max").write_text(str(1536 * 2**20))
-    (tmp_path / "memory.current").write_text(str(1200 * 2**20))
-    assert jobs.memory_headroom_mb(tmp_path) == 336
+def test_memory_headroom_reads_the_cgroup_of_either_version(tmp_path):
+    v2 = tmp_path / "v2"
+    (v2 / "pod" / "app").mkdir(parents=True)
+    (v2 / "cgroup.controllers").write_text("cpu memory\n")
+    assert cgroup.memory_headroom_mb(v2, {"": "/pod/app"}) is None  # nothing to read: no limit known
+    (v2 / "pod" / "app" / "memory.max").write_text("max\n")
+    (v2 / "pod" / "app" / "memory.current").write_text("1000\n")
+    assert cgroup.memory_headroom_mb(v2, {"": "/pod/app"}) is None
+    (v2 / "pod" / "memory.max").write_text(str(1536 * 2**20))  # the pod's limit, one group up
+    (v2 / "pod" / "memory.current").write_text(str(1200 * 2**20))
+    assert cgroup.memory_headroom_mb(v2, {"": "/pod/app"}) == 336
+    # Version 1: a hierarchy per controller, "no limit" written as a huge number
+    v1 = tmp_path / "v1"
+    (v1 / "memory" / "docker" / "c1").mkdir(parents=True)
+    (v1 / "memory" / "docker" / "c1" / "memory.limit_in_bytes").write_text("9223372036854771712\n")
+    (v1 / "memory" / "docker" / "c1" / "memory.usage_in_bytes").write_text(str(100 * 2**20))
+    assert cgroup.memory_headroom_mb(v1, {"memory": "/docker/c1"}) is None
+    (v1 / "memory" / "docker" / "c1" / "memory.limit_in_bytes").write_text(str(1024 * 2**20))
+    assert cgroup.memory_headroom_mb(v1, {"memory": "/docker/c1"}) == 924
+    assert cgroup.memory_headroom_mb(v1, {"memory": "/"}) is None  # the root: no limit
+    (v1 / "memory" / "memory.limit_in_bytes").write_text(str(1024 * 2**20))  # a container's own namespace: its root
+    (v1 / "memory" / "memory.usage_in_bytes").write_text(str(1000 * 2**20))
+    assert cgroup.memory_headroom_mb(v1, {"memory": "/not/visible/here"}) == 24
+
+
+def test_the_cpu_limit_reads_the_cgroup_of_either_version(tmp_path):
+    (tmp_path / "v2").mkdir()
+    (tmp_path / "v2" / "cgroup.controllers").write_text("cpu\n")
+    (tmp_path / "v2" / "cpu.max").write_text("max 100000\n")
+    assert cgroup.cpu_limit_cores(tmp_path / "v2", {"": "/"}) is None
+    (tmp_path / "v2" / "cpu.max").write_text("150000 100000\n")
+    assert cgroup.cpu_limit_cores(tmp_path / "v2", {"": "/"}) == 1.5
+    v1 = tmp_path / "v1" / "cpu,cpuacct" / "kubepods" / "pod1"
+    v1.mkdir(parents=True)
+    (v1 / "cpu.cfs_quota_us").write_text("-1\n")
+    (v1 / "cpu.cfs_period_us").write_text("100000\n")
+    assert cgroup.cpu_limit_cores(tmp_path / "v1", {"cpu": "/kubepods/pod1"}) is None
+    (v1 / "cpu.cfs_quota_us").write_text("50000\n")
+    assert cgroup.cpu_limit_cores(tmp_path / "v1", {"cpu": "/kubepods/pod1", "cpuacct": "/kubepods/pod1"}) == 0.5
 
 
 def test_a_training_waits_while_the_container_has_no_memory_for_it(monkeypatch):

@@ -4,40 +4,38 @@ A training is keyed by what changes its weights: the task, the seed and the numb
 no part of it (each typed date made a training of its own, of the very same weights): every training records the
 attention on the task's own probes, the ones the shipped checkpoint records.
 
-A training runs the repository's own script (`python -m attnviz.learned.train ... --json`) in a child process at a
-lower CPU priority: it holds no lock of the server's Python (the pages of the other students keep their share of
-the CPU), and it is the very command that made the shipped checkpoints, so the same settings give the same numbers.
-The child prints one JSON line per snapshot, which the job keeps as it arrives (the page draws the curves growing),
-and writes its checkpoint to a temporary file that the job reads when it ends.
+A training runs the repository's own script (`python -m attnviz.learned.train ... --json`) in a child process: it
+holds no lock of the server's Python, and it is the very command that made the shipped checkpoints, so the same
+settings give the same numbers. The child prints one JSON line per snapshot, which the job keeps as it arrives (the
+page draws the curves growing), and the checkpoint itself as its last line, so that nothing is left on disk. It runs
+one thread, paces itself to the CPU the server leaves (a container's CPU quota is shared by both: see
+`attnviz.learned.pacing`), and ends when the server does.
 
-At most `concurrency` trainings run at once (one by default: a training uses two threads, the whole of a two-core
-machine); the others wait in order, and each page shows its place. Finished runs are kept, the least recently used
-dropped first, up to `keep`.
+At most `concurrency` trainings run at once (one by default); the others wait in order, and each page shows its
+place. Finished runs are kept, the least recently used dropped first, up to `keep`.
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from attnviz.learned.train import Snapshot, TrainingRun, TrainSettings, load_run, snapshot_from_json
+from attnviz.learned.cgroup import memory_headroom_mb
+from attnviz.learned.train import Snapshot, TrainingRun, TrainSettings, load_run_bytes, snapshot_from_json
 
 TRAINING_MB = 400  # a training process's peak memory (~370 MB measured: torch itself is ~225 MB of it)
-CGROUP = Path("/sys/fs/cgroup")
 MAX_WAITING = 12  # trainings queued at once: more are refused with a message, not queued for minutes
-NICENESS = 10
-MEMORY_POLL_S = (
-    1.0  # how often a training waiting for memory looks again  # the child's CPU priority below the server's
-)
+NICENESS = 10  # the child's CPU priority below the server's (what a machine without a CPU quota goes by)
+MEMORY_POLL_S = 1.0  # how often a training waiting for memory looks again
 
 
 class QueueFullError(RuntimeError):
@@ -67,20 +65,13 @@ class TrainingJob:
         return self.status in ("queued", "running")
 
 
-def memory_headroom_mb(cgroup: Path = CGROUP) -> float | None:
-    """MiB left under the container's memory limit (cgroup v2), or None where there is no limit to read."""
-    try:
-        limit = (cgroup / "memory.max").read_text().strip()
-        used = int((cgroup / "memory.current").read_text())
-    except (OSError, ValueError):
-        return None
-    return None if limit == "max" else (int(limit) - used) / 2**20
-
-
-def training_command(settings: TrainSettings, out: Path) -> list[str]:
-    """The command line that trains `settings` and writes the checkpoint to `out`."""
+def training_command(settings: TrainSettings, out: Path | str = "-", server: int = 0) -> list[str]:
+    """The command line that trains `settings` and writes the checkpoint to `out` ("-": as its last JSON line),
+    giving way to and ending with the process `server` (0: none)."""
     command = [sys.executable, "-m", "attnviz.learned.train", settings.task, "--seed", str(settings.seed)]
     command += ["--steps", str(settings.steps), "--out", str(out), "--json"]
+    if server:
+        command += ["--server", str(server)]
     for probe in settings.probes:
         command += ["--probe", probe]
     return command
@@ -174,25 +165,34 @@ class TrainingQueue:
                 self._lock.notify_all()
 
     def _train(self, job: TrainingJob) -> TrainingRun:
-        with tempfile.TemporaryDirectory(prefix="attnviz-train-") as folder:
-            out = Path(folder) / "run.safetensors"
-            child = subprocess.Popen(
-                training_command(job.settings, out),
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-                cwd=Path(__file__).resolve().parents[2],
-            )
-            job.pid = child.pid
-            with contextlib.suppress(AttributeError, OSError):  # no priorities on this system: it runs as it is
-                os.setpriority(os.PRIO_PROCESS, child.pid, NICENESS)
-            assert child.stdout is not None and child.stderr is not None
-            for line in child.stdout:
-                job.snapshots.append(snapshot_from_json(json.loads(line)))
-            errors = child.stderr.read()
-            if child.wait() != 0:
-                raise RuntimeError(errors.strip().splitlines()[-1] if errors.strip() else f"exit {child.returncode}")
-            return load_run(out)
+        child = subprocess.Popen(
+            training_command(job.settings, "-", os.getpid()),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=Path(__file__).resolve().parents[2],
+        )
+        job.pid = child.pid
+        with contextlib.suppress(AttributeError, OSError):  # no priorities on this system: it runs as it is
+            os.setpriority(os.PRIO_PROCESS, child.pid, NICENESS)
+        assert child.stdout is not None and child.stderr is not None
+        errors: list[str] = []
+        reader = threading.Thread(target=lambda: errors.append(child.stderr.read()), daemon=True)  # never a full pipe
+        reader.start()
+        checkpoint = None
+        for line in child.stdout:
+            data = json.loads(line)
+            if "checkpoint" in data:
+                checkpoint = base64.b64decode(data["checkpoint"])
+            else:
+                job.snapshots.append(snapshot_from_json(data))
+        reader.join()
+        said = "".join(errors).strip()
+        if child.wait() != 0:
+            raise RuntimeError(said.splitlines()[-1] if said else f"exit {child.returncode}")
+        if checkpoint is None:
+            raise RuntimeError("the training ended without its checkpoint")
+        return load_run_bytes(checkpoint)
 
     def _drop_old(self) -> None:
         finished = [settings for settings, job in self._jobs.items() if not job.active]
