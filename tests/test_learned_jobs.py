@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from attnviz.learned import cgroup, jobs
-from attnviz.learned.jobs import QueueFullError, TrainingQueue
+from attnviz.learned.jobs import OneAtATimeError, QueueFullError, Requester, TrainingQueue
 from attnviz.learned.train import TrainSettings, run_tensors, train
 
 
@@ -159,3 +159,45 @@ def test_a_training_waits_while_the_container_has_no_memory_for_it(monkeypatch):
     assert job.status == "queued" and queue.position(job) == 0
     headroom["mb"] = 2000.0
     assert queue.wait(job, timeout=120) and job.status == "done"
+
+
+def test_one_training_in_line_for_each_session_and_each_client_and_joining_is_free():
+    """Issue 36: one client filled the queue with 13 settings. A session (a tab) and a client address may each have
+    one training in line or running; asking for a training that is there already joins it."""
+    queue = TrainingQueue()
+    first = queue.submit(TrainSettings("induction", seed=60, steps=2000), Requester("tab-1", "client-a"))
+    with pytest.raises(OneAtATimeError) as same_tab:
+        queue.submit(TrainSettings("induction", seed=61, steps=5), Requester("tab-1", "client-b"))
+    assert same_tab.value.by == "session" and same_tab.value.job is first
+    with pytest.raises(OneAtATimeError) as same_client:
+        queue.submit(TrainSettings("induction", seed=62, steps=5), Requester("tab-2", "client-a"))
+    assert same_client.value.by == "client" and same_client.value.job is first
+    other = queue.submit(TrainSettings("induction", seed=63, steps=5), Requester("tab-3", "client-c"))
+    assert queue.submit(TrainSettings("induction", seed=63, steps=5), Requester("tab-1", "client-a")) is other
+    deadline = time.monotonic() + 60
+    while not first.pid and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.kill(first.pid, signal.SIGKILL)  # over: this tab may ask again
+    assert queue.wait(first, timeout=60) and queue.wait(other, timeout=120)
+    again = queue.submit(TrainSettings("induction", seed=61, steps=5), Requester("tab-1", "client-a"))
+    assert queue.wait(again, timeout=120) and again.status == "done", again.error
+
+
+def test_the_estimate_follows_what_this_server_took():
+    """The page said "under a minute" whatever the server did (1,000 steps took ~140 s under load): the estimate is
+    what this server's trainings took, at the pace of the one running now."""
+    queue = TrainingQueue()
+    started = time.monotonic()
+    job = queue.submit(TrainSettings("induction", seed=70, steps=300))
+    assert queue.wait(job, timeout=120) and job.status == "done", job.error
+    took = time.monotonic() - started
+    waits, ready = queue.estimate(TrainSettings("induction", seed=71, steps=300))
+    assert waits == 0 and 0.5 * took < ready < 1.5 * took, (ready, took)
+    running = queue.submit(TrainSettings("induction", seed=72, steps=2000))
+    while len(running.snapshots) < 5:  # under way: 250 steps done
+        time.sleep(0.05)
+    _, left = queue.estimate(running.settings)
+    starts, _ = queue.estimate(TrainSettings("induction", seed=73, steps=300))
+    assert left > 0 and abs(starts - left) < 1  # a new one waits for what the running one has left
+    os.kill(running.pid, signal.SIGKILL)
+    queue.wait(running, timeout=60)

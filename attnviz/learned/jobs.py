@@ -12,7 +12,12 @@ one thread, paces itself to the CPU the server leaves (a container's CPU quota i
 `attnviz.learned.pacing`), and ends when the server does.
 
 At most `concurrency` trainings run at once (one by default); the others wait in order, and each page shows its
-place. Finished runs are kept, the least recently used dropped first, up to `keep`.
+place and when it should be ready (`attnviz.learned.timings`). Finished runs are kept, the least recently used
+dropped first, up to `keep`.
+
+No one can hold the queue: a session may have one training in line or running at a time, and so may a client
+address (PER_CLIENT; which address the app sees behind a proxy is the page's business: `attnviz.ui.client`). Asking
+for a training that is already there (the same task, seed and steps) joins it and is never refused.
 """
 
 from __future__ import annotations
@@ -30,12 +35,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from attnviz.learned.cgroup import memory_headroom_mb
+from attnviz.learned.timings import Timings
 from attnviz.learned.train import Snapshot, TrainingRun, TrainSettings, load_run_bytes, snapshot_from_json
 
 TRAINING_MB = 400  # a training process's peak memory (~370 MB measured: torch itself is ~225 MB of it)
 MAX_WAITING = 12  # trainings queued at once: more are refused with a message, not queued for minutes
 NICENESS = 10  # the child's CPU priority below the server's (what a machine without a CPU quota goes by)
 MEMORY_POLL_S = 1.0  # how often a training waiting for memory looks again
+# Trainings one client address may have in line or running at once. A class behind one NAT address shares it: a
+# server on the internet for such classes may raise it (ATTNVIZ_TRAININGS_PER_CLIENT), at the cost of what one
+# client there can hold.
+PER_CLIENT = max(1, int(os.environ.get("ATTNVIZ_TRAININGS_PER_CLIENT", "1") or 1))
 
 
 class QueueFullError(RuntimeError):
@@ -44,6 +54,22 @@ class QueueFullError(RuntimeError):
     def __init__(self, waiting: int) -> None:
         super().__init__(f"{waiting} trainings are waiting; try again when one has finished")
         self.waiting = waiting
+
+
+@dataclass(frozen=True)
+class Requester:
+    """Who asks for a training: a browser tab's session, and the address of the client it comes from."""
+
+    session: str
+    client: str
+
+
+class OneAtATimeError(RuntimeError):
+    """This session, or this client address, has a training in line or running already (`job`)."""
+
+    def __init__(self, job: TrainingJob, by: str) -> None:
+        super().__init__(f"this {by} has a training in line or running already: {job.settings}")
+        self.job, self.by = job, by  # by: "session" or "client"
 
 
 @dataclass
@@ -58,6 +84,8 @@ class TrainingJob:
     started: float = 0.0
     finished: float = 0.0
     pid: int = 0  # the training process, once it has started
+    first_snapshot: float = 0.0  # when its step 0 arrived
+    requester: Requester | None = None  # who asked first (None: code, not a page)
 
     @property
     def active(self) -> bool:
@@ -91,6 +119,7 @@ class TrainingQueue:
         self._jobs: OrderedDict[TrainSettings, TrainingJob] = OrderedDict()
         self._lock = threading.Condition()
         self._workers: list[threading.Thread] = []
+        self.timings = Timings()
 
     def get(self, settings: TrainSettings) -> TrainingJob | None:
         """The job of these settings' task, seed and steps (queued, running or finished), if there is one."""
@@ -101,23 +130,31 @@ class TrainingQueue:
                 self._jobs.move_to_end(settings)
             return job
 
-    def submit(self, settings: TrainSettings) -> TrainingJob:
+    def submit(self, settings: TrainSettings, requester: Requester | None = None) -> TrainingJob:
         """The job of these settings' task, seed and steps: the existing one, or a new one at the end of the queue (a
-        failed one again)."""
+        failed one again). OneAtATimeError when `requester`'s session or client has one in line or running already;
+        QueueFullError when MAX_WAITING are waiting."""
         settings = training_key(settings)
         with self._lock:
             job = self._jobs.get(settings)
             if job is not None and job.status != "failed":
                 return job
+            if requester is not None:
+                self._check_requester(requester)
             waiting = sum(1 for j in self._jobs.values() if j.status == "queued")
             if waiting >= MAX_WAITING:
                 raise QueueFullError(waiting)
-            job = TrainingJob(settings)
+            job = TrainingJob(settings, requester=requester)
             self._jobs[settings] = job
             self._jobs.move_to_end(settings)
             self._start_workers()
             self._lock.notify_all()
             return job
+
+    def in_line(self) -> int:
+        """Trainings in line or running now."""
+        with self._lock:
+            return sum(job.active for job in self._jobs.values())
 
     def position(self, job: TrainingJob) -> int:
         """0 while it runs (or has finished); else how many trainings are ahead of it."""
@@ -130,6 +167,40 @@ class TrainingQueue:
                     return ahead
                 ahead += other.active
             return ahead
+
+    def _check_requester(self, requester: Requester) -> None:
+        """OneAtATimeError naming the training this session, or this client, has in line or running."""
+        theirs = [job for job in self._jobs.values() if job.active and job.requester is not None]
+        for job in theirs:
+            if job.requester.session == requester.session:
+                raise OneAtATimeError(job, "session")
+        from_client = [job for job in theirs if job.requester.client == requester.client]
+        if len(from_client) >= PER_CLIENT:
+            raise OneAtATimeError(from_client[0], "client")
+
+    def estimate(self, settings: TrainSettings) -> tuple[float, float]:
+        """Seconds until the training of these settings starts and until it is ready: its own if it is in line or
+        running (0 to start), else a new one's at the end of the line. At the pace of the training running now."""
+        settings = training_key(settings)
+        now, ahead, slower = time.monotonic(), 0.0, 1.0
+        with self._lock:
+            for other in self._jobs.values():
+                if other.status == "running":
+                    done = other.snapshots[-1].step if other.snapshots else 0
+                    since_first = now - other.first_snapshot if other.first_snapshot else None
+                    left, slower = self.timings.running(
+                        other.settings.task, other.settings.steps, done, since_first, now - other.started
+                    )
+                    if other.settings == settings:
+                        return 0.0, left
+                    ahead += left / self.concurrency
+            for other in self._jobs.values():
+                seconds = self.timings.tasks[other.settings.task].seconds(other.settings.steps, slower)
+                if other.settings == settings and other.active:
+                    return ahead, ahead + seconds
+                if other.status == "queued":
+                    ahead += seconds / self.concurrency
+        return ahead, ahead + self.timings.tasks[settings.task].seconds(settings.steps, slower)
 
     def _start_workers(self) -> None:
         self._workers = [worker for worker in self._workers if worker.is_alive()]
@@ -157,6 +228,13 @@ class TrainingQueue:
             try:
                 job.run = self._train(job)
                 job.status = "done"
+                if job.first_snapshot:
+                    self.timings.learn(
+                        job.settings.task,
+                        job.first_snapshot - job.started,
+                        job.settings.steps,
+                        time.monotonic() - job.first_snapshot,
+                    )
             except Exception as exc:  # any failure of the child is the job's, shown on its page
                 job.error, job.status = str(exc) or type(exc).__name__, "failed"
             job.finished = time.monotonic()
@@ -186,6 +264,7 @@ class TrainingQueue:
                 checkpoint = base64.b64decode(data["checkpoint"])
             else:
                 job.snapshots.append(snapshot_from_json(data))
+                job.first_snapshot = job.first_snapshot or time.monotonic()
         reader.join()
         said = "".join(errors).strip()
         if child.wait() != 0:
