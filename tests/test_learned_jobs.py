@@ -147,6 +147,10 @@ def test_the_cpu_limit_reads_the_cgroup_of_either_version(tmp_path):
     assert cgroup.cpu_limit_cores(tmp_path / "v1", {"cpu": "/kubepods/pod1"}) is None
     (v1 / "cpu.cfs_quota_us").write_text("50000\n")
     assert cgroup.cpu_limit_cores(tmp_path / "v1", {"cpu": "/kubepods/pod1", "cpuacct": "/kubepods/pod1"}) == 0.5
+    assert cgroup.throttled_periods(tmp_path / "v1", {"cpu": "/kubepods/pod1"}) == 0
+    (v1 / "cpu.stat").write_text("nr_periods 120\nnr_throttled 7\nthrottled_time 350000000\n")
+    (v1.parent / "cpu.stat").write_text("nr_periods 300\nnr_throttled 2\nthrottled_time 1000\n")
+    assert cgroup.throttled_periods(tmp_path / "v1", {"cpu": "/kubepods/pod1"}) == 9  # the pod's and its parent's
 
 
 def test_a_training_waits_while_the_container_has_no_memory_for_it(monkeypatch):

@@ -106,6 +106,20 @@ def cpu_limit_cores(root: Path = ROOT, groups: dict[str, str] | None = None) -> 
     return min(limits) if limits else None
 
 
+def throttled_periods(root: Path = ROOT, groups: dict[str, str] | None = None) -> int:
+    """How many CFS periods this process's group, or one above it, has been throttled in so far: each one is a
+    period in which the group spent its whole CPU quota (0 where no quota is set or none can be read)."""
+    _, folders = _folders(root, "cpu", own_groups() if groups is None else groups)
+    total = 0
+    for folder in folders:
+        try:
+            lines = (folder / "cpu.stat").read_text().splitlines()
+        except OSError:
+            continue
+        total += sum(int(line.split()[1]) for line in lines if line.startswith("nr_throttled "))
+    return total
+
+
 def available_cores() -> float:
     """The CPU this process may use: its cores (affinity), or less under a CPU quota."""
     cores = float(len(os.sched_getaffinity(0))) if hasattr(os, "sched_getaffinity") else float(os.cpu_count() or 1)

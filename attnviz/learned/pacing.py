@@ -4,10 +4,12 @@ Under a container's CPU limit (a CFS quota) the server and its trainings share o
 spent on any core. A training on the other core does not compete with the server for a core, so a lower priority
 (niceness) changes nothing: it spends the shared budget, and then the whole container waits for the next period.
 In a 1-core quota a training beside 30 students cut their reruns by more than half (issue 36). So a training measures
-what the server used over the last half second and, between two units of its work (a training step, a snapshot, a
+what the server used over the last seconds and, between two units of its work (a training step, a snapshot, a
 chunk of evaluation), sleeps long enough that its own CPU time stays within what the server left: the container's
-limit less the server's use and a reserve for its bursts, and never less than a floor, so that it always moves on.
-With the server idle it runs at full speed; with a class using it, slowly (bench/README.md has the figures).
+limit less the server's busiest half second of the last two and a reserve for its bursts, and only the floor
+whenever the container spent its whole quota in some period of the last half second (it was throttled: the class
+is at the limit), never less than the floor, so that it always moves on. With the server idle it runs at full speed;
+with a class using it, slowly (bench/README.md has the figures).
 
 A training started by a server also stops when the server does: the kernel kills it when its parent goes (Linux's
 PR_SET_PDEATHSIG), and where that is not available, it notices at its next pause that the server's process is gone.
@@ -21,11 +23,13 @@ import os
 import signal
 import sys
 import time
+from collections import deque
 from pathlib import Path
 
-from attnviz.learned.cgroup import available_cores
+from attnviz.learned.cgroup import available_cores, throttled_periods
 
 WINDOW_S = 0.5  # how often the server's use is measured again
+REMEMBER = 4  # the share follows the busiest of the server's last this many windows
 RESERVE_CORES = 0.1  # left free for the server's bursts
 FLOOR_CORES = 0.1  # the training's share when the server uses everything else
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
@@ -72,6 +76,8 @@ class Pacer:
         self.share = floor  # until the server's use is known (half a second)
         self.shares: list[float] = []  # every share decided, for the record
         self.measured_at, self.server_cpu = time.monotonic(), self._server_cpu()
+        self.server_rates: deque[float] = deque(maxlen=REMEMBER)
+        self.throttled = throttled_periods()
         self.wall, self.cpu = self.measured_at, time.process_time()
 
     def _server_cpu(self) -> float:
@@ -82,9 +88,11 @@ class Pacer:
 
     def _measure(self, now: float) -> None:
         """The share from the server's use since the last measurement."""
-        server = self._server_cpu()
-        server_rate = (server - self.server_cpu) / (now - self.measured_at)
-        self.share = max(self.floor, min(1.0, self.cores - server_rate - self.reserve))
+        server, throttled = self._server_cpu(), throttled_periods()
+        self.server_rates.append((server - self.server_cpu) / (now - self.measured_at))
+        left = self.cores - max(self.server_rates) - self.reserve
+        self.share = self.floor if throttled > self.throttled else max(self.floor, min(1.0, left))
+        self.throttled = throttled
         self.shares.append(self.share)
         self.measured_at, self.server_cpu = now, server
 
