@@ -102,7 +102,7 @@ def test_a_training_leaves_a_busy_server_its_share_of_a_cpu_quota():
             (trainer,) = _trainers(host.pid)
             time.sleep(2.0)  # the pacer has measured the server a few times
             windows = []  # (the trainer's, the host's) cores over 2-second windows
-            for _ in range(4):
+            for _ in range(6):
                 trainer_cpu, host_cpu, started = process_cpu_s(trainer), process_cpu_s(host.pid), time.monotonic()
                 time.sleep(2.0)
                 seconds = time.monotonic() - started
