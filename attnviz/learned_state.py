@@ -22,7 +22,7 @@ class LearnedState:
     """Everything the learned-attention page shows."""
 
     task: str = "dates"
-    date: str = DEFAULT_PROBES["dates"][0]  # the date the student types: translated, and recorded when trained
+    date: str = DEFAULT_PROBES["dates"][0]  # the date the student types, translated
     sequence: str = DEFAULT_PROBES["induction"][0]
     seed: int = 0
     steps: int = 0  # 0: the task's default
@@ -37,13 +37,10 @@ class LearnedState:
         return self.date if self.task == "dates" else self.sequence
 
     def training(self) -> TrainSettings:
-        """The training that these settings name, recording the attention on the typed input.
-
-        The default seed and steps with a shipped probe name the shipped checkpoint itself."""
-        shipped = TrainSettings(self.task).resolved()
-        if self.seed == shipped.seed and self.steps in (0, shipped.steps) and self.probe in shipped.probes:
-            return shipped
-        return TrainSettings(self.task, self.seed, self.steps, (self.probe,)).resolved()
+        """The training that these settings name: the task, the seed and the steps (what the student types changes
+        no weight, so it is no part of it; every training records the task's own probes). The default seed and steps
+        name the shipped checkpoint itself."""
+        return TrainSettings(self.task, self.seed, self.steps).resolved()
 
 
 LEARNED_FIELDS: tuple[Field, ...] = (

@@ -33,3 +33,17 @@ def machine() -> dict[str, str]:
         int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines() if line.startswith("MemTotal")
     )
     return {"cpu": model, "cores": str(os.cpu_count()), "memory": f"{mem_kb / 1024**2:.1f} GiB"}
+
+
+def children(pid: int, running: str = "") -> list[int]:
+    """The child processes of `pid` whose command line holds `running` (all of them for "")."""
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            try:
+                command = Path(f"/proc/{child}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if running in command:
+                found.append(int(child))
+    return found

@@ -75,9 +75,16 @@ class HttpReply:
 
 
 async def http_get(
-    host: str, port: int, target: str, cookies: dict[str, str] | None = None, timeout: float = 30.0
+    host: str,
+    port: int,
+    target: str,
+    cookies: dict[str, str] | None = None,
+    timeout: float = 30.0,
+    source: str = "",
+    headers: dict[str, str] | None = None,
 ) -> HttpReply:
-    """GET `target` (path and query, already percent-encoded) as a browser would, on a fresh connection.
+    """GET `target` (path and query, already percent-encoded) as a browser would, on a fresh connection (from the
+    local address `source`, e.g. another 127.x address, when given; with `headers` added).
 
     Written on asyncio streams rather than a library so that a 600 KB request line goes out as it is and a
     proxy that answers (414) and closes before reading all of it is reported, not turned into a client error."""
@@ -85,9 +92,11 @@ async def http_get(
     lines = [f"GET {target} HTTP/1.1", f"Host: {host}:{port}", f"User-Agent: {USER_AGENT}", "Accept: text/html,*/*"]
     if cookies:
         lines.append("Cookie: " + "; ".join(f"{k}={v}" for k, v in cookies.items()))
+    lines += [f"{name}: {value}" for name, value in (headers or {}).items()]
     request = ("\r\n".join([*lines, "Connection: close", "", ""])).encode("latin-1")
     try:
-        reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
+        local = {"local_addr": (source, 0)} if source else {}
+        reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port, **local), timeout)
     except (OSError, TimeoutError) as exc:
         return HttpReply(0, time.perf_counter() - started, error=f"connect: {type(exc).__name__}: {exc}")
     data, error = b"", ""
@@ -134,14 +143,20 @@ class ProxyUser(SimulatedUser):
         control: Control | None = None,
         rng: random.Random | None = None,
         name: str = "",
+        source: str = "",
+        headers: dict[str, str] | None = None,
     ) -> None:
-        """A tab that will open `page` (URL path name) with `query` through the proxy at `base_url`."""
+        """A tab that will open `page` (URL path name) with `query` through the proxy at `base_url`, connecting from
+        the local address `source` (a client of its own on this machine: any 127.x address) and sending `headers`
+        with each request."""
         super().__init__(base_url, page, query, control or NO_CONTROL, rng or random.Random())
         parts = urlsplit(base_url)
         self.host = parts.hostname or "127.0.0.1"
         self.port = parts.port or 80
         self.base_path = parts.path.rstrip("/")
         self.name = name
+        self.source = source
+        self.headers = dict(headers or {})
         self.cookies: dict[str, str] = {}
         self.session_id = ""
         self.finishes: list[Finish] = []
@@ -180,7 +195,7 @@ class ProxyUser(SimulatedUser):
 
     async def get(self, target: str, timeout: float = 30.0) -> HttpReply:
         """GET `target` with this browser's cookies; keep the cookies the response sets."""
-        reply = await http_get(self.host, self.port, target, self.cookies, timeout)
+        reply = await http_get(self.host, self.port, target, self.cookies, timeout, self.source, self.headers)
         self.cookies.update(reply.cookies())
         return reply
 
@@ -199,6 +214,8 @@ class ProxyUser(SimulatedUser):
         if self.session_id:
             protocols.append(self.session_id)
         headers = {"Cookie": "; ".join(f"{k}={v}" for k, v in self.cookies.items())} if self.cookies else {}
+        headers.update(self.headers)
+        local = {"local_addr": (self.source, 0)} if self.source else {}
         try:
             self.ws = await connect(
                 self.ws_url,
@@ -210,6 +227,7 @@ class ProxyUser(SimulatedUser):
                 open_timeout=timeout,
                 ping_interval=20,
                 ping_timeout=60,
+                **local,
             )
         except (OSError, TimeoutError, WebSocketException) as exc:
             self.ws = None

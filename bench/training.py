@@ -12,17 +12,25 @@
    command, in a child process at CPU niceness 10), and for comparison at niceness 0. Reruns/s and latency
    percentiles of each window; the ratio is taken against the quiet window of the same round.
 
-Results: bench/results/<date>-training.md and .json.
+3. `--quota`: the same class inside a real CPU quota of one core (a cgroup, as a pod's CPU limit makes one; the
+   server and every process it starts share it, the load client stays outside), in paired windows: quiet; with a
+   training as the page starts it (a simulated student presses Train: one thread, paced to what the server leaves);
+   and with a training as the queue ran it before issue 36 (two threads at niceness 10, not paced), for comparison.
+   Also the training's own pace in each window (its cores, and its steps per second).
+
+Results: bench/results/<date>-training.md and .json (`--quota`: <date>-training-quota.*).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import datetime as dt
 import json
 import os
 import resource
+import signal
 import statistics
 import subprocess
 import sys
@@ -33,9 +41,12 @@ from typing import Any
 
 from attnviz.learned.jobs import NICENESS, training_command
 from attnviz.learned.train import FINAL_EVAL_EXAMPLES, TrainSettings, load_run
+from bench.cgroups import ControlGroup
 from bench.loadclient import run_load
-from bench.procstat import machine
+from bench.procstat import children, cpu_seconds, machine
+from bench.proxyclient import ProxyUser
 from bench.scenarios import SCENARIOS, start_server
+from tests.browser.helpers import StreamlitServer
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
@@ -133,6 +144,74 @@ def responsiveness(rounds: int, seconds: float, users: int, cores: set[int] | No
     return rows
 
 
+QUOTA_STEPS = 1000  # dates: minutes at a class's pace, so the training runs all through a window
+
+
+async def _press_train(url: str, seed: int) -> None:
+    """A student opens the learned page on `seed` and presses Train (the server starts the training)."""
+    user = ProxyUser(url, "Learned_attention", f"sd={seed}&n={QUOTA_STEPS}")
+    try:
+        await user.open()
+        await user.click("Train")
+    finally:
+        await user.close()
+
+
+def _started_training(server: StreamlitServer, arm: str, seed: int, group: ControlGroup, folder: Path) -> int:
+    """Start the arm's training; its process id once it has been training for a moment."""
+    if arm == "before":  # as the queue ran it before: two threads, niceness 10, no pacing, in the same quota
+        settings = TrainSettings("dates", seed=seed, steps=QUOTA_STEPS).resolved()
+        command = [*training_command(settings, folder / f"{seed}.safetensors"), "--threads", "2"]
+        child = subprocess.Popen(group.command(command), stdout=subprocess.DEVNULL, cwd=ROOT)
+        os.setpriority(os.PRIO_PROCESS, child.pid, NICENESS)
+        pid = child.pid
+    else:
+        asyncio.run(_press_train(server.url, seed))
+        deadline = time.monotonic() + 60
+        while not children(server.pid, "attnviz.learned.train") and time.monotonic() < deadline:
+            time.sleep(0.1)
+        (pid,) = children(server.pid, "attnviz.learned.train")
+    while cpu_seconds(pid) < 3.0:  # torch imported, step 0 evaluated: training now
+        time.sleep(0.1)
+    return pid
+
+
+def quota_responsiveness(rounds: int, seconds: float, users: int) -> list[dict[str, Any]]:
+    """Paired windows in a one-core CPU quota: quiet, a training as the page starts it, one as before issue 36."""
+    rows = []
+    with (
+        start_server(SCENARIOS["self"]) as server,
+        ControlGroup(cpu_cores=1.0) as group,
+        tempfile.TemporaryDirectory() as folder,
+    ):
+        _window(server.url, 2, 2.0)  # warm up outside the quota: every thread the server keeps exists now
+        group.add(server.pid)
+        for index in range(rounds):
+            for arm in ("quiet", "paced", "before"):
+                trainer = None
+                if arm != "quiet":
+                    trainer = _started_training(server, arm, 100 + 10 * index + len(arm), group, Path(folder))
+                    trainer_cpu, started = cpu_seconds(trainer), time.monotonic()
+                try:
+                    row = {"round": index + 1, "arm": arm, **_window(server.url, users, seconds)}
+                finally:
+                    if trainer is not None:
+                        row["training_cores"] = round(
+                            (cpu_seconds(trainer) - trainer_cpu) / (time.monotonic() - started), 3
+                        )
+                        with contextlib.suppress(ProcessLookupError):
+                            os.kill(trainer, signal.SIGKILL)
+                rows.append(row)
+                print(
+                    f"  round {index + 1} {arm:7s}: {row['reruns_per_s']:6.1f} reruns/s, p50 {row['p50_ms']:6.1f} ms,"
+                    f" p95 {row['p95_ms']:6.1f} ms, {row['errors']} errors, training cores"
+                    f" {row.get('training_cores', '-')}",
+                    flush=True,
+                )
+                time.sleep(1.0)  # the killed training's job is over before the next arm
+    return rows
+
+
 def markdown(results: dict[str, Any]) -> str:
     """The results as the table bench/README.md quotes."""
     lines = [
@@ -172,6 +251,33 @@ def markdown(results: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def quota_markdown(results: dict[str, Any]) -> str:
+    """The quota scenario's results as the table bench/README.md quotes."""
+    lines = [
+        f"# A class beside a training in a one-core CPU quota ({results['date']})",
+        "",
+        f"Machine: {results['machine']}. Command: `python -m bench.training {results['args']}`. The server and what it"
+        f" starts in a cgroup v{results['cgroup_version']} of one core (CFS quota 100 ms per 100 ms); the load client"
+        " outside it. The machine's load average (1 minute) before and after: "
+        f"{results['load_average_before']}, {results['load_average_after']} (other work shares it: judge the ratios"
+        " within a round).",
+        "",
+        f"Self-attention page, {results['users']} users moving the temperature, {results['seconds']} s windows:",
+        "",
+        "| round | arm | reruns/s | p50 ms | p95 ms | errors | reruns/s over quiet | training's cores |",
+        "|--:|---|--:|--:|--:|--:|--:|--:|",
+    ]
+    quiet = {row["round"]: row["reruns_per_s"] for row in results["responsiveness"] if row["arm"] == "quiet"}
+    for row in results["responsiveness"]:
+        ratio = row["reruns_per_s"] / quiet[row["round"]] if quiet.get(row["round"]) else float("nan")
+        lines.append(
+            f"| {row['round']} | {row['arm']} | {row['reruns_per_s']:.1f} | {row['p50_ms']:.0f} | {row['p95_ms']:.0f} "
+            f"| {row['errors']} | {ratio:.2f} | {row.get('training_cores', '-')} |"
+        )
+    lines += ["", "Arms: paced = as the page starts a training now; before = two threads at niceness 10, not paced."]
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     """Run both parts and write the results."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -181,7 +287,25 @@ def main() -> None:
     parser.add_argument(
         "--one-core", action="store_true", help="server and training pinned to one core (a pod's limit)"
     )
+    parser.add_argument(
+        "--quota", action="store_true", help="only the class in a real one-core CPU quota, with and without a training"
+    )
     args = parser.parse_args()
+    if args.quota:
+        print("a one-core CPU quota", flush=True)
+        results = {
+            "date": dt.date.today().isoformat(),
+            "machine": machine(),
+            "args": " ".join(sys.argv[1:]),
+            "users": args.users,
+            "seconds": args.seconds,
+            "cgroup_version": ControlGroup().version,
+            "load_average_before": round(os.getloadavg()[0], 2),
+            "responsiveness": quota_responsiveness(args.rounds, args.seconds, args.users),
+            "load_average_after": round(os.getloadavg()[0], 2),
+        }
+        _write(results, "-quota", quota_markdown(results))
+        return
     print("training", flush=True)
     training = [train_task(task) for task in ("dates", "induction")]
     print("responsiveness", flush=True)
@@ -196,11 +320,15 @@ def main() -> None:
         "training": training,
         "responsiveness": rows,
     }
+    _write(results, "-one-core" if args.one_core else "", markdown(results))
+
+
+def _write(results: dict[str, Any], suffix: str, text: str) -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
-    stem = RESULTS / f"{results['date']}-training{'-one-core' if args.one_core else ''}"
+    stem = RESULTS / f"{results['date']}-training{suffix}"
     stem.with_suffix(".json").write_text(json.dumps(results, indent=2) + "\n")
-    stem.with_suffix(".md").write_text(markdown(results))
-    print(stem.with_suffix(".md").read_text())
+    stem.with_suffix(".md").write_text(text)
+    print(text)
 
 
 if __name__ == "__main__":

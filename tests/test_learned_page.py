@@ -104,7 +104,7 @@ def test_the_link_holds_task_seed_steps_and_input():
     params = encode_learned(state)
     assert params == {"tk": "induction", "q": "A B A B", "sd": "7", "n": "50", "st": "20", "h": "2"}
     assert decode_learned(params).state == state
-    assert state.training() == TrainSettings("induction", 7, 50, ("A B A B",)).resolved()
+    assert state.training() == TrainSettings("induction", 7, 50).resolved()  # the typed input trains nothing
     assert LearnedState().training() == TrainSettings("dates").resolved()  # the shipped checkpoint's settings
 
 
@@ -130,6 +130,28 @@ def test_pressing_train_trains_once_for_a_class_and_shows_the_run():
         assert "(30 training steps)" in _captions(at)
     fresh = _page(**params)
     assert fresh.select_slider(key="w:learned:step").options[-1] == "30"  # a link to it shows it at once
+
+
+def test_students_typing_their_own_dates_at_the_default_seed_train_nothing():
+    """Issue 36: each typed date made a training of its own, though the weights are the shipped ones. The history
+    shown is the shipped run's, recorded on its own date, and the page says so."""
+    for date in ("3 March 2027", "2027年3月3日", "Mar 3, 2027"):
+        at = _page(d=date)
+        assert not at.button  # no Train button: nothing to train
+        assert at.select_slider(key="w:learned:step").options[-1] == "300"
+        assert "recorded on “22 November 2026”" in _captions(at)
+    at = _page(d="22 November 2026")
+    assert "recorded on" not in _captions(at)  # the student's own date is the recorded one
+
+
+def test_two_dates_at_one_seed_share_one_training():
+    first, second = _page(sd="6", n="20", d="1 May 2027"), _page(sd="6", n="20", d="2027年5月1日")
+    first.button(key="learned:train").click().run()
+    job = QUEUE.get(TrainSettings("dates", 6, 20))
+    assert job is not None
+    second.run()
+    assert not second.button  # the other student's page follows the same training
+    assert QUEUE.wait(job, timeout=120) and job.status == "done", job.error
 
 
 def test_the_page_in_chinese():

@@ -12,6 +12,7 @@ rounding on a CPU with other vector instructions).
 from __future__ import annotations
 
 import argparse
+import base64
 import contextlib
 import json
 import random
@@ -24,10 +25,13 @@ import torch
 from torch import Tensor, nn
 
 from attnviz.learned import dates, induction
+from attnviz.learned.pacing import Pacer, ServerGoneError, die_with_parent
 from attnviz.learned.seq2seq import DateModelConfig, DateTranslator, translate_texts
 
 CHECKPOINTS = Path(__file__).parent / "checkpoints"
-TRAIN_THREADS = 2  # fixed, so that a run's numbers do not depend on the machine's core count
+# One thread, fixed: a run's numbers then do not depend on the machine's core count, and a training in the app spends
+# at most one core of its container's CPU (a second thread made it no faster: 28 s for the dates either way)
+TRAIN_THREADS = 1
 TASKS = ("dates", "induction")
 DEFAULT_PROBES = {
     "dates": ("22 November 2026", "二〇二六年十一月二十二日"),
@@ -42,6 +46,7 @@ EVAL_EXAMPLES = 250  # held-out examples at each snapshot; the final accuracy us
 FINAL_EVAL_EXAMPLES = 2000
 
 Progress = Callable[["Snapshot"], None]
+Pause = Callable[[], None]  # called between two units of a training's work (attnviz.learned.pacing.Pacer)
 
 
 @dataclass(frozen=True)
@@ -140,8 +145,9 @@ def probe_attention(model: nn.Module, settings: TrainSettings) -> Tensor:
         model.train()
 
 
-def held_out_accuracy(model: nn.Module, task: str, count: int) -> float:
-    """Dates: exact match of the whole ISO date. Induction: token accuracy on the repeat (after its first token)."""
+def held_out_accuracy(model: nn.Module, task: str, count: int, pause: Pause | None = None) -> float:
+    """Dates: exact match of the whole ISO date. Induction: token accuracy on the repeat (after its first token).
+    `pause` is called between two chunks of dates."""
     model.eval()
     try:
         if task == "dates":
@@ -150,6 +156,8 @@ def held_out_accuracy(model: nn.Module, task: str, count: int) -> float:
                 chunk = examples[start : start + induction.EVAL_CHUNK]
                 results = translate_texts(model, [example.text for example in chunk])
                 right += sum(r.output == e.target for r, e in zip(results, chunk, strict=True))
+                if pause is not None:
+                    pause()
             return right / len(examples)
         return induction.token_accuracy(model, induction.held_out_examples(count))
     finally:
@@ -169,10 +177,14 @@ def _batch_loss(model: nn.Module, task: str, rng: random.Random, days: list) -> 
     return nn.functional.cross_entropy(logits[scored], targets[scored])
 
 
-def train(settings: TrainSettings, progress: Progress | None = None) -> TrainingRun:
-    """Train from scratch; call `progress` with every snapshot as it is taken (step 0 first)."""
+def train(
+    settings: TrainSettings, progress: Progress | None = None, pause: Pause | None = None, threads: int | None = None
+) -> TrainingRun:
+    """Train from scratch; call `progress` with every snapshot as it is taken (step 0 first), and `pause` between
+    two units of work (a step, a snapshot, a chunk of the final evaluation). `threads`: torch's, TRAIN_THREADS."""
     settings = settings.resolved()
-    with fixed_threads():
+    pause = pause or (lambda: None)
+    with fixed_threads(threads):
         torch.manual_seed(settings.seed)
         model = new_model(settings.task)
         rng = random.Random(settings.seed)
@@ -199,6 +211,7 @@ def train(settings: TrainSettings, progress: Progress | None = None) -> Training
             losses.clear()
             if progress is not None:
                 progress(taken)
+            pause()
 
         snapshot(0)
         for step in range(1, settings.steps + 1):
@@ -208,10 +221,11 @@ def train(settings: TrainSettings, progress: Progress | None = None) -> Training
             nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
             losses.append(loss.item())
+            pause()
             if step % settings.snapshot_every == 0 or step == settings.steps:
                 snapshot(step)
         model.eval()
-        run.accuracy = held_out_accuracy(model, settings.task, FINAL_EVAL_EXAMPLES)
+        run.accuracy = held_out_accuracy(model, settings.task, FINAL_EVAL_EXAMPLES, pause)
     return run
 
 
@@ -245,15 +259,31 @@ def save_run(run: TrainingRun, path: Path) -> None:
     path.chmod(0o644)  # safetensors writes 0600; the image runs as another user than the one that built it
 
 
+def run_bytes(run: TrainingRun) -> bytes:
+    """The run as the bytes of a safetensors file (what `save_run` writes)."""
+    from safetensors.torch import save
+
+    tensors, metadata = run_tensors(run)
+    return save(tensors, metadata=metadata)
+
+
 def load_run(path: Path) -> TrainingRun:
     """Read a run written by `save_run`: the model ready to use, and its history."""
-    from safetensors import safe_open
+    return load_run_bytes(path.read_bytes(), path.name)
 
-    with safe_open(str(path), framework="pt") as handle:
-        metadata = handle.metadata() or {}
-        if metadata.get("format") != "attnviz-learned-1":
-            raise ValueError(f"{path.name} is not an attnviz training checkpoint")
-        tensors = {name: handle.get_tensor(name) for name in handle.keys()}  # noqa: SIM118 (safe_open has no iter)
+
+def load_run_bytes(data: bytes, name: str = "the checkpoint") -> TrainingRun:
+    """A run from the bytes of a safetensors file that `save_run` wrote (or `run_bytes` made)."""
+    from safetensors.torch import load
+
+    header_size = int.from_bytes(data[:8], "little")  # safetensors: the header's length, its JSON, then the data
+    try:
+        metadata = json.loads(data[8 : 8 + header_size]).get("__metadata__") or {}
+    except (ValueError, AttributeError):
+        metadata = {}
+    if metadata.get("format") != "attnviz-learned-1":
+        raise ValueError(f"{name} is not an attnviz training checkpoint")
+    tensors = load(data)
     raw = json.loads(metadata["settings"])
     settings = TrainSettings(raw["task"], raw["seed"], raw["steps"], tuple(raw["probes"]))
     model = new_model(settings.task)
@@ -292,11 +322,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("task", choices=TASKS)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--steps", type=int, default=0, help="0: the task's default")
-    parser.add_argument("--out", type=Path, default=None, help="default: the package's checkpoint for the seed")
+    parser.add_argument(
+        "--out", default=None, help="default: the package's checkpoint for the seed; '-' with --json: a last JSON line"
+    )
     parser.add_argument(
         "--probe", action="append", default=None, help="an input whose attention is recorded (repeat for more)"
     )
     parser.add_argument("--json", action="store_true", help="one JSON line per snapshot (what the app's queue reads)")
+    parser.add_argument("--threads", type=int, default=TRAIN_THREADS, help="torch's threads")
+    parser.add_argument(
+        "--server", type=int, default=0, help="a server's process id: give way to its CPU use, and stop with it"
+    )
     args = parser.parse_args(argv)
     started = time.perf_counter()
 
@@ -315,8 +351,18 @@ def main(argv: list[str] | None = None) -> None:
         check_probes(settings)
     except ValueError as exc:
         parser.error(str(exc))
-    run = train(settings, progress=report)
-    out = args.out or checkpoint_path(args.task, args.seed)
+    try:
+        pause = None
+        if args.server:
+            die_with_parent(args.server)
+            pause = Pacer(args.server)
+        run = train(settings, progress=report, pause=pause, threads=args.threads)
+    except ServerGoneError as exc:  # nobody waits for this run any more
+        raise SystemExit(f"stopped: {exc}") from exc
+    if args.out == "-" and args.json:  # the checkpoint itself, so that nothing is left on disk
+        print(json.dumps({"checkpoint": base64.b64encode(run_bytes(run)).decode("ascii")}), flush=True)
+        return
+    out = Path(args.out) if args.out else checkpoint_path(args.task, args.seed)
     save_run(run, out)
     if args.json:
         return

@@ -38,13 +38,13 @@ ABLATION_EXAMPLES = 500  # held-out sequences for the heads' scores and the accu
 
 def model_run(state: LearnedState) -> tuple[TrainingRun, bool]:
     """The model for the state's seed and steps, and whether it is that one: the shipped model when they are the
-    defaults (the probe does not change the weights), a finished training of them, else the shipped model."""
+    defaults, a finished training of them, else the shipped model."""
     shipped = shipped_run(state.task)
     settings = state.training()
-    if (settings.seed, settings.steps) == (shipped.settings.seed, shipped.settings.steps):
+    if settings == shipped.settings:
         return shipped, True
-    job = QUEUE.find_model(settings)
-    return (job.run, True) if job is not None and job.run is not None else (shipped, False)
+    job = QUEUE.get(settings)
+    return (job.run, True) if job is not None and job.status == "done" and job.run is not None else (shipped, False)
 
 
 def learned_page() -> None:
@@ -72,7 +72,7 @@ def learned_page() -> None:
             state = _try_sequence(state, run)
     st.subheader(tr("learned.learn_heading"))
     state = training_controls(state)
-    state = history(state, ready)
+    state = history(state)
     params = SESSION.publish(state, encode_learned)
     share_box(SESSION, params, decode_learned)
 

@@ -3,6 +3,7 @@ step slider and curves, and a training's place in the queue and progress while i
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import streamlit as st
@@ -10,12 +11,13 @@ import streamlit as st
 from attnviz import learned_figures
 from attnviz.fields import field
 from attnviz.learned import induction
-from attnviz.learned.jobs import QUEUE, QueueFullError
+from attnviz.learned.jobs import QUEUE, OneAtATimeError, QueueFullError, Requester
 from attnviz.learned.seq2seq import Translation, translate_texts
 from attnviz.learned.train import MAX_STEPS, Snapshot, TrainingRun, TrainSettings, checkpoint_path, load_run
 from attnviz.learned_state import LEARNED_FIELDS, LearnedState, default_steps
 from attnviz.plotting import POSITION_MARK
 from attnviz.ui import fieldwidgets
+from attnviz.ui.client import client_address, session_token
 from attnviz.ui.common import chart
 from attnviz.ui.session import PageSession
 from attnviz.ui.settings import current_language, md_escape, palette, tr
@@ -70,11 +72,11 @@ def translation(run: TrainingRun, text: str) -> Translation:
     return translate_texts(run.model, [text])[0]
 
 
-def history(state: LearnedState, ready: bool) -> LearnedState:
-    """The recorded run of the state's settings: the shipped one, a finished training, one under way, or a button.
-    Input the model cannot read records nothing: the shipped run is shown with its own probe."""
+def history(state: LearnedState) -> LearnedState:
+    """The recorded run of the state's seed and steps: the shipped one, a finished training, one under way, or a
+    button. Every run records the attention on the task's own probes, whatever the student typed."""
     shipped = shipped_run(state.task)
-    settings = state.training() if ready else shipped.settings
+    settings = state.training()
     if settings == shipped.settings:
         return _snapshots(state, shipped)
     job = QUEUE.get(settings)
@@ -85,15 +87,40 @@ def history(state: LearnedState, ready: bool) -> LearnedState:
         return state
     if job is not None:  # failed
         st.error(tr("learned.training_failed", error=md_escape(job.error)), icon="🚫")
-    st.caption(tr("learned.not_recorded", seed=settings.seed, steps=settings.steps))
+    _, ready = QUEUE.estimate(settings)
+    st.caption(
+        tr("learned.not_recorded", seed=settings.seed, steps=settings.steps, ready=about(ready), ahead=QUEUE.in_line())
+    )
     if st.button(tr("learned.train"), type="primary", key=SESSION.part("train")):
         try:
-            QUEUE.submit(settings)
+            QUEUE.submit(settings, Requester(session_token(), client_address()))
+        except OneAtATimeError as exc:
+            st.warning(_one_at_a_time(exc), icon="⏳")
         except QueueFullError as exc:
             st.warning(tr("learned.queue_full", waiting=exc.waiting), icon="⏳")
         else:
             st.rerun()
     return state
+
+
+def about(seconds: float) -> str:
+    """A wait in words, rounded up ("about 35 s", "about 3 min"): never sooner than it will be."""
+    if seconds < 60:
+        return tr("learned.about_seconds", seconds=max(5, 5 * math.ceil(seconds / 5)))
+    return tr("learned.about_minutes", minutes=math.ceil(seconds / 60))
+
+
+def _one_at_a_time(refused: OneAtATimeError) -> str:
+    """Why Train was refused: the training this student (or this address) has in line or running, and where."""
+    job = refused.job
+    if job.status == "running":
+        where = tr("learned.where_running")
+    else:
+        where = tr("learned.where_place", place=QUEUE.position(job) + 1)
+    named = {"task": tr(f"learned.task_{job.settings.task}"), "seed": job.settings.seed, "steps": job.settings.steps}
+    if refused.by == "session":
+        return tr("learned.one_per_session", where=where, **named)
+    return tr("learned.one_per_client", where=where, **named)
 
 
 def _progress(settings: TrainSettings) -> None:
@@ -106,16 +133,29 @@ def _progress(settings: TrainSettings) -> None:
             st.rerun(scope="app")  # finished: the whole page shows the trained model
             return
         ahead = QUEUE.position(job)
-        if job.status == "queued":  # behind others, or first but the server has no memory for it yet
-            st.info(tr("learned.queued", ahead=ahead) if ahead else tr("learned.waiting_memory"), icon="⏳")
+        starts, ready = QUEUE.estimate(settings)
+        if job.status == "queued" and ahead:  # behind others
+            text = tr("learned.queued", place=ahead + 1, ahead=ahead, starts=about(starts), ready=about(ready))
+            st.info(text, icon="⏳")
+            return
+        if job.status == "queued":  # first, but the server has no memory for it yet
+            st.info(tr("learned.waiting_memory"), icon="⏳")
             return
         snapshots = list(job.snapshots)
         done = snapshots[-1].step if snapshots else 0
-        st.progress(done / settings.steps, text=tr("learned.training", step=done, steps=settings.steps))
+        text = tr("learned.training", step=done, steps=settings.steps, ready=about(ready))
+        st.progress(done / settings.steps, text=text)
         if snapshots:
             _curves(snapshots, settings.steps, None)
 
     progress()
+
+
+def _typed_is_recorded(state: LearnedState, recorded: str) -> bool:
+    """Whether the history shown is on the student's own input (a sequence compared symbol by symbol)."""
+    if state.task == "dates":
+        return state.date == recorded
+    return induction.parse_sequence(state.sequence)[0] == induction.parse_sequence(recorded)[0]
 
 
 def _curves(snapshots: list[Snapshot], total: int, current: int | None) -> None:
@@ -162,7 +202,10 @@ def _snapshots(state: LearnedState, run: TrainingRun) -> LearnedState:
         first, second = (s.attention[layer, index].numpy() for s in (snapshots[0], chosen))
         keys = [induction.BOS, *induction.parse_sequence(run.settings.probes[0])[0]]
         labels = keys
+        text = run.settings.probes[0]
         st.caption(tr("learned.followed_head", layer=layer + 1, head=index + 1))
+    if not _typed_is_recorded(state, text):
+        st.caption(tr("learned.recorded_on", probe=md_escape(text)))
     st.caption(tr("learned.two_steps_note"))
     chart(
         lambda: learned_figures.two_steps(
