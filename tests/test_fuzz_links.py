@@ -212,13 +212,20 @@ async def _fuzz_over_the_websocket(url: str, page: str) -> list[tuple[int, dict[
     return problems
 
 
-def test_hostile_links_over_a_real_servers_websocket():
+@pytest.fixture(scope="module")
+def app_server():
+    """`app.py` served by the launcher, shared by this module's websocket tests."""
+    from tests.browser.helpers import StreamlitServer
+
+    with StreamlitServer("app.py", log_name="fuzz-websocket") as server:
+        yield server
+
+
+@pytest.mark.parametrize("page", list(PAGES))
+def test_hostile_links_over_a_real_servers_websocket(app_server, page):
     """Issue 36: 300 hostile links a page, sent as a browser sends them to a real server (`make run`'s launcher):
     no exception, and no text that Markdown would render as markup, a link or an image."""
     import asyncio
 
-    from tests.browser.helpers import StreamlitServer
-
-    with StreamlitServer("app.py", log_name="fuzz-websocket") as server:
-        found = {page: asyncio.run(_fuzz_over_the_websocket(server.url, page)) for page in PAGES}
-    assert all(problems == [] for problems in found.values()), {p: found[p][:3] for p in found if found[p]}
+    problems = asyncio.run(_fuzz_over_the_websocket(app_server.url, page))
+    assert problems == [], problems[:3]
