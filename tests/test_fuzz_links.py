@@ -225,7 +225,7 @@ def app_server():
 def test_hostile_links_over_a_real_servers_websocket(app_server, page):
     """Issue 36: 300 hostile links a page, sent as a browser sends them to a real server (`make run`'s launcher):
     no exception, and no text that Markdown would render as markup, a link or an image."""
-    import asyncio
+    from tests.loop import run_in_own_loop
 
-    problems = asyncio.run(_fuzz_over_the_websocket(app_server.url, page))
+    problems = run_in_own_loop(_fuzz_over_the_websocket(app_server.url, page))
     assert problems == [], problems[:3]

@@ -22,6 +22,7 @@ from streamlit.runtime.runtime import Runtime
 from streamlit.runtime.scriptrunner import ScriptRunnerEvent
 
 from attnviz import server
+from tests.loop import run_in_own_loop
 
 
 def accepted_nodelay() -> int:
@@ -370,7 +371,7 @@ def test_a_class_server_drops_clear_cache_and_git_requests_from_clients(toolbar:
     options = {"client.toolbarMode": toolbar}
     with StreamlitServer(app, server_options=options, env=env, log_name=f"developer-messages-{toolbar}") as srv:
         messages = ["rerun", "load_git_info", "clear_cache", "rerun"]
-        shown, _ = asyncio.run(_markdown_and_git_info(srv.url, messages))
+        shown, _ = run_in_own_loop(_markdown_and_git_info(srv.url, messages))
     first, second = shown
     git_calls = calls.read_text().splitlines() if calls.exists() else []
     if toolbar == "viewer":

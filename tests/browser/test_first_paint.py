@@ -4,9 +4,7 @@ in Chromium."""
 
 from __future__ import annotations
 
-import asyncio
 import time
-from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import urlsplit
 
 import pytest
@@ -17,6 +15,7 @@ from websockets.sync.client import connect
 
 from attnviz.ui.chart_drawn import MOST_MS, trigger_state
 from bench.proxyclient import ProxyUser
+from tests.loop import run_in_own_loop
 
 from .helpers import StreamlitServer, exceptions, goto, plotly_figures
 
@@ -309,9 +308,7 @@ def test_the_class_load_tests_simulated_browser_asks_for_the_rest_after_any_firs
         finally:
             await user.close()
 
-    # in a thread of its own: Playwright's sync API may hold an event loop in this one (another test's browser)
-    with ThreadPoolExecutor(1) as pool:
-        whole_on_open, whole_after_reconnect, before, after = pool.submit(asyncio.run, scenario()).result()
+    whole_on_open, whole_after_reconnect, before, after = run_in_own_loop(scenario())
     assert whole_on_open and whole_after_reconnect
     assert "bw=" not in before
     assert "bw=0.632" in after and "p=d2l_toy_regression" in after
