@@ -567,6 +567,10 @@ class Student:
                 return
             delay = min(delay * 2, 5.0)
         record["reconnect_s"] = round(time.perf_counter() - closed, 3)
+        record["reconnected_at_s"] = round(self.run.now(), 2)  # beside the kill's "restarted_at_s"
+        # The replica nginx sent the reconnect to (its health request, logged when answered): the survivor, or the
+        # killed one already restarted (cold: its first runs import the app and load the model)
+        record["reconnected_to"] = (await asyncio.to_thread(self.run.cluster.replica_of)).get(user.affinity)
         immediate = self.rng.random() < 0.5
         record["moment"] = "immediately" if immediate else "after 0.5-2 s"
         try:
@@ -608,6 +612,7 @@ class Student:
                 record["change_s"] = round(time.perf_counter() - started, 3)
             else:
                 record["works_again_s"] = None
+                record["why"] = why_lost(user.finished_ok(change_marks) is not None)
                 self.run.lost.append(
                     {
                         "student": self.index,
@@ -618,9 +623,12 @@ class Student:
                         "sent": change.value,
                         "before": change_before,
                         "after": user.params().get(change.param),
+                        "why": record["why"],
+                        "reconnected_to": record["reconnected_to"],
                     }
                 )
             record["lost"] = not applied
+            record["runs_after_reconnect"] = runs_after(user.finishes[marks[0] :], closed, change.param)
             if pending is not None and pending[0].param != change.param:
                 kept = pending[0].applied(pending[1], user.params().get(pending[0].param))
                 record["pending_kept"] = kept
@@ -638,6 +646,22 @@ class Student:
         except (ScriptError, TimeoutError) as exc:
             record["works_again_s"] = None
             self.error("after reconnect", f"{type(exc).__name__}: {exc}")
+
+
+def runs_after(finishes: list[Any], closed: float, param: str) -> list[list[Any]]:
+    """The runs a reconnected tab saw end: [seconds since its websocket closed, status, `param` in the link then]."""
+    return [
+        [round(f.at - closed, 3), f.status, {k: v[-1] for k, v in parse_qs(f.query).items()}.get(param)]
+        for f in finishes
+    ]
+
+
+def why_lost(finished: bool) -> str:
+    """Why a change sent after a reconnect is counted lost: its run ended without it in the link (the app dropped
+    or overwrote it: a race), or no run ended within the action timeout (a slow server: load)."""
+    if finished:
+        return "its run ended without it in the link"
+    return "no run ended within the action timeout"
 
 
 def _without(query: str, ignore: set[str]) -> dict[str, list[str]]:
@@ -1210,7 +1234,7 @@ def markdown(results: dict[str, Any]) -> str:
                 f"{x.get('first_run_s', '—')} | {x.get('works_again_s') or '—'} | "
                 f"{'yes' if x.get('restored') else '**no**'} | "
                 f"{change.get('param', '?')}={str(change.get('sent', '?'))[:24]}: "
-                f"{'yes' if not x.get('lost') else '**lost**'} |"
+                f"{'yes' if not x.get('lost') else '**lost**: ' + x.get('why', '?')} |"
             )
         lines.append("")
     lines += ["## Memory (RSS from /proc, MiB)", ""]

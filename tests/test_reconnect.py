@@ -50,6 +50,22 @@ def test_a_new_session_keeps_the_value_the_browser_sent_over_its_link():
     assert at.query_params["T"] == "1.5"  # the link follows the screen, not the other way round
 
 
+def test_a_first_run_cut_short_between_the_state_and_the_link_does_not_cost_the_value_sent_after_it():
+    """A reconnecting page sends its values with the new session's first run, and a change made at once right after
+    it (a whole-page run: the new session does not hold the control's fragment yet). Streamlit's fast reruns stop the
+    first run at its next session-state access, which can fall after it stored the page state and before it stored
+    the link. The next run then took the link as changed under it and loaded it over the value the browser sent."""
+    at = AppTest.from_file(str(ROOT / SELF), default_timeout=90)
+    at.query_params["T"] = "0.5"
+    at.run()
+    del at.session_state["self:link"]  # the first run, stopped before it stored the link
+    sent = browser_values(SELF, {"T": "0.5"}, TEMPERATURE, 1.5)
+    at = at._run(widget_state=sent)
+    assert not at.exception
+    assert next(n for n in at.number_input if n.key == TEMPERATURE).value == 1.5
+    assert at.query_params["T"] == "1.5"
+
+
 def test_a_new_session_without_browser_values_starts_from_its_link():
     at = new_session(SELF, {"T": "0.5", "c": "1"}, BackMsg().rerun_script.widget_states)
     assert next(n for n in at.number_input if n.key == TEMPERATURE).value == 0.5

@@ -181,7 +181,10 @@ class PageSession:
 
         A new session starts from its link, but a widget value that the browser sent with this run wins: that is a
         page reconnecting after its server was lost, and the value on its screen may be newer than its address (the
-        student changed it while, or right after, the page reconnected).
+        student changed it while, or right after, the page reconnected). The session is new until a run has stored
+        both the state and the link: a student's change that arrives during the first run stops it (Streamlit's fast
+        reruns) at its next session-state access, which may fall between the two, and the run after must not load the
+        link over the value the change sent.
 
         A link Streamlit ignored (over 512 Ki characters or 1,000 fields: the page ran without it) is named in a
         warning, and leaves the address bar, which would send it with every rerun."""
@@ -203,7 +206,8 @@ class PageSession:
             else:
                 decoded = decode(params)
                 state, warnings = decoded.state, decoded.warnings
-            self.load(state, keep=sent_by_browser() if stored is None else frozenset())
+            new_session = stored is None or self.link is None  # nothing stored yet, or a first run cut short
+            self.load(state, keep=sent_by_browser() if new_session else frozenset())
             self.warnings = [*bad_settings, *warnings]
             self.link = params
         else:

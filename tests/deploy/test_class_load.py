@@ -10,13 +10,15 @@ The 5-minute run with 30 students, and its figures, is `python -m bench.classloa
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from bench.classload import ClassConfig, checks, page_restored, run_class
+from bench.classload import ClassConfig, ClassRun, Student, checks, page_restored, run_async, run_class
 
 
 def _show(items: list[Any]) -> str:
@@ -74,3 +76,49 @@ def test_a_page_counts_as_restored_apart_from_the_changes_and_what_follows_from_
     assert not page_restored("model", before, after, {"rn"})  # no new sentence: tk=1 is not the link's
     assert not page_restored("self", "T=0.5&s=a+b", "T=0.5&s=a+b&tk=1", {"s"})
     assert not page_restored("model", before, None, {"rn"})  # no first run at all
+
+
+async def _reconnect_after_the_restart(run: ClassRun) -> tuple[str, list[Student]]:
+    """Open every student's page and let each change two controls; SIGKILL the replica holding most of them, restart
+    it, and only then let its students reconnect: nginx sends each one back to the restarted, cold replica."""
+    await run.warm_up()
+    run.t0 = time.perf_counter()
+    run.students = [Student(i, run) for i in range(run.config.students)]
+    await asyncio.gather(*(s.user.open(run.config.action_timeout) for s in run.students))
+    for _ in range(2):
+        await asyncio.gather(*(s.act() for s in run.students))
+    owners = run.cluster.replica_of()
+    upstreams = [run.cluster.upstream(r) for r in run.cluster.replicas]
+    index = max(range(2), key=lambda i: sum(owners.get(s.user.affinity) == upstreams[i] for s in run.students))
+    victim = run.cluster.replicas[index]
+    mine = [s for s in run.students if owners.get(s.user.affinity) == upstreams[index]]
+    victim.kill()
+    run.kill_t = run.now()
+    await asyncio.to_thread(victim.restart)
+    await asyncio.gather(*(s.recover() for s in mine))
+    for student in run.students:
+        await student.user.close()
+    return upstreams[index], mine
+
+
+@pytest.mark.timeout(280)
+def test_students_who_reconnect_to_the_restarted_replica_lose_nothing(tmp_path: Path) -> None:
+    """Issue 36, finding 9: the input lost under load was a student's whose cookie hashed back to the restarted
+    replica. In the class load test every student reconnects to the survivor within a second, before the restart, so
+    this path is driven here: each student of the killed replica reconnects only once it is back, cold (its first
+    runs import the app), and changes a control at once or after its first run."""
+    config = ClassConfig(students=10, adversaries=False, kill_at=None, seed=3, kill_window=120.0)
+    run = ClassRun(config, tmp_path)
+    run.cluster.start()
+    try:
+        victim, mine = run_async(_reconnect_after_the_restart(run))
+    finally:
+        run.cluster.stop()
+    recoveries = [r for s in mine for r in s.recoveries]
+    errors = [e for s in run.students for e in s.errors]
+    assert mine and len(recoveries) == len(mine), _show(recoveries)
+    assert errors == [], _show(errors)
+    assert {r["reconnected_to"] for r in recoveries} == {victim}, _show(recoveries)  # the restarted replica
+    assert {r["moment"] for r in recoveries} == {"immediately", "after 0.5-2 s"}, _show(recoveries)
+    assert run.lost == [], _show(run.lost)
+    assert all(r["works_again_s"] is not None and r["restored"] for r in recoveries), _show(recoveries)
