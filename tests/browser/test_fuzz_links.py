@@ -15,19 +15,11 @@ from urllib.parse import urlencode
 import pytest
 from playwright.sync_api import Page
 
-from tests.test_fuzz_links import PAGES, generated_links
+from tests.test_fuzz_links import PAGES, URL_PATHS, generated_links
 
 from .helpers import ConsoleRecorder, StreamlitServer, exceptions, goto, wait_ready, wait_rerun
 
 CASES = int(os.environ.get("BROWSER_FUZZ_CASES", "40"))
-URL_PATHS = {
-    "self": "Self_attention",
-    "cross": "Cross_attention",
-    "kernel": "Kernel_attention",
-    "model": "Pretrained_model",
-    "learned": "Learned_attention",
-    "modern": "Modern_attention",
-}
 # What a link's text must never become on the page: a link or image to the injected addresses, an image the payload
 # names, or any element with an inline event handler.
 INJECTED_JS = """() => Array.from(document.querySelectorAll('a[href], img, [onerror], [onload], script[src]'))
