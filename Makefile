@@ -46,10 +46,10 @@ CLASS_FLAGS := --server.headless true --server.fileWatcherType none --server.run
 	--client.showErrorDetails none --client.toolbarMode viewer
 
 run: $(VENV)/.run-deps $(MO_FILES)
-	$(BIN)/python -m attnviz.server app.py --server.port $(PORT) $(CLASS_FLAGS)
+	$(BIN)/python -m attnviz.app.server app.py --server.port $(PORT) $(CLASS_FLAGS)
 
 dev: $(VENV)/.dev-deps $(MO_FILES)
-	$(BIN)/python -m attnviz.server app.py --server.port $(PORT) --client.showErrorDetails full --server.runOnSave true
+	$(BIN)/python -m attnviz.app.server app.py --server.port $(PORT) --client.showErrorDetails full --server.runOnSave true
 
 # The class settings, for the test that starts a server with exactly these flags.
 class-flags:
@@ -100,7 +100,7 @@ i18n: $(VENV)/.build-deps
 	$(BIN)/pybabel --quiet update --input-file $(POT) --output-dir $(LOCALES) --domain attnviz \
 		--no-fuzzy-matching --ignore-pot-creation-date
 	$(BIN)/pybabel compile --domain attnviz --directory $(LOCALES) --statistics
-	PYTHONPATH=. $(BIN)/python -m attnviz.links > deploy/nginx/compose/link-too-long.html
+	PYTHONPATH=. $(BIN)/python -m attnviz.app.links > deploy/nginx/compose/link-too-long.html
 
 format: $(VENV)/.dev-deps
 	$(BIN)/ruff format .

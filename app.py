@@ -2,10 +2,11 @@
 
 import streamlit as st
 
-from attnviz import PRESETS, figures
-from attnviz.explain import number_tex
-from attnviz.ui.common import PAGES, chart, page_frame
-from attnviz.ui.settings import current_language, palette, tr
+from attnviz import PRESETS
+from attnviz.app.ui.common import PAGES, chart, page_frame
+from attnviz.app.ui.settings import current_language, palette, tr
+from attnviz.figures import attention as figures
+from attnviz.lessons.explain import number_tex
 
 page_frame("home", "🔍", link_warnings=True)
 

@@ -97,7 +97,7 @@ def sentence(seed: int, tokenizer: object) -> str:
 
 
 async def sentences(count: int = 60) -> None:
-    from attnviz.bert import load_minilm
+    from attnviz.models.bert import load_minilm
 
     tokenizer = load_minilm().tokenizer
     with server() as srv:

@@ -1,4 +1,4 @@
-"""Check the cost model of attnviz/budget.py against this machine: estimated and measured seconds per request.
+"""Check the cost model of attnviz/app/budget.py against this machine: estimated and measured seconds per request.
 
     python -m bench.budget
 
@@ -15,9 +15,9 @@ import time
 
 import torch
 
-from attnviz.budget import Request, fit_seconds, plan
-from attnviz.kernel import fit_bandwidth
-from attnviz.multihead import multi_head_attend
+from attnviz.app.budget import Request, fit_seconds, plan
+from attnviz.core.kernel import fit_bandwidth
+from attnviz.core.multihead import multi_head_attend
 
 REQUESTS = (
     Request("scaled_dot", 512, 512, heads=1, head_dim=64),

@@ -17,7 +17,7 @@ import secrets
 import time
 from pathlib import Path
 
-from attnviz.learned.cgroup import ROOT, own_groups, v1_mount
+from attnviz.app.training.cgroup import ROOT, own_groups, v1_mount
 
 PERIOD_US = 100_000  # the kernel's default CFS period, 100 ms
 

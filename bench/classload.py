@@ -3,7 +3,7 @@
     python -m bench.classload --students 30 --minutes 5               # a full run: with and without adversaries
     python -m bench.classload --students 30 --minutes 1 --no-adversaries --kill-at 30
 
-Two app replicas (`python -m attnviz.server app.py`, one cookie secret) run on loopback behind nginx with the
+Two app replicas (`python -m attnviz.app.server app.py`, one cookie secret) run on loopback behind nginx with the
 project's site file (deploy/nginx/attnviz.conf, through tests/deploy/nginx_proxy.py). Every client goes through the
 proxy as a browser does (bench/proxyclient.py): it GETs the page, gets nginx's affinity cookie, then opens the
 websocket with it.
@@ -77,7 +77,7 @@ _WORDS = (
 )
 WORDS = tuple(_WORDS.split())
 T = TypeVar("T")
-KERNEL_KEYS = ("gaussian", "laplace", "boxcar", "epanechnikov")  # attnviz.kernel.KERNELS, in the picker's order
+KERNEL_KEYS = ("gaussian", "laplace", "boxcar", "epanechnikov")  # attnviz.core.kernel.KERNELS, in the picker's order
 
 
 def _decimal(rng: random.Random, low: float, high: float) -> float:
@@ -89,7 +89,7 @@ def _decimal(rng: random.Random, low: float, high: float) -> float:
 
 
 def _number_text(value: float) -> str:
-    from attnviz.fields import format_number
+    from attnviz.core.fields import format_number
 
     return format_number(value)
 
@@ -702,7 +702,7 @@ def wordpiece_words() -> list[str]:
     """Whole words of the model's WordPiece vocabulary (3-6 letters): one token each."""
     from tokenizers import Tokenizer
 
-    from attnviz.bert import model_dir
+    from attnviz.models.bert import model_dir
 
     vocab = Tokenizer.from_file(str(model_dir() / "tokenizer.json")).get_vocab()
     return sorted(t for t in vocab if t.isascii() and t.isalpha() and t.islower() and 3 <= len(t) <= 6)
@@ -1116,7 +1116,7 @@ def markdown(results: dict[str, Any]) -> str:
         f"# attnviz class load test, {results['date']}",
         "",
         f"Machine: {info['cpu']}, {info['cores']} cores, {info['memory']}; commit {results['commit']}. "
-        f"Two replicas of `python -m attnviz.server app.py` behind nginx with `deploy/nginx/attnviz.conf`, all on "
+        f"Two replicas of `python -m attnviz.app.server app.py` behind nginx with `deploy/nginx/attnviz.conf`, all on "
         f"this one machine. {first['students']} simulated students for {first['seconds'] / 60:g} minutes, thinking "
         f"{first['think'][0]:g}-{first['think'][1]:g} s between actions; "
         + (

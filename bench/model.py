@@ -21,7 +21,7 @@ LOAD_PROBE = """
 import json, time
 import torch
 started = time.perf_counter()
-from attnviz.bert import load_minilm
+from attnviz.models.bert import load_minilm
 model = load_minilm()
 loaded = time.perf_counter()
 model.run("warm up")
@@ -48,7 +48,7 @@ def compute_times(lengths: tuple[int, ...] = (16, 128, 256), repeats: int = 30) 
     """Milliseconds for all 6 x 12 heads (the whole encoder, every head traced) per input length: median and p90."""
     import torch
 
-    from attnviz.bert import load_minilm
+    from attnviz.models.bert import load_minilm
 
     model = load_minilm()
     out: dict[str, Any] = {"threads": torch.get_num_threads()}
@@ -65,19 +65,3 @@ def compute_times(lengths: tuple[int, ...] = (16, 128, 256), repeats: int = 30) 
         times.sort()
         out[str(length)] = {"p50_ms": round(statistics.median(times), 1), "p90_ms": round(times[int(0.9 * repeats)], 1)}
     return out
-
-
-def measure(seconds: float = 15.0, users: tuple[int, ...] = (1, 10)) -> dict[str, Any]:
-    """Everything above, plus the model page under the load client (128 tokens)."""
-    from bench.run import load_page
-    from bench.scenarios import SCENARIOS
-
-    return {
-        "load": load_times(),
-        "compute": compute_times(),
-        "page": load_page(SCENARIOS["model"], users, seconds),
-    }
-
-
-if __name__ == "__main__":
-    print(json.dumps({"load": load_times(), "compute": compute_times()}, indent=1))

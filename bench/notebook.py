@@ -20,8 +20,8 @@ from playwright.sync_api import sync_playwright
 from tokenizers import Tokenizer, models, pre_tokenizers
 from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
 
-from attnviz.display import Chart, html_document, to_html
-from attnviz.hf import from_transformers
+from attnviz.models.hf import from_transformers
+from attnviz.notebook import Chart, html_document, to_html
 from tests.browser.helpers import CHROMIUM_ARGS, CHROMIUM_PATH
 
 RESULTS = Path(__file__).resolve().parent / "results"

@@ -13,7 +13,7 @@
    and each run's end. A closed connection is noticed at once, not only when the next request fails.
 4. After its replica died, it reconnects as the frontend does: it asks `/_stcore/health` through the proxy until it
    answers, opens a new websocket with the same cookies (nginx moves it to a live replica) and sends a rerun with
-   its current query string and widget values (see attnviz/server.py and attnviz/ui/session.py).
+   its current query string and widget values (see attnviz/app/server.py and attnviz/app/ui/session.py).
 
     user = ProxyUser("http://127.0.0.1:8080", "Self_attention", "T=0.5")
     await user.open()                       # GET the page, open the websocket, first run
@@ -38,7 +38,7 @@ from streamlit.proto.WidgetStates_pb2 import WidgetState
 from websockets.asyncio.client import connect
 from websockets.exceptions import WebSocketException
 
-from attnviz.ui.chart_drawn import DRAWN_KEY, trigger_state
+from attnviz.app.ui.chart_drawn import DRAWN_KEY, trigger_state
 from bench.loadclient import FINISHED_OK, Control, ScriptError, SimulatedUser
 
 AFFINITY_COOKIE = "attnviz_affinity"
@@ -246,7 +246,7 @@ class ProxyUser(SimulatedUser):
         started = time.perf_counter()
         self.rest_marks = None
         await self.rerun(timeout=timeout)
-        if self.rest_marks is not None:  # a new visitor's page comes in two runs (attnviz.ui.common.first_paint)
+        if self.rest_marks is not None:  # a new visitor's page comes in two runs (attnviz.app.ui.common.first_paint)
             await self.wait_run(self.rest_marks, timeout)
         await self.follow_timers(timeout)
         return time.perf_counter() - started
@@ -426,9 +426,10 @@ class ProxyUser(SimulatedUser):
             self._ask_for_the_rest()
 
     def _ask_for_the_rest(self) -> None:
-        """After a first paint, ask for the rest of the page as the browser's watcher does (`attnviz.ui.chart_drawn`),
-        whatever the tab is doing: after a new visitor's first run, and after a reconnect whose first run was one. This
-        tab draws nothing, so at once. The trigger's run comes with the tab's widget values, as a browser's does."""
+        """After a first paint, ask for the rest of the page as the browser's watcher does
+        (`attnviz.app.ui.chart_drawn`), whatever the tab is doing: after a new visitor's first run, and after a
+        reconnect whose first run was one. This tab draws nothing, so at once. The trigger's run comes with the tab's
+        widget values, as a browser's does."""
         widget_id = self.widget_ids.get(DRAWN_KEY, "")
         if not widget_id or self.drawn.get(widget_id) != len(self.finishes) - 1:
             return

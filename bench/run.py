@@ -431,11 +431,12 @@ def html_chart(results: dict[str, Any]) -> str:
     return fig.to_html(include_plotlyjs="cdn", full_html=True)  # a few kB per result, not 4.6 MB of plotly.js
 
 
-def measure_model(seconds: float) -> dict[str, Any]:
-    """The pretrained-model page's figures (bench/model.py)."""
-    from bench.model import measure
+def measure_model(seconds: float, users: tuple[int, ...] = (1, 10)) -> dict[str, Any]:
+    """The pretrained model's load and compute times (bench/model.py), plus its page under the load client (128
+    tokens)."""
+    from bench.model import compute_times, load_times
 
-    return measure(seconds)
+    return {"load": load_times(), "compute": compute_times(), "page": load_page(SCENARIOS["model"], users, seconds)}
 
 
 def main() -> None:

@@ -2,7 +2,7 @@
 
     python -m bench.sessions --sessions 100
 
-One replica (`python -m attnviz.server app.py`, the class settings). Each page is warmed up by one session, then
+One replica (`python -m attnviz.app.server app.py`, the class settings). Each page is warmed up by one session, then
 `--sessions` sessions open it one after another, each moving the page's control once (a model-page session types a
 sentence of its own, ~15 WordPieces; a "model128" session opens the model page with one shared 128-token sentence and
 toggles a view control), and stay connected. The replica's RSS before and after, divided by the

@@ -3,7 +3,7 @@
     python -m bench.training                      # both tasks, then 3 paired rounds of 30 users
     python -m bench.training --rounds 1 --seconds 5
 
-1. Each task is trained as the package's checkpoint is made (`python -m attnviz.learned.train TASK --seed 0`),
+1. Each task is trained as the package's checkpoint is made (`python -m attnviz.models.learned.train TASK --seed 0`),
    reading its snapshots as they are printed: the seconds to the first snapshot at the goal's held-out accuracy
    (dates 95 % exact match, the repeat 90 % token accuracy), the total, the final accuracy on 2,000 held-out
    examples, and the child's peak memory.
@@ -39,8 +39,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from attnviz.learned.jobs import NICENESS, training_command
-from attnviz.learned.train import FINAL_EVAL_EXAMPLES, TrainSettings, load_run
+from attnviz.app.training.jobs import NICENESS, training_command
+from attnviz.models.learned.train import FINAL_EVAL_EXAMPLES, TrainSettings, load_run
 from bench.cgroups import ControlGroup
 from bench.loadclient import run_load
 from bench.procstat import children, cpu_seconds, machine
@@ -168,9 +168,9 @@ def _started_training(server: StreamlitServer, arm: str, seed: int, group: Contr
     else:
         asyncio.run(_press_train(server.url, seed))
         deadline = time.monotonic() + 60
-        while not children(server.pid, "attnviz.learned.train") and time.monotonic() < deadline:
+        while not children(server.pid, "attnviz.app.training.worker") and time.monotonic() < deadline:
             time.sleep(0.1)
-        (pid,) = children(server.pid, "attnviz.learned.train")
+        (pid,) = children(server.pid, "attnviz.app.training.worker")
     while cpu_seconds(pid) < 3.0:  # torch imported, step 0 evaluated: training now
         time.sleep(0.1)
     return pid

@@ -3,8 +3,8 @@
     python -m bench.uploads                        # the four scenarios below, written to bench/results/<date>-uploads
     python -m bench.uploads --only proxy           # one of them
 
-Two app replicas (`python -m attnviz.server app.py`, one cookie secret) run behind nginx with the project's site file
-(bench/classload.py's Cluster). Simulated browsers open the self-attention page through the proxy (a session, its
+Two app replicas (`python -m attnviz.app.server app.py`, one cookie secret) run behind nginx with the project's site
+file (bench/classload.py's Cluster). Simulated browsers open the self-attention page through the proxy (a session, its
 cookies, its XSRF token), then PUT files to `/_stcore/upload_file/<their session>/<a new file id>`, each under a file
 id of its own, as fast as 8 connections allow, as the issue's attacker did. The replica that holds the first session
 is measured (resident memory, sampled every 50 ms); with several sessions, those on the other replica sit out.

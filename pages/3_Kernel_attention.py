@@ -1,7 +1,7 @@
 """Kernel attention: Nadaraya–Watson regression as attention pooling."""
 
-from attnviz.ui.common import page_frame
-from attnviz.ui.kernel_page import kernel_page
+from attnviz.app.ui.common import page_frame
+from attnviz.app.ui.kernel_page import kernel_page
 
 page_frame("kernel", "📈")
 kernel_page()

@@ -13,8 +13,8 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 import attnviz
+from attnviz.app.state import decode_attention
 from attnviz.i18n import t as t_
-from attnviz.state import decode_attention
 
 ROOT = Path(__file__).resolve().parent.parent
 SELF, CROSS, KERNEL = "pages/1_Self_attention.py", "pages/2_Cross_attention.py", "pages/3_Kernel_attention.py"
@@ -138,7 +138,7 @@ def test_attention_presets_draw_the_core_result(key):
 
 def test_unit_sentences_preset_shows_the_notes_weights():
     at = run_page(SELF, p="unit_sentences", m="numbers", sc="dot")
-    printed = attnviz.presets.UNIT_WEIGHTS[0].numpy()  # the note's printed softmax, batch row 0
+    printed = attnviz.lessons.presets.UNIT_WEIGHTS[0].numpy()  # the note's printed softmax, batch row 0
     np.testing.assert_allclose(first_weights(at), printed, atol=2e-3)
 
 
@@ -232,8 +232,16 @@ def test_closed_expanders_build_nothing_and_open_ones_build_their_content():
     assert len(at.get("image")) == 1  # the QR code
 
 
-def test_python_snippet_reproduces_the_page(tmp_path):
-    at = open_expander(run_page(SELF, sc="cosine", c="1"), "self:open:share")
+@pytest.mark.parametrize(
+    "link",
+    [
+        {"sc": "cosine", "c": "1"},
+        {"T": "0.5", "h": "2", "pr": "random", "ps": "3"},  # every setting that changes the weights at T != 1
+        {"sc": "additive", "nh": "4", "sd": "5", "T": "2", "lm": "all", "vl": "3"},
+    ],
+)
+def test_python_snippet_reproduces_the_page(tmp_path, link):
+    at = open_expander(run_page(SELF, **link), "self:open:share")
     snippet = next(code.value for code in at.code if "attnviz.self_attention" in code.value)
     namespace: dict = {}
     exec(compile(snippet, "snippet", "exec"), namespace)  # the app's own generated code, not user input
@@ -448,8 +456,8 @@ def test_random_projections_show_w_q_w_k_w_v_with_the_heads_rows_marked():
     box = next(e for e in at.expander if e.label.startswith("W_q, W_k and W_v"))
     text = " ".join(m.value for m in box.markdown).replace("\\", "")
     state = decode_attention({"pr": "random", "h": "2", "ps": "5"}, "self").state
-    inputs = attnviz.pipeline.resolve_inputs(state)
-    trace = attnviz.pipeline.run_attention(state, inputs)
+    inputs = attnviz.app.pipeline.resolve_inputs(state)
+    trace = attnviz.app.pipeline.run_attention(state, inputs)
     first = f"{float(trace.W_q[0, 0]):.4g}"
     assert "▶ 1" in text and "▶ 4" in text and "▶ 5" not in text  # head 1 of 2: rows 1-4 of 8
     assert first in text and text.count("**W_") == 3
@@ -503,7 +511,7 @@ def upload_state_file(at: AppTest, data: bytes) -> AppTest:
 def test_a_state_file_loads_into_the_page_and_the_server_keeps_no_copy():
     """The page takes the file's state (controls, charts and link) without an error, and drops the file once read:
     the uploader is empty again and the session holds no upload."""
-    from attnviz.links import state_file
+    from attnviz.app.links import state_file
 
     at = open_expander(run_page(SELF), "self:open:share")
     upload_state_file(at, state_file("self", {"T": "0.5", "s": "one two three"}))

@@ -376,8 +376,8 @@ def test_learned_score_matches_reference_from_make_score_module(name):
 def test_a_learned_scores_module_is_built_once_and_a_users_own_module_is_not_shared(name, monkeypatch):
     """A rerun scored with a learned score twice (attend, then show-your-work's worked score): the seeded module is
     built once. make_score_module still gives a module of one's own: changing it changes nothing attend computes."""
-    from attnviz import scores
-    from attnviz.explain import explain_attention
+    from attnviz.core import scores
+    from attnviz.lessons.explain import explain_attention
 
     scores._shared_module.cache_clear()
     cls = scores.get_score(name).module

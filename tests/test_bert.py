@@ -14,8 +14,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the reference reads the same ins
 
 from transformers import AutoTokenizer, BertModel  # test-only dependency
 
-from attnviz import bert
-from attnviz.bert import MAX_MODEL_TOKENS, ModelUnavailableError, load_minilm, model_dir
+from attnviz.models import bert
+from attnviz.models.bert import MAX_MODEL_TOKENS, ModelUnavailableError, load_minilm, model_dir
 
 SENTENCES = [
     ("The cat sat on the mat because it was tired.", None),
@@ -110,7 +110,7 @@ def test_a_head_is_a_full_attention_trace_of_the_real_numbers(model):
 
 def test_every_layers_trace_is_what_attend_makes_of_its_queries_keys_and_values(model):
     """The encoder traces its heads without attend's checks and masks: the same trace, field by field."""
-    from attnviz.attention import attend
+    from attnviz.core.attention import attend
 
     trace = model.run("Where is the cat?", "The cat is on the mat.")
     for layer in trace.layers:
@@ -139,7 +139,7 @@ def test_the_models_input_embeddings_put_related_words_close(model):
 
 def test_the_core_does_not_load_the_model_or_its_libraries_on_import():
     code = (
-        "import sys, attnviz, attnviz.bert, attnviz.pipeline\n"
+        "import sys, attnviz, attnviz.models.bert, attnviz.app.pipeline\n"
         "loaded = [m for m in ('tokenizers', 'safetensors', 'transformers') if m in sys.modules]\n"
         "assert not loaded, loaded\n"
     )
@@ -167,7 +167,7 @@ def test_loading_and_running_the_model_opens_no_network_connection():
         "socket.socket.connect = refuse\n"
         "socket.create_connection = refuse\n"
         "socket.getaddrinfo = refuse\n"
-        "from attnviz.bert import load_minilm\n"
+        "from attnviz.models.bert import load_minilm\n"
         "trace = load_minilm().run('no network here', 'none at all')\n"
         "assert trace.attentions.shape[:2] == (6, 12)\n"
     )

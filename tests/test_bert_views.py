@@ -10,18 +10,16 @@ import numpy as np
 import pytest
 import torch
 
-from attnviz.bert_views import (
-    attentions_npz,
+from attnviz.app.exports import attentions_npz, model_snippet, view_csv
+from attnviz.app.model_state import ModelState, decode_model, encode_model
+from attnviz.models.bert_views import (
     find_heads,
     head_view,
     head_weights,
-    model_snippet,
     pooled_labels,
     thumbnails,
     token_selection,
-    view_csv,
 )
-from attnviz.model_state import ModelState, decode_model, encode_model
 
 PAIR = ["[CLS]", "where", "is", "it", "?", "[SEP]", "on", "the", "mat", "[SEP]"]
 PAIR_TYPES = torch.tensor([0, 0, 0, 0, 0, 0, 1, 1, 1, 1])
@@ -127,7 +125,7 @@ def test_npz_export_loads_without_pickle(tmp_path):
 
 
 def test_the_python_snippet_reproduces_the_followed_tokens_weights():
-    from attnviz.bert import load_minilm
+    from attnviz.models.bert import load_minilm
 
     state = ModelState(sentence='it\'s a "quoted" sentence', pair="and a second", layer=4, heads=(7, 9), token=2)
     printed = io.StringIO()
@@ -189,13 +187,13 @@ def test_heads_in_a_link_are_sorted_and_deduplicated():
 
 
 def test_token_labels_mark_repeats_with_the_pickers_position():
-    from attnviz.bert_views import token_labels
+    from attnviz.models.bert_views import token_labels
 
     assert token_labels(["[CLS]", "the", "cat", "the", "[SEP]"]) == ["[CLS]", "the·1", "cat", "the·3", "[SEP]"]
 
 
 def test_a_traces_attentions_are_stacked_once():
-    from attnviz.bert import load_minilm
+    from attnviz.models.bert import load_minilm
 
     trace = load_minilm().run("stacked once")
     assert trace.attentions is trace.attentions  # the app reads it several times a rerun from a cached trace

@@ -14,8 +14,7 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from attnviz import scores
-from attnviz.budget import (
+from attnviz.app.budget import (
     BUDGET_SECONDS,
     BYTES_PER_CELL,
     DRAW_CELLS,
@@ -27,10 +26,11 @@ from attnviz.budget import (
     plan,
     pool_factor,
 )
-from attnviz.kernel import fit_bandwidth, leave_one_out_loss
-from attnviz.pipeline import AttentionInputs, attention_request, first_rows, run_attention
-from attnviz.state import AttentionState
-from attnviz.ui import kernel_page
+from attnviz.app.pipeline import AttentionInputs, attention_request, first_rows, run_attention
+from attnviz.app.state import AttentionState
+from attnviz.app.ui import kernel_page
+from attnviz.core import scores
+from attnviz.core.kernel import fit_bandwidth, leave_one_out_loss
 from tests.test_app import CROSS, KERNEL, ROOT, SELF
 
 CJK = "".join(chr(0x4E00 + 7 * i) for i in range(512))
@@ -141,7 +141,7 @@ def test_a_chart_past_the_rerun_budget_is_not_sent_and_the_page_says_so():
         import numpy as np
         import plotly.graph_objects as go
 
-        from attnviz.ui.common import chart
+        from attnviz.app.ui.common import chart
 
         rng = np.random.default_rng(0)
         for number in range(4):  # 1.2 MB each (as JSON): the fourth goes past 4 MiB

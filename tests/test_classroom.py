@@ -7,7 +7,7 @@ import plotly.colors
 import plotly.graph_objects as go
 import pytest
 
-from attnviz import figures
+from attnviz.figures import attention as figures
 from attnviz.i18n import t
 from tests.test_app import CROSS, SELF, _array, run_page
 from tests.test_app import figures as page_figures
@@ -132,7 +132,7 @@ def test_predict_then_reveal_hides_the_weights_until_a_guess_and_then_shows_both
     ],
 )
 def test_a_typed_guess_is_read_or_says_what_is_wrong(text, weights, problem, typed):
-    from attnviz.pipeline import parse_guess
+    from attnviz.app.pipeline import parse_guess
 
     guess = parse_guess(text, 3)
     assert (guess.problem, guess.typed) == (problem, typed)
@@ -143,7 +143,7 @@ def test_a_typed_guess_is_read_or_says_what_is_wrong(text, weights, problem, typ
 
 
 def test_total_variation_distance():
-    from attnviz.pipeline import total_variation
+    from attnviz.app.pipeline import total_variation
 
     assert total_variation([0.5, 0.5], [0.5, 0.5]) == 0.0
     assert total_variation([1.0, 0.0], [0.0, 1.0]) == 1.0

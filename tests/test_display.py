@@ -1,5 +1,5 @@
-"""attnviz.show and the traces' own display: the app's figures, their tables and a worked row in one HTML document
-that fetches nothing (Plotly inlined)."""
+"""attnviz.show and the traces' display in IPython: the app's figures, their tables and a worked row in one HTML
+document that fetches nothing (Plotly inlined)."""
 
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ import pytest
 import torch
 
 import attnviz
-from attnviz.bert import load_minilm
-from attnviz.display import figures_for, to_html
-from attnviz.modern import modern_attention
+from attnviz.core.modern import modern_attention
+from attnviz.models.bert import load_minilm
+from attnviz.notebook import figures_for, to_html
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -31,6 +31,16 @@ def _outside_plotly(page: str) -> str:
     return page.replace(bundle, "")
 
 
+def _shown(obj: object) -> str:
+    """The HTML an IPython shell shows for `obj` (the formatter `import attnviz` registers)."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    assert attnviz.register_notebook_display(shell)
+    data, _ = shell.display_formatter.format(obj)
+    return data["text/html"]
+
+
 def _trace() -> attnviz.AttentionTrace:
     keys = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
     values = torch.tensor([[10.0], [20.0], [30.0]])
@@ -40,7 +50,7 @@ def _trace() -> attnviz.AttentionTrace:
 
 def test_an_attention_trace_shows_its_weights_tables_and_a_worked_row():
     trace = _trace()
-    page = _outside_plotly(trace._repr_html_())
+    page = _outside_plotly(_shown(trace))
     assert page.count("Plotly.newPlot(") == 1 and not page.startswith("<!DOCTYPE")  # a notebook output's fragment
     figure = figures_for(trace)[0]
     assert figure.data[0].type == "heatmap" and figure.data[0].name == "weights"
@@ -61,7 +71,7 @@ def test_every_trace_type_displays_itself_offline():
     model = load_minilm().run("the cat sat on the mat")
     batched = attnviz.attend(torch.randn(2, 3, 4), torch.randn(2, 5, 4), torch.randn(2, 5, 2))
     for obj, charts in ((heads, 1), (modern, 1), (model, 2), (batched, 2)):  # a model: the model and head views
-        page = _outside_plotly(obj._repr_html_())
+        page = _outside_plotly(_shown(obj))
         assert page.count("Plotly.newPlot(") == charts, type(obj).__name__
         assert not re.search(r"https?://|src=|href=", page), type(obj).__name__
     grid = figures_for(modern)[0]
@@ -106,9 +116,9 @@ def test_anything_else_is_refused_with_what_it_takes():
 def test_a_document_of_charts_as_the_app_sends_them_keeps_their_numbers(tmp_path):
     """The app's share box gives `html_document` each chart's JSON as sent to the browser, with its arrays as
     base64 typed arrays: the document's tables read the numbers back exactly."""
-    from attnviz.display import Chart, Worked, html_document
-    from attnviz.explain import explain_row
-    from attnviz.ui.plotly_element import figure_json
+    from attnviz.app.ui.plotly_element import figure_json
+    from attnviz.lessons.explain import explain_row
+    from attnviz.notebook import Chart, Worked, html_document
 
     trace = _trace()
     figure = figures_for(trace)[0]
@@ -133,7 +143,7 @@ def test_a_document_of_charts_as_the_app_sends_them_keeps_their_numbers(tmp_path
 
 
 def test_formulas_are_mathml_with_signs_set_tight_and_the_source_when_unreadable():
-    from attnviz.display import math
+    from attnviz.notebook import math
 
     worked = math(r"a = (-0.25) \times (-1.3) - 2")
     signs = worked.count('<mo form="prefix">&#x02212;</mo>')
@@ -146,7 +156,7 @@ def test_formulas_are_mathml_with_signs_set_tight_and_the_source_when_unreadable
 def _beside_chart_script() -> None:
     import streamlit as st
 
-    from attnviz.ui.common import beside_chart
+    from attnviz.app.ui.common import beside_chart
 
     charts, side = beside_chart()
     with charts:
@@ -170,3 +180,16 @@ def test_the_charts_place_off_the_projector_is_the_page_itself_not_one_more_elem
     assert not at.exception
     (row,) = at.main.children.values()
     assert row.type == "flex_container" and [column.type for column in row.children.values()] == ["column", "column"]
+
+
+def test_importing_attnviz_in_ipython_registers_the_display_and_no_trace_knows_a_view():
+    code = (
+        "from IPython.core.interactiveshell import InteractiveShell; import sys; shell = InteractiveShell.instance(); "
+        "import attnviz, torch; t = attnviz.attend(torch.ones(1, 2), torch.ones(3, 2), torch.ones(3, 1)); "
+        "assert 'plotly' not in sys.modules; data, _ = shell.display_formatter.format(t); "
+        "assert 'Plotly.newPlot(' in data['text/html'] and 'plotly' in sys.modules; "
+        "assert not any(hasattr(cls, '_repr_html_') for cls in (attnviz.AttentionTrace, attnviz.MultiHeadTrace)); "
+        "print('ok')"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.stdout.strip() == "ok", done.stderr[-2000:]

@@ -1,4 +1,5 @@
-"""attnviz.figures: the numbers in the figures are the numbers given, labels are safe, payloads are compact."""
+"""attnviz.figures.attention: the numbers in the figures are the numbers given, labels are safe, payloads are
+compact."""
 
 import json
 
@@ -7,7 +8,9 @@ import plotly.colors
 import plotly.graph_objects as go
 import pytest
 
-from attnviz import figures, model_figures, plotting
+from attnviz.figures import attention as figures
+from attnviz.figures import model as model_figures
+from attnviz.figures import plotting, style
 
 RNG = np.random.default_rng(0)
 
@@ -55,10 +58,10 @@ def test_masked_trace_marks_exactly_the_masked_cells(causal_3x4):
     (masked,) = traces(fig, "masked")
     np.testing.assert_array_equal(~np.isnan(masked.z), ~allowed)
     assert masked.showscale is False
-    assert {color for _, color in masked.colorscale} == {plotting.MASK_COLOUR}
+    assert {color for _, color in masked.colorscale} == {style.MASK_COLOUR}
     assert list(masked.text[~allowed]) == ["×"] * int((~allowed).sum())  # small: a cross in each masked cell
-    (legend,) = traces(fig, plotting.MASK_NAME)
-    assert legend.type == "scatter" and legend.marker.color == plotting.MASK_COLOUR
+    (legend,) = traces(fig, style.MASK_NAME)
+    assert legend.type == "scatter" and legend.marker.color == style.MASK_COLOUR
 
 
 def test_no_mask_trace_when_nothing_is_masked(causal_3x4):
@@ -269,7 +272,7 @@ def test_matrix_heatmap_is_diverging_and_centred_on_signed_data():
     trace = figures.matrix_heatmap(matrix).data[0]
     np.testing.assert_array_equal(trace.z, matrix.astype(np.float32))
     assert (trace.zmin, trace.zmax, trace.zmid) == (-3.0, 3.0, 0.0)
-    assert trace.colorscale == go.Heatmap(colorscale=plotting.DIVERGING_PALETTE).colorscale
+    assert trace.colorscale == go.Heatmap(colorscale=style.DIVERGING_PALETTE).colorscale
     plain = figures.matrix_heatmap(matrix, symmetric=False).data[0]
     assert (plain.zmin, plain.zmax, plain.zmid) == (-3.0, 2.0, None)
 
@@ -319,7 +322,7 @@ def test_heads_grid_has_one_heatmap_per_head_on_a_shared_axis():
 def test_heads_grid_masks_every_head(causal_3x4):
     _, allowed, weights = causal_3x4
     fig = figures.heads_grid(np.stack([weights] * 3), mask=allowed)
-    assert len(traces(fig, "masked")) == 3 and len(traces(fig, plotting.MASK_NAME)) == 1
+    assert len(traces(fig, "masked")) == 3 and len(traces(fig, style.MASK_NAME)) == 1
     for trace in fig.data[:3]:
         assert np.isnan(trace.z[~allowed]).all()
 
@@ -364,7 +367,7 @@ def test_kernel_figure_breaks_the_prediction_where_no_key_is_in_reach():
     np.testing.assert_array_equal(np.isnan(prediction.y), no_support)
     np.testing.assert_array_equal(prediction.y[~no_support], y_pred[~no_support].astype(np.float32))
     assert prediction.connectgaps is False
-    (marks,) = traces(fig, plotting.NO_SUPPORT_NAME)
+    (marks,) = traces(fig, style.NO_SUPPORT_NAME)
     np.testing.assert_array_equal(marks.x, [0.0, 3.0])
     assert {trace.name for trace in fig.data} >= {"training data (keys, values)", "true function"}
 
@@ -374,7 +377,7 @@ def test_kernel_figure_sorts_queries_consistently():
     (prediction,) = traces(fig, "prediction")
     np.testing.assert_array_equal(prediction.x, [0.0, 1.0, 2.0])
     np.testing.assert_array_equal(prediction.y, [0.0, 10.0, np.nan])
-    assert not traces(figures.kernel_regression_figure([0.0], [1.0], [1.0], [1.0]), plotting.NO_SUPPORT_NAME)
+    assert not traces(figures.kernel_regression_figure([0.0], [1.0], [1.0], [1.0]), style.NO_SUPPORT_NAME)
 
 
 def test_loss_curve_epochs_and_log_scale():
@@ -607,7 +610,7 @@ def test_masked_cells_have_a_colour_that_no_weight_has_in_any_palette(palette):
     """Issue 14, point 11: in Greys, the old light grey of masked cells was the colour of a weight of 0.25."""
     stops = [list(stop) for stop in go.Heatmap(colorscale=palette).colorscale]
     colours = np.array([_rgb(c) for c in plotly.colors.sample_colorscale(stops, list(np.linspace(0, 1, 201)))])
-    distance = np.linalg.norm(colours - _rgb(plotting.MASK_COLOUR), axis=1).min()
+    distance = np.linalg.norm(colours - _rgb(style.MASK_COLOUR), axis=1).min()
     assert distance > 100, (palette, distance)  # of 441 between black and white
 
 

@@ -1,4 +1,4 @@
-"""FlashAttention's online softmax equals ordinary softmax attention, block by block (attnviz/flash.py)."""
+"""FlashAttention's online softmax equals ordinary softmax attention, block by block (attnviz/core/flash.py)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnviz.errors import AttnvizError
-from attnviz.flash import flash_attention, memory_traffic, online_softmax_row
+from attnviz.core.errors import AttnvizError
+from attnviz.core.flash import flash_attention, memory_traffic, online_softmax_row
 
 
 def reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None, scale: float):

@@ -6,12 +6,12 @@ from __future__ import annotations
 import torch
 from streamlit.testing.v1 import AppTest
 
-from attnviz.attention import attend
-from attnviz.errors import AttnvizError, render
-from attnviz.explain import explain_row, number_tex, number_text, score_working
-from attnviz.exports import python_snippet
-from attnviz.fields import field
-from attnviz.state import KERNEL_FIELDS, AttentionState
+from attnviz.app.exports import python_snippet
+from attnviz.app.state import KERNEL_FIELDS, AttentionState
+from attnviz.core.attention import attend
+from attnviz.core.errors import AttnvizError, render
+from attnviz.core.fields import field
+from attnviz.lessons.explain import explain_row, number_tex, number_text, score_working
 from tests.test_app import KERNEL, ROOT
 
 

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from attnviz.learned_state import LEARNED_FIELDS, decode_learned
-from attnviz.model_state import MODEL_FIELDS
-from attnviz.modern_state import MODERN_FIELDS, decode_modern
-from attnviz.presets import PRESET_PAGES
-from attnviz.state import KERNEL_FIELDS, attention_fields, decode_attention, decode_kernel
+from attnviz.app.learned_state import LEARNED_FIELDS, decode_learned
+from attnviz.app.model_state import MODEL_FIELDS
+from attnviz.app.modern_state import MODERN_FIELDS, decode_modern
+from attnviz.app.state import KERNEL_FIELDS, attention_fields, decode_attention, decode_kernel
+from attnviz.lessons.presets import PRESET_PAGES
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = {
@@ -118,7 +118,7 @@ def test_decoding_hostile_links_never_raises(page):
         "self": lambda p: decode_attention(p, "self"),
         "cross": lambda p: decode_attention(p, "cross"),
         "kernel": decode_kernel,
-        "model": __import__("attnviz.model_state", fromlist=["decode_model"]).decode_model,
+        "model": __import__("attnviz.app.model_state", fromlist=["decode_model"]).decode_model,
         "learned": decode_learned,
         "modern": decode_modern,
     }[page]

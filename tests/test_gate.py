@@ -1,4 +1,4 @@
-"""The server's gate for large reruns (attnviz/gate.py): one at a time, in order, at most a share of the time."""
+"""The server's gate for large reruns (attnviz/app/gate.py): one at a time, in order, at most a share of the time."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from attnviz.gate import Gate, ServerBusyError
+from attnviz.app.gate import Gate, ServerBusyError
 
 
 class FakeTime:

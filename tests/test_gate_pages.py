@@ -12,10 +12,10 @@ import threading
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from attnviz.bert import load_minilm
-from attnviz.budget import model_seconds
-from attnviz.gate import GATE, HEAVY_SECONDS
-from attnviz.model_state import ModelState
+from attnviz.app.budget import model_seconds
+from attnviz.app.gate import GATE, HEAVY_SECONDS
+from attnviz.app.model_state import ModelState
+from attnviz.models.bert import load_minilm
 from tests.test_app import KERNEL, SELF
 from tests.test_app import run_page as run
 from tests.test_budget import CRAFTED

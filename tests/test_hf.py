@@ -18,10 +18,10 @@ from transformers import (
     T5Model,
 )
 
-from attnviz.display import figures_for, to_html
-from attnviz.errors import AttnvizError
-from attnviz.figures import figure_tables
-from attnviz.hf import from_transformers
+from attnviz.core.errors import AttnvizError
+from attnviz.figures.attention import figure_tables
+from attnviz.models.hf import from_transformers
+from attnviz.notebook import figures_for, to_html
 
 WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "</s>", "the", "cat", "sat", "on", "a", "mat", "dog", "ran"]
 

@@ -16,9 +16,9 @@ from tests.test_app import run_page
 
 def test_every_preset_score_and_kernel_has_its_prose_in_the_catalogue_only():
     """Their English prose (for notebooks) is read from the catalogue: it is written once, in the .po files."""
-    from attnviz.kernel import KERNELS
-    from attnviz.presets import PRESETS, Preset
-    from attnviz.scores import SCORES, ScoreSpec
+    from attnviz.core.kernel import KERNELS
+    from attnviz.core.scores import SCORES, ScoreSpec
+    from attnviz.lessons.presets import PRESETS, Preset
 
     ids = set(message_ids())
     for key, preset in PRESETS.items():
@@ -100,7 +100,8 @@ def test_figures_speak_the_chosen_language():
     import numpy as np
     import plotly.graph_objects as go
 
-    from attnviz import figures, model_figures
+    from attnviz.figures import attention as figures
+    from attnviz.figures import model as model_figures
 
     weights = np.array([[0.25, 0.75], [1.0, 0.0]], dtype=np.float32)
     mask = np.array([[True, True], [True, False]])
@@ -121,12 +122,12 @@ def _core_messages() -> list[str]:
     """Errors and link warnings the pages can show, produced by the real core code."""
     import torch
 
-    from attnviz.bert import load_minilm
-    from attnviz.model_state import decode_model
-    from attnviz.multihead import multi_head_attend
-    from attnviz.pipeline import matrix_from_cells, resolve_inputs, valid_lens_for
-    from attnviz.state import AttentionState, decode_attention, decode_kernel
-    from attnviz.text import tokenize
+    from attnviz.app.model_state import decode_model
+    from attnviz.app.pipeline import matrix_from_cells, resolve_inputs, valid_lens_for
+    from attnviz.app.state import AttentionState, decode_attention, decode_kernel
+    from attnviz.core.multihead import multi_head_attend
+    from attnviz.core.text import tokenize
+    from attnviz.models.bert import load_minilm
 
     messages = []
     for params in (
@@ -188,7 +189,7 @@ def _core_messages() -> list[str]:
 
 @pytest.mark.parametrize("lang", ["zh-Hans", "zh-Hant"])
 def test_the_errors_a_page_can_show_are_translated_by_code(lang):
-    from attnviz.errors import render
+    from attnviz.core.errors import render
 
     errors = _core_messages()
     assert len(errors) > 30

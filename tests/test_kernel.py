@@ -230,8 +230,8 @@ def test_the_pages_single_call_gives_the_queries_and_the_curve_as_two_calls_do(k
     the outputs (a matrix product over more rows) within float32 rounding."""
     from dataclasses import replace
 
-    from attnviz.pipeline import prediction_curve, run_kernel_and_curve
-    from attnviz.state import KernelState
+    from attnviz.app.pipeline import prediction_curve, run_kernel_and_curve
+    from attnviz.app.state import KernelState
 
     generator = torch.Generator().manual_seed(int(bandwidth * 100) + len(kernel_name))
     keys = tuple(float(x) for x in torch.rand(23, generator=generator) * 100)

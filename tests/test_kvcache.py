@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnviz.kvcache import PUBLISHED_CONFIGS, causal_attention, decode_with_cache, kv_cache_bytes_per_token
+from attnviz.core.kvcache import PUBLISHED_CONFIGS, causal_attention, decode_with_cache, kv_cache_bytes_per_token
 
 
 @settings(max_examples=80, deadline=None)

@@ -14,10 +14,10 @@ import pytest
 import torch
 from safetensors import safe_open
 
-from attnviz.attention import attend
-from attnviz.learned import dates, induction
-from attnviz.learned.seq2seq import translate_texts
-from attnviz.learned.train import (
+from attnviz.core.attention import attend
+from attnviz.models.learned import dates, induction
+from attnviz.models.learned.seq2seq import translate_texts
+from attnviz.models.learned.train import (
     CHECKPOINTS,
     TrainSettings,
     checkpoint_path,
@@ -224,7 +224,7 @@ def test_the_induction_checkpoint_has_a_previous_token_head_and_induction_heads_
 
 def _train(task: str, out: Path) -> Path:
     subprocess.run(
-        [sys.executable, "-m", "attnviz.learned.train", task, "--seed", "0", "--out", str(out)],
+        [sys.executable, "-m", "attnviz.models.learned.train", task, "--seed", "0", "--out", str(out)],
         check=True,
         capture_output=True,
         cwd=Path(__file__).parent.parent,
@@ -258,7 +258,7 @@ def test_the_training_script_gives_the_same_numbers_bit_for_bit_on_the_same_mach
 
 
 def test_a_heads_trace_is_its_rows_of_the_trained_projections():
-    from attnviz.multihead import head_rows
+    from attnviz.core.multihead import head_rows
 
     run = load_run(checkpoint_path("induction"))
     model = run.model
@@ -278,8 +278,8 @@ def test_a_heads_trace_is_its_rows_of_the_trained_projections():
 
 
 def test_the_attention_pages_pipeline_with_the_trained_inputs_is_the_models_first_layer():
-    from attnviz.pipeline import resolve_inputs, run_attention
-    from attnviz.state import decode_attention
+    from attnviz.app.pipeline import resolve_inputs, run_attention
+    from attnviz.app.state import decode_attention
 
     sequence = "D H A Q K D H A Q K"
     link = {"m": "sentence", "s": sequence, "emb": "trained", "pr": "trained", "h": "2", "c": "1"}
@@ -295,9 +295,9 @@ def test_the_attention_pages_pipeline_with_the_trained_inputs_is_the_models_firs
 
 
 def test_the_trained_inputs_say_what_they_cannot_read():
-    from attnviz.errors import AttnvizError
-    from attnviz.pipeline import resolve_inputs, run_attention
-    from attnviz.state import decode_attention
+    from attnviz.app.pipeline import resolve_inputs, run_attention
+    from attnviz.app.state import decode_attention
+    from attnviz.core.errors import AttnvizError
 
     state = decode_attention({"m": "sentence", "s": "the cat", "emb": "trained"}, "self").state
     with pytest.raises(AttnvizError) as bad:

@@ -9,9 +9,9 @@ import time
 import pytest
 import torch
 
-from attnviz.learned import cgroup, jobs
-from attnviz.learned.jobs import OneAtATimeError, QueueFullError, Requester, TrainingQueue
-from attnviz.learned.train import TrainSettings, run_tensors, train
+from attnviz.app.training import cgroup, jobs
+from attnviz.app.training.jobs import OneAtATimeError, QueueFullError, Requester, TrainingQueue
+from attnviz.models.learned.train import TrainSettings, run_tensors, train
 
 
 def _tensors_equal(first, second) -> bool:

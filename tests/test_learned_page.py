@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from attnviz.learned.jobs import QUEUE
-from attnviz.learned.train import TrainSettings
-from attnviz.learned_state import LearnedState, decode_learned, encode_learned
+from attnviz.app.learned_state import LearnedState, decode_learned, encode_learned
+from attnviz.app.training.jobs import QUEUE
+from attnviz.models.learned.train import TrainSettings
 
 PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "5_Learned_attention.py")
 

@@ -14,14 +14,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
 
-from attnviz.errors import AttnvizError, render
-from attnviz.fields import MAX_CELL, Field, format_matrix, parse_matrix
-from attnviz.i18n import LANGUAGES
-from attnviz.i18n import t as t_
-from attnviz.links import LINK_MAX_CHARS, LINK_MAX_FIELDS, link_problem, link_too_long_page, read_state_file, state_file
-from attnviz.presets import PRESET_PAGES, presets_for
-from attnviz.scores import BANDWIDTH
-from attnviz.state import (
+from attnviz.app.links import (
+    LINK_MAX_CHARS,
+    LINK_MAX_FIELDS,
+    link_problem,
+    link_too_long_page,
+    read_state_file,
+    state_file,
+)
+from attnviz.app.state import (
     KERNEL_FIELDS,
     TEMPERATURE,
     AttentionState,
@@ -34,7 +35,13 @@ from attnviz.state import (
     encode_attention,
     encode_kernel,
 )
-from attnviz.ui.settings import md_escape
+from attnviz.app.ui.settings import md_escape
+from attnviz.core.errors import AttnvizError, render
+from attnviz.core.fields import MAX_CELL, Field, format_matrix, parse_matrix
+from attnviz.core.scores import BANDWIDTH
+from attnviz.i18n import LANGUAGES
+from attnviz.i18n import t as t_
+from attnviz.lessons.presets import PRESET_PAGES, presets_for
 from tests.test_app import CROSS, KERNEL, ROOT, SELF, first_weights, run_page
 
 MODEL = "pages/4_Pretrained_model.py"
@@ -272,7 +279,7 @@ def test_reset_and_none_bring_back_the_page_defaults():
 
 
 def test_an_incomplete_row_is_left_out_until_it_is_complete():
-    from attnviz.pipeline import matrix_from_cells
+    from attnviz.app.pipeline import matrix_from_cells
 
     read = matrix_from_cells([[51.0, 40.0], [56.0, 43.0], [58.0, 48.0], [60.0, None]], "points")
     assert read.matrix == ((51.0, 40.0), (56.0, 43.0), (58.0, 48.0)) and read.incomplete == [4]
@@ -361,7 +368,7 @@ def test_fields_have_unique_keys_and_names_and_cover_the_state():
 
 
 def test_every_scores_parameter_is_a_field_of_both_attention_pages():
-    from attnviz.scores import SCORES
+    from attnviz.core.scores import SCORES
 
     for page in ("self", "cross"):
         by_key = {f.key: f for f in attention_fields(page)}
@@ -388,7 +395,7 @@ def test_a_range_is_written_once_and_read_by_codec_and_core():
 
 def test_errors_are_translated_by_code_not_by_their_english():
     error = AttnvizError(
-        "between", name=__import__("attnviz.errors").errors.Name("temperature"), low=0.001, high=1000, value="x"
+        "between", name=__import__("attnviz.core.errors").errors.Name("temperature"), low=0.001, high=1000, value="x"
     )
     assert str(error) == "temperature must be between 0.001 and 1000; got 'x'"
     assert render(error, "zh-Hans") == "温度必须在 0.001 和 1000 之间；收到的是 'x'"
@@ -488,7 +495,7 @@ def test_any_kernel_state_round_trips_through_its_link(keys, data, kernel, bandw
     ("typed", "value"), [("1e-3", 0.001), ("1e7", None), ("1e309", None), ("-2.5E2", -250.0), (" 3 ", 3.0)]
 )
 def test_editor_text_is_read_as_the_number_typed_or_refused(typed, value):
-    from attnviz.pipeline import matrix_from_cells
+    from attnviz.app.pipeline import matrix_from_cells
 
     if value is None:
         with pytest.raises(AttnvizError) as info:
@@ -499,7 +506,7 @@ def test_editor_text_is_read_as_the_number_typed_or_refused(typed, value):
 
 
 def test_preset_numbers_are_the_shortest_decimals_of_their_float32():
-    from attnviz.fields import shortest32
+    from attnviz.core.fields import shortest32
 
     assert shortest32(0.16959999501705170) == 0.1696  # what the note printed, not float32's binary expansion
     assert shortest32(1 / 3) == 0.33333334 and shortest32(-13.0) == -13.0
@@ -507,14 +514,14 @@ def test_preset_numbers_are_the_shortest_decimals_of_their_float32():
     assert state.queries[0][:3] == (0.1696, 0.0125, 0.1379)
     import torch
 
-    from attnviz.presets import PRESETS
+    from attnviz.lessons.presets import PRESETS
 
     exact = torch.tensor(state.queries, dtype=torch.float32)
     assert torch.equal(exact, PRESETS["unit_sentences"].queries[0])  # the same float32 numbers the notes computed
 
 
 def test_float32_numbers_pack_in_four_bytes_and_read_back_exactly():
-    from attnviz.fields import shortest32
+    from attnviz.core.fields import shortest32
 
     rng = np.random.default_rng(3)
     matrix = tuple(tuple(shortest32(float(x)) for x in row) for row in rng.normal(size=(12, 256)).astype(np.float32))

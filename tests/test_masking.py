@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 import attnviz
-from attnviz.masking import softmax_where
+from attnviz.core.masking import softmax_where
 
 SETTINGS = settings(max_examples=60, deadline=None)
 
@@ -298,7 +298,7 @@ def test_softmax_where_gives_the_same_numbers_and_gradients_as_before(dtype, tem
     ],
 )
 def test_check_finite_names_the_first_bad_entry_on_either_path(make):
-    from attnviz._validate import check_finite
+    from attnviz.core._validate import check_finite
 
     check_finite(make(), "keys")  # all finite: no error
     for bad, shown in ((math.nan, "nan"), (math.inf, "inf"), (-math.inf, "-inf")):

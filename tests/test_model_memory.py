@@ -11,8 +11,8 @@ import warnings
 
 from streamlit.testing.v1 import AppTest
 
-from attnviz.bert import BertTrace, load_minilm
-from attnviz.ui import model_page
+from attnviz.app.ui import model_page
+from attnviz.models.bert import BertTrace, load_minilm
 from tests.test_app import ROOT
 
 MODEL = "pages/4_Pretrained_model.py"

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from attnviz.bert import load_minilm
+from attnviz.models.bert import load_minilm
 from tests.test_app import _array, figures, run_page
 
 MODEL, SELF, CROSS = "pages/4_Pretrained_model.py", "pages/1_Self_attention.py", "pages/2_Cross_attention.py"
@@ -113,8 +113,8 @@ def test_hostile_link_parameters_warn_and_fall_back():
 
 
 def test_without_the_model_the_page_says_how_to_install_it(monkeypatch):
-    from attnviz import bert
-    from attnviz.ui import models
+    from attnviz.app.ui import models
+    from attnviz.models import bert
 
     monkeypatch.setattr(bert.importlib.util, "find_spec", lambda name: None)
     models._cached_model.clear()
@@ -146,8 +146,8 @@ def test_cross_attention_with_model_embeddings_and_its_snippet(model):
     _, queries = model.word_vectors("the dog")
     _, keys = model.word_vectors("a cat")
     assert _array(figures(at)[0]["data"][0]["z"]).shape == (queries.shape[0], keys.shape[0])
-    from attnviz.exports import python_snippet
-    from attnviz.state import decode_attention
+    from attnviz.app.exports import python_snippet
+    from attnviz.app.state import decode_attention
 
     snippet = python_snippet(decode_attention({"emb": "minilm", "s": "the dog", "src": "a cat"}, "cross").state)
     assert "model.word_vectors('the dog')" in snippet and "model.word_vectors('a cat')" in snippet
@@ -221,9 +221,9 @@ def test_each_head_worth_a_look_has_a_button_that_opens_it(model):
 def test_a_control_rebuilds_only_the_views_it_changes_and_sessions_on_one_sentence_share_them(monkeypatch):
     """The model view is not made again when the followed token changes, nor the neuron view when the rows are
     renormalised; a second student on the same sentence gets every view without any being made."""
-    from attnviz import figures as figure_module
-    from attnviz import model_figures
-    from attnviz.ui import common
+    from attnviz.app.ui import common
+    from attnviz.figures import attention as figure_module
+    from attnviz.figures import model as model_figures
 
     made: dict[str, int] = {"model": 0, "head": 0, "neuron": 0}
 

@@ -1,4 +1,4 @@
-"""Attention as current LLMs compute it (attnviz/modern.py) against references written here and torch's own SDPA;
+"""Attention as current LLMs compute it (attnviz/core/modern.py) against references written here and torch's own SDPA;
 the `mask=`/`bias=` of `attend`, positions in the KV cache, a bias in the online softmax, and the worked bias step."""
 
 from __future__ import annotations
@@ -11,14 +11,14 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnviz.attention import attend
-from attnviz.errors import AttnvizError
-from attnviz.explain import explain_row
-from attnviz.flash import flash_attention, online_softmax_row
-from attnviz.kvcache import decode_with_cache
-from attnviz.modern import grouped_query_attention, kv_groups, modern_attention
-from attnviz.positions import alibi_bias
-from attnviz.sparse import sliding_window_mask
+from attnviz.core.attention import attend
+from attnviz.core.errors import AttnvizError
+from attnviz.core.flash import flash_attention, online_softmax_row
+from attnviz.core.kvcache import decode_with_cache
+from attnviz.core.modern import grouped_query_attention, kv_groups, modern_attention
+from attnviz.core.positions import alibi_bias
+from attnviz.core.sparse import sliding_window_mask
+from attnviz.lessons.explain import explain_row
 from tests.test_positions import d2l_encoding, get_slopes, rope_by_matrices
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from attnviz.modern_state import PRESETS, ModernState, apply_modern_preset, decode_modern, encode_modern
+from attnviz.app.modern_state import PRESETS, ModernState, apply_modern_preset, decode_modern, encode_modern
 from tests.test_app import _array, figures, run_page
 
 PAGE = "pages/6_Modern_attention.py"

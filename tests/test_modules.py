@@ -255,7 +255,7 @@ def test_identity_projections_give_exactly_the_product_with_the_identity_matrice
 def test_multi_head_attend_checks_its_inputs_once_not_again_per_head(monkeypatch):
     """Each torch call lets another thread take Python's lock (bench/README.md, item 19): the inputs are checked
     finite once, by multi_head_attend, and each head's attention does not check its slice again."""
-    import attnviz._validate as validate
+    import attnviz.core._validate as validate
 
     checked: list[tuple[int, ...]] = []
     all_finite = validate._all_finite
@@ -271,10 +271,11 @@ def test_multi_head_attend_checks_its_inputs_once_not_again_per_head(monkeypatch
 
 
 # Torch calls that let go of Python's lock on every call (the tensor operations; indexing and getters such as dim()
-# do not), which the page's default computation no longer makes (bench/README.md, item 27)
+# do not), which the page's default computation no longer makes: a speed pin (marked perf), read with bench/
 _REPLACED = {"isfinite", "all", "squeeze", "unsqueeze", "mean", "masked_fill", "zeros_like", "__invert__", "gt"}
 
 
+@pytest.mark.perf
 @pytest.mark.parametrize("score", ["scaled_dot", "additive"])
 def test_a_page_trace_makes_no_torch_call_that_indexing_replaces(score):
     """The self and cross pages' default: one sequence (no batch axis), one head, identity projections, no valid
@@ -396,7 +397,7 @@ def test_heads_not_dividing_d_raise():
 
 
 def test_head_rows_are_the_rows_whose_features_split_heads_gives_that_head():
-    from attnviz.multihead import head_rows, split_heads
+    from attnviz.core.multihead import head_rows, split_heads
 
     W = torch.arange(24.0).reshape(6, 4)  # 6 output features, 3 heads of 2
     x = torch.ones(1, 1, 4)

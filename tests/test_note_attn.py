@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnviz.note_attn import Attn, bmm_rule, shape_steps
+from attnviz.core.note_attn import Attn, bmm_rule, shape_steps
 from tests.test_app import CROSS, run_page
 
 

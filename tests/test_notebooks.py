@@ -65,7 +65,7 @@ def test_the_model_notebook_names_the_sdpa_fix_then_shows_the_real_heads(tmp_pat
     assert "'sdpa', which returns no attention weights" in printed and 'attn_implementation="eager"' in printed
     from transformers import AutoTokenizer
 
-    from attnviz.bert import model_dir
+    from attnviz.models.bert import model_dir
 
     count = len(AutoTokenizer.from_pretrained(model_dir())("The cat sat on the mat because it was tired.")["input_ids"])
     assert f"torch.Size([6, 12, {count}, {count}])" in printed  # MiniLM: 6 layers x 12 heads over the word pieces

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from attnviz.display import Chart, Worked, html_document
-from attnviz.gate import Gate
+from attnviz.app.gate import Gate
+from attnviz.app.ui.offline import RECORD_KEY
 from attnviz.i18n import t
-from attnviz.ui.offline import RECORD_KEY
+from attnviz.notebook import Chart, Worked, html_document
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = {
@@ -68,7 +68,7 @@ def test_the_file_is_the_page_in_its_language_with_the_link_as_text():
 def test_a_fragments_rerun_replaces_what_it_drew_and_drops_what_it_no_longer_draws(monkeypatch):
     """The record's rule, run by run: a full run draws "a" outside any fragment and, in fragment F, two charts named
     "b"; F's rerun draws one "b"; its next rerun draws nothing. Each file holds what the page shows at that time."""
-    from attnviz.ui import offline
+    from attnviz.app.ui import offline
 
     where = {"scope": None, "run": object()}
     monkeypatch.setattr(offline, "_where", lambda: (where["scope"], where["run"]))
@@ -153,7 +153,7 @@ def test_tokens_are_text_in_every_pages_offline_file(page):
 
 def _maker(monkeypatch, gate=None, lang="en"):
     """The self page's file maker, its made-files cache emptied, and a list that counts the documents made."""
-    from attnviz.ui import offline
+    from attnviz.app.ui import offline
 
     made = []
 
@@ -223,8 +223,8 @@ def test_a_file_holds_at_most_its_byte_budget_and_names_what_it_left_out():
     import plotly.graph_objects as go
     import plotly.offline
 
-    from attnviz.budget import FILE_BYTES
-    from attnviz.ui.plotly_element import figure_json
+    from attnviz.app.budget import FILE_BYTES
+    from attnviz.app.ui.plotly_element import figure_json
 
     rng = np.random.default_rng(0)
     charts = [Chart(figure_json(go.Figure(go.Heatmap(z=rng.random((300, 300)))))[0], f"heads_{n}") for n in range(9)]

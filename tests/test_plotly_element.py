@@ -1,4 +1,4 @@
-"""The chart element sent from a figure's JSON (attnviz.ui.plotly_element) is the element st.plotly_chart makes."""
+"""The chart element sent from a figure's JSON (attnviz.app.ui.plotly_element) is the element st.plotly_chart makes."""
 
 from __future__ import annotations
 
@@ -6,16 +6,18 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from attnviz import figures, model_figures
+from attnviz.figures import attention as figures
+from attnviz.figures import model as model_figures
 
 
 def _script(method: str, which: str, key: str | None, on_select: str) -> None:
     import numpy as np
     import streamlit as st
 
-    from attnviz import figures, model_figures
-    from attnviz.figures import chart_config
-    from attnviz.ui.plotly_element import figure_json, plotly_json_chart
+    from attnviz.app.ui.plotly_element import figure_json, plotly_json_chart
+    from attnviz.figures import attention as figures
+    from attnviz.figures import model as model_figures
+    from attnviz.figures.attention import chart_config
 
     rng = np.random.default_rng(0)
     if which == "weights":
@@ -80,7 +82,7 @@ def test_height_from_the_layout() -> None:
     """The height st.plotly_chart gives the element's layout (its own function, on the figure it would send)."""
     from streamlit.elements.plotly_chart import _resolve_content_height
 
-    from attnviz.ui.plotly_element import figure_json
+    from attnviz.app.ui.plotly_element import figure_json
 
     fig = figures.weights_heatmap(np.full((2, 3), 1 / 3), query_labels=["a", "b"], key_labels=["x", "y", "z"])
     for height in (321, None):
@@ -118,8 +120,8 @@ def test_a_figure_spec_sends_the_same_figure_as_its_plotly_figure(case: int) -> 
     """Inside figure_specs() a builder gives its dicts; their JSON is the Figure's, up to the order of keys."""
     import json
 
-    from attnviz.plotting import FigureSpec, figure_specs
-    from attnviz.ui.plotly_element import figure_json
+    from attnviz.app.ui.plotly_element import figure_json
+    from attnviz.figures.plotting import FigureSpec, figure_specs
 
     build = _spec_cases()[case]
     with figure_specs():

@@ -1,4 +1,5 @@
-"""Where a token is: sinusoidal encodings, RoPE and ALiBi against references written here (attnviz/positions.py)."""
+"""Where a token is: sinusoidal encodings, RoPE and ALiBi against references written here
+(attnviz/core/positions.py)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnviz.modern import grouped_query_attention
-from attnviz.positions import alibi_bias, alibi_slopes, apply_rope, rope_frequencies, sinusoidal_encoding
+from attnviz.core.modern import grouped_query_attention
+from attnviz.core.positions import alibi_bias, alibi_slopes, apply_rope, rope_frequencies, sinusoidal_encoding
 
 
 def d2l_encoding(n: int, d: int) -> torch.Tensor:

@@ -216,8 +216,8 @@ def test_a_preset_keeps_its_token_labels_while_its_rows_match():
     """Note 001's preset showed "the cat sat on the mat" / 猫坐在垫子上 as q1...q6 / k1...k6."""
     from dataclasses import replace
 
-    from attnviz.pipeline import resolve_inputs
-    from attnviz.state import apply_preset, default_attention_state
+    from attnviz.app.pipeline import resolve_inputs
+    from attnviz.app.state import apply_preset, default_attention_state
 
     state = apply_preset(default_attention_state("cross"), "cross_residual")
     inputs = resolve_inputs(state)
@@ -276,12 +276,12 @@ def test_note_000_tanh_rule_has_its_own_preset_computed_as_the_note_writes_it():
     weights = torch.softmax(scores, dim=0)
     np.testing.assert_allclose(ref.to_np(trace.weights)[0, 0], weights.numpy(), rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(ref.to_np(trace.output)[0, 0], (weights @ values).numpy(), rtol=1e-5, atol=1e-6)
-    assert attnviz.presets.PRESET_PAGES["concat_tanh"] == "cross"
+    assert attnviz.lessons.presets.PRESET_PAGES["concat_tanh"] == "cross"
 
 
 def test_batch_rows_runs_every_row_of_a_batched_preset_with_its_own_lengths():
-    from attnviz.pipeline import batch_rows
-    from attnviz.state import decode_attention
+    from attnviz.app.pipeline import batch_rows
+    from attnviz.app.state import decode_attention
 
     rows = batch_rows(decode_attention({"p": "d2l_dot_product"}, "cross").state)
     expected = ref.to_np(attnviz.PRESETS["d2l_dot_product"].run().weights).reshape(2, 10)

@@ -15,7 +15,7 @@ from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.runtime.app_session import AppSession
 from streamlit.testing.v1 import AppTest
 
-from attnviz import server
+from attnviz.app import server
 from tests.test_app import KERNEL, ROOT, SELF
 
 TEMPERATURE = "w:self:temperature"

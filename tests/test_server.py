@@ -1,4 +1,4 @@
-"""attnviz.server: the launcher switches Nagle's algorithm off on the connections Streamlit's server accepts, keeps
+"""attnviz.app.server: the launcher switches Nagle's algorithm off on the connections Streamlit's server accepts, keeps
 glibc to two malloc arenas, and hands a run's messages to the event loop in batches."""
 
 import asyncio
@@ -21,7 +21,7 @@ from streamlit.runtime.app_session import AppSession
 from streamlit.runtime.runtime import Runtime
 from streamlit.runtime.scriptrunner import ScriptRunnerEvent
 
-from attnviz import server
+from attnviz.app import server
 from tests.loop import run_in_own_loop
 
 
@@ -70,7 +70,7 @@ def test_enable_nodelay_switches_nagle_off_on_accepted_connections(restore_async
 
 ARENAS_SCRIPT = """
 import ctypes, ctypes.util, sys, threading
-from attnviz.server import limit_malloc_arenas
+from attnviz.app.server import limit_malloc_arenas
 print(limit_malloc_arenas(), flush=True)
 import torch
 def work():

@@ -1,4 +1,4 @@
-"""Masks beyond causal against brute-force loops over (i, j) written from their definitions (attnviz/sparse.py),
+"""Masks beyond causal against brute-force loops over (i, j) written from their definitions (attnviz/core/sparse.py),
 and `attend(..., mask=...)` combined with valid lengths."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnviz.attention import attend
-from attnviz.sparse import (
+from attnviz.core.attention import attend
+from attnviz.core.sparse import (
     MASK_KINDS,
     block_sparse_mask,
     local_global_mask,

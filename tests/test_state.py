@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnviz.pipeline import matrix_from_cells
-from attnviz.state import (
+from attnviz.app.pipeline import matrix_from_cells
+from attnviz.app.state import (
     AttentionState,
     KernelState,
     decode_attention,

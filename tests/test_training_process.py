@@ -15,7 +15,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from attnviz.learned.pacing import process_cpu_s
+from attnviz.app.training.pacing import process_cpu_s
 from bench.cgroups import ControlGroup
 from bench.proxyclient import ProxyUser
 from tests.browser.helpers import StreamlitServer
@@ -38,7 +38,7 @@ def _trainers(parent: int) -> list[int]:
     for task in Path(f"/proc/{parent}/task").iterdir():
         for child in (task / "children").read_text().split():
             command = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
-            if b"attnviz.learned.train" in command:
+            if b"attnviz.app.training.worker" in command:
                 found.append(int(child))
     return found
 
@@ -55,7 +55,7 @@ def _wait_for(condition, timeout: float, every: float = 0.05) -> bool:
 def test_the_memory_check_reads_the_limit_of_a_real_cgroup():
     """The check before a training read only cgroup v2's memory.max: on a cgroup-v1 host every training started
     unchecked. A process in a real 700 MB group (v1 or v2, whichever this machine has) sees its headroom."""
-    code = "from attnviz.learned.jobs import memory_headroom_mb; print(memory_headroom_mb())"
+    code = "from attnviz.app.training.jobs import memory_headroom_mb; print(memory_headroom_mb())"
     with ControlGroup(memory_mb=700) as group:
         said = subprocess.run(
             group.command([sys.executable, "-c", code]), capture_output=True, text=True, cwd=ROOT, timeout=120
@@ -71,8 +71,8 @@ def test_the_memory_check_reads_the_limit_of_a_real_cgroup():
 BUSY_HOST = textwrap.dedent(
     """
     import sys, time
-    from attnviz.learned.jobs import TrainingQueue
-    from attnviz.learned.train import TrainSettings
+    from attnviz.app.training.jobs import TrainingQueue
+    from attnviz.models.learned.train import TrainSettings
 
     queue = TrainingQueue()
     job = queue.submit(TrainSettings("dates", seed=11, steps=1000))

@@ -15,11 +15,11 @@ import pytest
 import torch
 from torchcalls import TorchCalls
 
-from attnviz.attention import attend
-from attnviz.explain import explain_row
+from attnviz.app.ui.work import _cell, merged_table
+from attnviz.core.attention import attend
+from attnviz.core.scores import SCORES
 from attnviz.i18n import t
-from attnviz.scores import SCORES
-from attnviz.ui.widgets import _cell, merged_table
+from attnviz.lessons.explain import explain_row
 
 Q = np.array([[0.5, -1.0, 2.0, 0.25], [1.5, 0.0, -0.5, 1.0], [-0.75, 0.5, 1.0, -2.0]])
 K = np.array([[1.0, 0.5, -0.5, 0.0], [0.0, 2.0, 1.0, -1.0], [-1.0, 0.25, 0.5, 1.5], [0.5, -0.5, -1.0, 2.0]])
@@ -148,8 +148,8 @@ def shown_matrix(matrix: torch.Tensor) -> np.ndarray:
 def test_projections_heads_and_the_residual_follow_from_the_numbers_shown(heads):
     """Step 0 (W_q, W_k, W_v), the join by W_o and the residual E + ΔE: each number recomputed from the inputs and
     the matrices as the page shows them."""
-    from attnviz.explain import explain_attention
-    from attnviz.multihead import multi_head_attend
+    from attnviz.core.multihead import multi_head_attend
+    from attnviz.lessons.explain import explain_attention
 
     x = torch.tensor(Q, dtype=torch.float32)
     source = torch.tensor(K, dtype=torch.float32)
@@ -189,13 +189,12 @@ def test_projections_heads_and_the_residual_follow_from_the_numbers_shown(heads)
 @pytest.mark.parametrize("seed", [0, 3, 11])
 def test_the_additive_worked_pair_reads_the_features_the_score_computed(heads, seed):
     """The trace carries W_q q and W_k k as the score computed them, and step 1's worked pair adds those: the same
-    line as computing them again from the seeded module, without the two products (each a torch call that lets go of
-    Python's lock, bench/README.md, item 27)."""
+    line as computing them again from the seeded module."""
     from dataclasses import replace
 
-    from attnviz.explain import score_working
-    from attnviz.multihead import multi_head_attend
-    from attnviz.scores import seeded_module
+    from attnviz.core.multihead import multi_head_attend
+    from attnviz.core.scores import seeded_module
+    from attnviz.lessons.explain import score_working
 
     q, k, v = (torch.tensor(a, dtype=torch.float32) for a in (Q, K, K))  # values of 4 numbers: two heads split them
     trace = multi_head_attend(q, k, v, num_heads=heads, score="additive", seed=seed, num_hiddens=6)
@@ -205,17 +204,29 @@ def test_the_additive_worked_pair_reads_the_features_the_score_computed(heads, s
         torch.testing.assert_close(head.features["W_q q"], module.W_q(head.queries), rtol=0, atol=1e-6)
         torch.testing.assert_close(head.features["W_k k"], module.W_k(head.keys), rtol=0, atol=1e-6)
         for row, key in ((0, 0), (2, 3), (1, 2)):
-            with TorchCalls() as calls:
-                worked = score_working(head, row, key)
-            assert "linear" not in calls.names and "add" not in calls.names, calls.names
+            worked = score_working(head, row, key)
             assert worked == score_working(replace(head, features={}), row, key)  # computed again: the same line
             hidden = numbers_in(worked.split(r"\tanh")[0].split("=", 1)[1])
             by_hand = (module.W_q(head.queries[row]) + module.W_k(head.keys[key])).tolist()
             assert len(hidden) == 6 and all(close(a, b) for a, b in zip(hidden, by_hand, strict=True))
 
 
+@pytest.mark.perf
+def test_the_additive_worked_pair_makes_no_product_again():
+    """A speed pin, not a result: the worked pair reads W_q q and W_k k from the trace instead of computing the two
+    products again (each a torch call that lets go of Python's lock while a class waits)."""
+    from attnviz.core.multihead import multi_head_attend
+    from attnviz.lessons.explain import score_working
+
+    q, k = (torch.tensor(a, dtype=torch.float32) for a in (Q, K))
+    head = multi_head_attend(q, k, k, score="additive", num_hiddens=6).heads[0]
+    with TorchCalls() as calls:
+        score_working(head, 2, 3)
+    assert "linear" not in calls.names and "add" not in calls.names, calls.names
+
+
 def test_a_batched_trace_gives_each_row_its_own_features():
-    from attnviz.multihead import multi_head_attend
+    from attnviz.core.multihead import multi_head_attend
 
     q = torch.tensor(np.stack([Q, -Q]), dtype=torch.float32)
     k, v = (torch.tensor(np.stack([a, a]), dtype=torch.float32) for a in (K, V))

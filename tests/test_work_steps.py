@@ -14,11 +14,11 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from attnviz.attention import attend
-from attnviz.explain import explain_kernel_row, explain_row
+from attnviz.app.ui.work import merged_table
+from attnviz.core.attention import attend
+from attnviz.core.kernel import nadaraya_watson
 from attnviz.i18n import LANGUAGES, t
-from attnviz.kernel import nadaraya_watson
-from attnviz.ui.widgets import merged_table
+from attnviz.lessons.explain import explain_kernel_row, explain_row
 from tests.test_app import KERNEL, ROOT, SELF
 
 STEP_IDS = [

@@ -23,7 +23,7 @@ DYNAMIC_IDS = (
     N_("modern.title"),
     N_("self.intro"),
     N_("self.title"),
-    # What to reduce when a change is over its budget: f"budget.reduce_{knob}" (attnviz/budget.py's advice)
+    # What to reduce when a change is over its budget: f"budget.reduce_{knob}" (attnviz/app/budget.py's advice)
     N_("budget.reduce_compare"),
     N_("budget.reduce_heads"),
     N_("budget.reduce_hiddens"),
@@ -187,11 +187,11 @@ DYNAMIC_IDS = (
     N_("modern.value_bytes_1"),
     N_("modern.value_bytes_2"),
     N_("modern.value_bytes_4"),
-    # attnviz.display: f"display.part_{part}" (attnviz.hf.PARTS)
+    # attnviz.notebook: f"display.part_{part}" (attnviz.models.hf.PARTS)
     N_("display.part_cross"),
     N_("display.part_decoder"),
     N_("display.part_encoder"),
-    # attnviz.hf names the stack in its error: Name(f"part_{part}")
+    # attnviz.models.hf names the stack in its error: Name(f"part_{part}")
     N_("field.part_cross"),
     N_("field.part_decoder"),
     N_("field.part_encoder"),

@@ -25,5 +25,5 @@ if [ -z "${STREAMLIT_SERVER_COOKIE_SECRET:-}" ]; then
     fi
 fi
 
-# attnviz.server is `streamlit run` with TCP_NODELAY on the websocket connections (see attnviz/server.py).
-exec python3 -m attnviz.server app.py "$@"
+# attnviz.app.server is `streamlit run` with TCP_NODELAY on the websocket connections (see attnviz/app/server.py).
+exec python3 -m attnviz.app.server app.py "$@"

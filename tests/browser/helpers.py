@@ -134,7 +134,7 @@ class StreamlitServer:
         return [
             self.python,
             "-m",
-            "attnviz.server",  # `streamlit run` with TCP_NODELAY, as `make run` and the image start the app
+            "attnviz.app.server",  # `streamlit run` with TCP_NODELAY, as `make run` and the image start the app
             str(self.script),
             "--server.headless",
             "true",

@@ -7,8 +7,8 @@ import torch
 from playwright.sync_api import Page, Route
 
 import attnviz
+from attnviz.core.modern import modern_attention
 from attnviz.i18n import t
-from attnviz.modern import modern_attention
 
 
 def test_the_offline_file_draws_without_the_network(new_page, tmp_path) -> None:

@@ -1,6 +1,6 @@
 """A new visitor's first run in a browser draws the title, the inputs and the main chart, and the run that follows
-everything else (attnviz.ui.common.first_paint): spoken over the real server's websocket as a browser speaks it, then
-in Chromium."""
+everything else (attnviz.app.ui.common.first_paint): spoken over the real server's websocket as a browser speaks it,
+then in Chromium."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from websockets.sync.client import connect
 
-from attnviz.ui.chart_drawn import MOST_MS, trigger_state
+from attnviz.app.ui.chart_drawn import MOST_MS, trigger_state
 from bench.proxyclient import ProxyUser
 from tests.loop import run_in_own_loop
 
@@ -56,7 +56,7 @@ def _elements(messages: list[ForwardMsg], kind: str) -> list:
 
 
 def _watchers(messages: list[ForwardMsg]) -> list[tuple[str, str]]:
-    """(fragment id, element id) of each first-paint watcher (`attnviz.ui.chart_drawn`) that a run drew."""
+    """(fragment id, element id) of each first-paint watcher (`attnviz.app.ui.chart_drawn`) that a run drew."""
     return [
         (msg.delta.fragment_id, msg.delta.new_element.bidi_component.id)
         for msg in messages

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
-from attnviz.bert import load_minilm
 from attnviz.i18n import t
+from attnviz.models.bert import load_minilm
 
 from .helpers import (
     EXCEPTION_SELECTOR,

@@ -26,9 +26,9 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect
 
+from attnviz.app.links import state_file
+from attnviz.app.server import UPLOAD_BYTES
 from attnviz.i18n import t
-from attnviz.links import state_file
-from attnviz.server import UPLOAD_BYTES
 from bench.uploads import ISSUE_SIZE, run_flood
 from tests.deploy.nginx_proxy import NginxProxy
 
@@ -369,7 +369,7 @@ def test_base_path_through_proxy(
 
 # ----- uploads ---------------------------------------------------------------------------------------------------
 
-# What one replica may grow by while any number of uploads arrive: the uploads it keeps (attnviz/server.py:
+# What one replica may grow by while any number of uploads arrive: the uploads it keeps (attnviz/app/server.py:
 # UPLOAD_BYTES), plus 32 MiB for the requests in flight and the allocator's slack (deploy/README.md).
 UPLOAD_GROWTH_BOUND_MB = UPLOAD_BYTES / 2**20 + 32
 

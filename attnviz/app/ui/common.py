@@ -1,0 +1,319 @@
+"""Page frame, URL <-> state synchronisation, charts and small shared widgets."""
+
+from __future__ import annotations
+
+import contextlib
+import html
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import cachetools
+import plotly.graph_objects as go
+import pyarrow as pa
+import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
+from streamlit.errors import StreamlitAPIException
+from streamlit.runtime.scriptrunner_utils.script_run_context import ThreadState, get_script_run_ctx
+
+from attnviz.app.budget import RERUN_BYTES
+from attnviz.app.ui import offline, settings
+from attnviz.app.ui.chart_drawn import watch_first_chart
+from attnviz.app.ui.plotly_element import figure_json, plotly_json_chart
+from attnviz.app.ui.session import sent_by_browser
+from attnviz.app.ui.settings import md_escape, tr
+from attnviz.figures.attention import chart_config, figure_tables
+from attnviz.figures.plotting import FigureSpec, figure_specs
+
+PAGES = (  # (script, icon, catalogue name): the sidebar's links, in the interface language
+    ("app.py", "🔍", "home"),
+    ("pages/1_Self_attention.py", "🔁", "self"),
+    ("pages/2_Cross_attention.py", "🔀", "cross"),
+    ("pages/3_Kernel_attention.py", "📈", "kernel"),
+    ("pages/4_Pretrained_model.py", "🧠", "model"),
+    ("pages/5_Learned_attention.py", "🌱", "learned"),
+    ("pages/6_Modern_attention.py", "🚀", "modern"),
+)
+
+
+def page_frame(page: str, icon: str, link_warnings: bool = False) -> None:
+    """Page config, title and the shared sidebar (settings first); every page (and a cold deep link) calls this
+    first. `page` names the catalogue's "<page>.title" and "<page>.intro". The link's bad settings are shown with
+    the page's own link warnings, or here (`link_warnings`) on a page without a state of its own."""
+    warnings = settings.from_link()
+    offline.begin(page)
+    settings.begin_run()
+    st.set_page_config(
+        page_title=f"{tr(page + '.title')} · attnviz",
+        page_icon=icon,
+        layout="wide",
+        initial_sidebar_state="collapsed" if settings.presenting() else "auto",
+    )
+    st.html(settings.PAGE_CSS + (settings.PRESENTATION_CSS if settings.presenting() else ""))  # the app's own
+    st.title(tr(page + ".title"))
+    if not settings.presenting():  # on a projector the teacher says it, and the first chart needs the room
+        st.caption(tr(page + ".intro"))
+    with st.sidebar:
+        if _begin_first_paint(page):  # the sidebar comes after the main chart
+            _after_first_paint()
+        else:
+            settings.sidebar_controls()
+            _page_links()
+            st.caption(tr("frame.sidebar"))
+    for warning in warnings if link_warnings else ():
+        st.warning(settings.error_text(warning), icon="⚠️")
+
+
+def inputs_box() -> Any:
+    """Where a page's inputs go: in presentation mode a closed expander (the first chart starts on the first screen
+    of a 1280x720 projector), else the page itself."""
+    return st.expander(tr("frame.inputs"), expanded=False) if settings.presenting() else st.container()
+
+
+def beside_chart() -> tuple[Any, Any]:
+    """In presentation mode, (the charts' column, a narrow column beside it for what explains the chart: the
+    preset's note, the batch row, the colour range); else (the page, None)."""
+    if settings.presenting():
+        charts, side = st.columns([3, 1], gap="medium")
+        return charts, side
+    return contextlib.nullcontext(), None  # where the caller is: a container of its own would be one more element
+
+
+def controls_and_results(widths: list[int]) -> tuple[Any, Any]:
+    """Containers for the controls and the results: side by side, or in presentation mode the controls folded
+    into a closed expander above results that get the full width."""
+    if settings.presenting():
+        return st.expander(tr("frame.controls"), expanded=False), st.container()
+    left, right = st.columns(widths, gap="large")
+    return left, right
+
+
+def _page_links() -> None:
+    """Links to every page, titled in the interface language (Streamlit's own list shows file names)."""
+    for path, icon, name in PAGES:
+        try:
+            st.page_link(path, label=tr(f"{name}.title"), icon=icon)
+        except StreamlitAPIException:  # a page file run as the entry point itself (`streamlit run pages/...`)
+            return
+
+
+# The JSON of figures that depend only on what several sessions share (the pretrained-model page's views of one
+# sentence), made once and sent to every session that shows them: at most SHARED_FIGURES_MB, the least recently
+# used dropped first. A figure is found by everything it shows (the caller's key) plus the presentation mode.
+SHARED_FIGURES_MB = 48
+_FIGURES: cachetools.LRUCache[tuple[Any, ...], tuple[str, int]] = cachetools.LRUCache(
+    maxsize=SHARED_FIGURES_MB * 2**20, getsizeof=lambda item: len(item[0])
+)
+_FIGURES_LOCK = threading.Condition()  # one build per figure: sessions asking for it meanwhile wait
+
+
+@cachetools.cached(_FIGURES, key=lambda shared, build: shared, lock=_FIGURES_LOCK, condition=_FIGURES_LOCK)
+def _shared_json(shared: tuple[Any, ...], build: Callable[[], go.Figure]) -> tuple[str, int]:
+    return figure_json(_styled(build()))
+
+
+# Small values that depend only on what sessions share (the pretrained-model page's finder results and
+# step-by-step panels of one sentence), made once and kept for every session. Counted, not weighed: each is ~kB.
+_VALUES: cachetools.LRUCache[tuple[Any, ...], Any] = cachetools.LRUCache(maxsize=256)
+_VALUES_LOCK = threading.Condition()
+
+
+@cachetools.cached(_VALUES, key=lambda shared, build: shared, lock=_VALUES_LOCK, condition=_VALUES_LOCK)
+def shared_value(shared: tuple[Any, ...], build: Callable[[], Any]) -> Any:
+    """`build()`, made once for everything it depends on (`shared`) and kept for every session."""
+    return build()
+
+
+def _styled(fig: go.Figure) -> go.Figure:
+    """Larger type in presentation mode."""
+    if settings.presenting():
+        height = fig.layout.height or 450
+        size = settings.PRESENTATION_FONT
+        fig.update_layout(font={"size": size}, title_font_size=size + 6, height=int(height * 1.3))
+        # Streamlit's chart theme sets the axes' and the legend's own (small) fonts: set them too, and the subplots'
+        # titles, so that every text on the chart is readable from the back of the room
+        fig.update_annotations(font_size=size)
+        fig.update_xaxes(tickfont_size=size, title_font_size=size)
+        fig.update_yaxes(tickfont_size=size, title_font_size=size)
+        fig.update_layout(legend_font_size=size, hoverlabel_font_size=size)
+    return fig
+
+
+SENT_KEY = "attnviz_chart_bytes"  # [this run, the bytes its charts sent]
+SMALL_CHART = 64 * 1024  # a chart this small is always sent (a curve, a bar chart, a short sentence's heatmap)
+
+
+def chart_bytes_sent() -> int:
+    """The bytes this run (of the page, or of a fragment) has sent as charts so far."""
+    run = _run()
+    sent = st.session_state.get(SENT_KEY)
+    return sent[1] if isinstance(sent, list) and sent[0] is run else 0
+
+
+def _run() -> object:
+    """This run of the script: its cursors, a new dict in every run (kept by the ledger, so never reused)."""
+    ctx = get_script_run_ctx()
+    return ctx.cursors if ctx is not None else None
+
+
+def _within_byte_budget(spec: str) -> bool:
+    """Count a chart's JSON against this run's budget (attnviz/app/budget.py: RERUN_BYTES); False when it would go past
+    it, and is then not sent. The pages pool their large heatmaps to fit (`draw_factors`), so this only stops what
+    no plan foresaw."""
+    sent = chart_bytes_sent()
+    if len(spec) > SMALL_CHART and sent + len(spec) > RERUN_BYTES:
+        return False
+    st.session_state[SENT_KEY] = [_run(), sent + len(spec)]
+    return True
+
+
+def chart(
+    fig: go.Figure | Callable[[], go.Figure | FigureSpec],
+    name: str,
+    key: str | None = None,
+    table: str = "folded",
+    *,
+    shared: tuple[Any, ...] | None = None,
+    **select: Any,
+) -> go.Figure | FigureSpec | None:
+    """A Plotly chart with the PNG export named after what it shows; larger type in presentation mode; and its text
+    alternative, the same numbers as tables: below it in a section built only while opened ("folded"), right below
+    it ("inline"), or shown by the caller elsewhere ("elsewhere": `chart_tables`). `select`: st.plotly_chart's
+    on_select and selection_mode, for a chart that takes clicks.
+
+    `shared`: `fig` is a function that builds the figure, and `shared` says everything the figure depends on. Its
+    JSON is made once for every session that shows the same figure (a rerun that changes nothing in it costs no
+    figure work) and the function is called only to make it, or for the tables. Returns the figure, if it was made.
+
+    Without `shared`, a function is called inside `plotting.figure_specs()`: a builder that ends in `make_figure`
+    gives the figure's dicts (a `FigureSpec`, returned), and no Plotly Figure is made unless its tables are shown.
+    """
+    if shared is None:
+        if callable(fig) and not settings.presenting():  # only its JSON is needed: no Plotly Figure is made
+            with figure_specs():
+                figure = fig()
+        else:
+            figure = _styled(fig() if callable(fig) else fig)
+        spec, height = figure_json(figure)
+    else:
+        assert callable(fig), "a shared figure is given as the function that builds it"
+        figure = None
+        spec, height = _shared_json((*shared, settings.presenting()), fig)
+    if not _within_byte_budget(spec):
+        mb = f"{len(spec) / 2**20:.1f}"
+        st.info(tr("budget.not_drawn", mb=mb, sent=f"{chart_bytes_sent() / 2**20:.1f}", limit=RERUN_BYTES // 2**20))
+        return figure
+    plotly_json_chart(st._main, spec, height, config=chart_config(name), key=key, **select)
+    offline.record_chart(spec, name)
+
+    def tables() -> None:
+        chart_tables(figure if figure is not None else _styled(fig()))  # type: ignore[operator]
+
+    if table == "inline":
+        tables()
+    elif table == "folded":
+        box = lazy_expander(tr("frame.table"), key=f"open:table:{key or name}")
+        if box is not None:
+            with box:
+                tables()
+    return figure
+
+
+# A new visitor's first run in a browser, on a page whose controls sit beside its main chart (FIRST_PAINT_PAGES),
+# draws the page's title, inputs and main chart, and only placeholders for the rest: the sidebar, the controls beside
+# the chart and the section below it. The rest comes in a whole-page run that the browser asks for once it has drawn
+# the chart (`chart_drawn`, a component in the sidebar's fragment). The browser renders what arrives in one thread:
+# every element sent before the chart is drawn is rendered while Plotly's 4.7 MB chunk loads (it is fetched when the
+# first chart arrives), and the chart is drawn after all of them. Measured (bench/README.md, items 13, 18 and 28), a
+# new visitor's first chart over the minimal page's: 1.35x (self) and 1.63x (model) with everything in one run,
+# 1.23x-1.33x on both with only the section below deferred, 1.11x-1.19x with the rest asked for by a timer 0.5 s
+# after the first run, on a machine that drew the chart within that time. On a slower machine the timer came first
+# (1.34x and 1.55x); asking when the chart is drawn does not depend on the machine. Sending the chart before the
+# controls in the same run did not help (1.29x against 1.27x): they were rendered before it was drawn.
+# Only a new visitor is painted this way: a page reconnecting to a new session sends the values on its screen with
+# its first run, and those live only in the widgets that the run draws (`sent_by_browser`). A client that is not a
+# browser (the tests' AppTest, scripts) gets everything in one run; so does every later run of the session.
+# The pages whose controls sit beside their main chart. The others (home, learned, modern) draw their first run whole:
+# their first chart comes after their inputs and controls, and the learned page's training (a button, then a
+# progress timer) was not made to meet a whole-page run of the first paint.
+FIRST_PAINT_PAGES = frozenset({"self", "cross", "kernel", "model"})
+FIRST_PAINT_KEY = "attnviz:first_paint"  # True while the session's runs are a first paint; False after
+PENDING_KEY = "attnviz_pending"  # the placeholders of what is still to come (the browser tests wait for them to go)
+
+
+def first_paint() -> bool:
+    """True while a new visitor's page is drawn without its sidebar, its controls and what is below its main chart
+    (they follow once the browser has drawn the chart)."""
+    return st.session_state.get(FIRST_PAINT_KEY) is True
+
+
+def _begin_first_paint(page: str) -> bool:
+    """Decide once per session (on the page it opens first) whether its runs start as a first paint: a browser's,
+    with no widget values sent, on a page whose controls sit beside its main chart."""
+    if FIRST_PAINT_KEY not in st.session_state:
+        browser = "mozilla" in st.context.headers.get("User-Agent", "").lower()
+        st.session_state[FIRST_PAINT_KEY] = page in FIRST_PAINT_PAGES and browser and not sent_by_browser()
+    return first_paint()
+
+
+def pending(part: str) -> None:
+    """The placeholder of `part` of the page during a first paint."""
+    st.container(key=f"{PENDING_KEY}_{part}").caption("…")
+
+
+def below_main_chart(draw: Callable[[], None]) -> None:
+    """Draw `draw`, what a page shows below its main chart: at once, or after a first paint."""
+    if first_paint():
+        pending("below")
+    else:
+        draw()
+
+
+@st.fragment
+def _after_first_paint() -> None:
+    """Registered in a first paint's runs, where it leaves the sidebar's placeholder and the watcher that tells when
+    the browser has drawn the main chart (`watch_first_chart`); rerun by the watcher's trigger, it runs the whole page,
+    now with everything. That run does not register this fragment again.
+
+    Every widget of the first paint is sent again in that run with its value as one the app set. A browser that
+    has not yet rendered a widget of the first paint (a page still busy with its charts) never saw the value the
+    link gave it, only the run after, which without this would name no value: the widget would show its default and
+    send it back with the next change (a link's seed 4 became 0 after the next click)."""
+    ctx = get_script_run_ctx()
+    if ctx is None or ThreadState.get().fragment_id not in (ctx.fragment_ids_this_run or ()):
+        pending("sidebar")
+        watch_first_chart(token=ctx.session_id if ctx is not None else "")
+        return
+    settings.write_back_widgets()
+    st.session_state[FIRST_PAINT_KEY] = False
+    st.rerun(scope="app")
+
+
+def chart_tables(fig: go.Figure | FigureSpec) -> None:
+    """A chart's numbers as tables: its text alternative."""
+    for title, columns, rows in figure_tables(fig.figure() if isinstance(fig, FigureSpec) else fig):
+        if title:
+            st.markdown(f"**{md_escape(html.unescape(title))}**")
+        if rows:
+            st.dataframe(arrow_table(columns, rows), hide_index=True, width="stretch")
+        else:
+            st.caption(tr("frame.table_too_large"))
+
+
+def lazy_expander(label: str, key: str) -> DeltaGenerator | None:
+    """A collapsed expander whose content is built only while it is open (None when closed): a class moving a
+    slider should not pay for QR codes, exports and extra charts nobody is looking at."""
+    box = st.expander(label, key=key, on_change="rerun")
+    return box if box.open else None
+
+
+def arrow_table(columns: list[str], rows: list[list[object]]) -> pa.Table:
+    """A step's table as Arrow (Streamlit's wire format; a pandas frame costs ~10x more to convert)."""
+    arrays = []
+    for index in range(len(columns)):
+        cells = [row[index] for row in rows]
+        try:
+            arrays.append(pa.array(cells))
+        except (pa.ArrowInvalid, pa.ArrowTypeError):  # mixed kinds in one column: show them as text
+            arrays.append(pa.array([str(cell) for cell in cells]))
+    return pa.Table.from_arrays(arrays, names=[str(name) for name in columns])

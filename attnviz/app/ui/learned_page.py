@@ -1,0 +1,277 @@
+"""The learned-attention page: two small models trained on tasks with a known answer. Try them, look inside, and
+switch a head off (this module); watch the attention form while they learn (learned_training.py)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import streamlit as st
+import torch
+
+from attnviz.app.learned_state import HEADS, LEARNED_FIELDS, LearnedState, decode_learned, encode_learned
+from attnviz.app.training.jobs import QUEUE
+from attnviz.app.ui import fieldwidgets
+from attnviz.app.ui.common import chart, inputs_box, shared_value
+from attnviz.app.ui.editors import selected_row
+from attnviz.app.ui.learned_training import (
+    SESSION,
+    capped_steps,
+    history,
+    output_labels,
+    shipped_run,
+    training_controls,
+    translation,
+    visible,
+)
+from attnviz.app.ui.messages import show_warning
+from attnviz.app.ui.settings import current_language, md_escape, palette, tr
+from attnviz.app.ui.share import share_box
+from attnviz.app.ui.work import work_panel, work_panel_content
+from attnviz.core.fields import field
+from attnviz.core.multihead import head_rows
+from attnviz.figures import attention as figures
+from attnviz.figures.style import POSITION_MARK
+from attnviz.lessons.explain import explain_row
+from attnviz.models.bert_views import token_labels
+from attnviz.models.learned import dates, induction
+from attnviz.models.learned.train import TrainingRun
+
+ABLATION_EXAMPLES = 500  # held-out sequences for the heads' scores and the accuracy without each head
+
+
+def model_run(state: LearnedState) -> tuple[TrainingRun, bool]:
+    """The model for the state's seed and steps, and whether it is that one: the shipped model when they are the
+    defaults, a finished training of them, else the shipped model."""
+    shipped = shipped_run(state.task)
+    settings = state.training()
+    if settings == shipped.settings:
+        return shipped, True
+    job = QUEUE.get(settings)
+    return (job.run, True) if job is not None and job.status == "done" and job.run is not None else (shipped, False)
+
+
+def learned_page() -> None:
+    """Draw the learned-attention page."""
+    state: LearnedState = SESSION.sync_from_link(decode_learned, LearnedState)
+    for warning in SESSION.warnings:
+        show_warning(warning)
+    with inputs_box():  # folded on a projector, so that the first chart starts on the first screen
+        task = fieldwidgets.choice(SESSION, field(LEARNED_FIELDS, "task"), "learned.task_{}", radio=True)
+        state = replace(state, task=task)
+        if task == "dates":
+            state, ready = _date_input(state)
+        else:
+            state, ready = _sequence_input(state)
+    # The seed and the steps are drawn with the training, below; the model above already depends on them
+    state = replace(state, seed=int(SESSION.value("seed")), steps=capped_steps(task))
+    run, exact = model_run(state)
+    st.subheader(tr("learned.try_heading"))
+    if not exact:
+        st.info(tr("learned.shipped_until_trained", seed=state.seed, steps=run.settings.steps), icon="ℹ️")
+    if ready:
+        if task == "dates":
+            _try_dates(state, run)
+        else:
+            state = _try_sequence(state, run)
+    st.subheader(tr("learned.learn_heading"))
+    state = training_controls(state)
+    state = history(state)
+    params = SESSION.publish(state, encode_learned)
+    share_box(SESSION, params, decode_learned)
+
+
+def _date_input(state: LearnedState) -> tuple[LearnedState, bool]:
+    """The date box; False (with the reason on the page) when the model cannot read it."""
+    text = st.text_input(
+        tr("learned.date"),
+        key=SESSION.key("date"),
+        max_chars=field(LEARNED_FIELDS, "date").max_len,
+        help=tr("learned.date_help", examples=" · ".join(f.example for f in dates.FORMATS)),
+    )
+    state = replace(state, date=text)
+    unknown = dates.unknown_characters(text)
+    if not text.strip():
+        st.info(tr("learned.date_empty"), icon="✍️")
+        return state, False
+    if unknown:
+        st.error(tr("learned.unknown_characters", characters=md_escape(" ".join(unknown))), icon="🚫")
+        return state, False
+    return state, True
+
+
+def _sequence_input(state: LearnedState) -> tuple[LearnedState, bool]:
+    """The sequence box; False (with the reason on the page) when it has unknown symbols or a bad length."""
+    text = st.text_input(
+        tr("learned.sequence"),
+        key=SESSION.key("sequence"),
+        max_chars=field(LEARNED_FIELDS, "sequence").max_len,
+        help=tr("learned.sequence_help", first=induction.SYMBOLS[0], last=induction.SYMBOLS[-1]),
+    )
+    state = replace(state, sequence=text)
+    symbols, unknown = induction.parse_sequence(text)
+    if unknown:
+        shown = md_escape(" ".join(unknown))
+        st.error(
+            tr("learned.unknown_symbols", symbols=shown, first=induction.SYMBOLS[0], last=induction.SYMBOLS[-1]),
+            icon="🚫",
+        )
+        return state, False
+    most = induction.MAX_LENGTH - 1
+    if not 2 <= len(symbols) <= most:
+        st.error(tr("learned.sequence_length", count=len(symbols), most=most), icon="🚫")
+        return state, False
+    return state, True
+
+
+def _try_dates(state: LearnedState, run: TrainingRun) -> None:
+    """The translation, its cross-attention (output characters x input characters), and one row worked out."""
+    result = translation(run, state.date)
+    shown = md_escape(state.date)
+    st.markdown(tr("learned.translation", text=shown, output=result.output))
+    st.caption(tr("learned.dates_accuracy", accuracy=f"{run.accuracy:.1%}", count=2000, steps=run.settings.steps))
+    inputs = visible(result.text)
+    outputs = output_labels(result.output)
+    language = current_language()
+    chart(
+        lambda: figures.weights_heatmap(
+            result.trace.weights.numpy(),
+            scores=result.trace.scores.numpy(),
+            query_labels=outputs,
+            key_labels=inputs,
+            title=tr("learned.dates_chart"),
+            palette=palette(),
+            lang=language,
+        ),
+        "attnviz_dates_attention",
+    )
+    with st.expander(tr("learned.work_heading")):
+        row = selected_row(SESSION, outputs, tr("learned.row_date"))
+        keys = token_labels(inputs, POSITION_MARK, start=1)  # shown literally in the steps (the chart escapes its own)
+        steps = explain_row(result.trace, row, outputs[row], keys, language, run.model.decoder.attention)
+        work_panel(work_panel_content(steps), heading=f"{tr('learned.work_heading')} · {outputs[row]}")
+        st.caption(tr("learned.trained_weights"))
+        attention = run.model.decoder.attention
+        _weight_tables({"W_q": attention.W_q.weight, "W_k": attention.W_k.weight, "w_v": attention.w_v.weight})
+
+
+def _head_rows(run: TrainingRun) -> list[tuple[induction.HeadPattern, float]]:
+    """Each head's pattern scores and the held-out accuracy without it (shared by the sessions on one model)."""
+
+    def build() -> list[tuple[induction.HeadPattern, float]]:
+        examples = induction.held_out_examples(ABLATION_EXAMPLES)
+        patterns = induction.head_patterns(run.model, examples)
+        return [(p, induction.ablation_accuracy(run.model, examples, p.layer, p.head)) for p in patterns]
+
+    return shared_value(("learned_heads", run.settings.seed, run.settings.steps), build)
+
+
+def _grid_titles(layers: int, heads: int, off: int) -> list[str]:
+    """Short panel titles ("L1 H2"; the switched-off one marked): the labels are in the lines below the chart, and
+    longer titles ran into each other on a phone."""
+    titles = [
+        tr("learned.head_short", layer=layer + 1, head=head + 1) for layer in range(layers) for head in range(heads)
+    ]
+    return [tr("learned.head_off", title=title) if number == off else title for number, title in enumerate(titles, 1)]
+
+
+def _head_title(pattern: induction.HeadPattern) -> str:
+    label = tr(f"learned.pattern_{pattern.label}")
+    return tr("learned.head_title", layer=pattern.layer + 1, head=pattern.head + 1, label=label)
+
+
+def _try_sequence(state: LearnedState, run: TrainingRun) -> LearnedState:
+    """Every head on the typed sequence, the model's guesses, each head's pattern and what switching it off costs."""
+    symbols, _ = induction.parse_sequence(state.sequence)
+    rows = _head_rows(run)
+    titles = [_head_title(pattern) for pattern, _ in rows]
+    layers, heads = run.model.config.layers, run.model.config.heads
+    none = tr("learned.off_none")
+    off = st.selectbox(
+        tr("learned.off"),
+        list(range(HEADS + 1)),
+        key=SESSION.key("off"),
+        format_func=lambda h: titles[h - 1] if h else none,  # made in this run's language
+        help=tr("learned.off_help"),
+    )
+    head_mask = induction.without_head(run.model.config, *divmod(off - 1, heads)) if off else None
+    seen = induction.sequence_attention(run.model, symbols, head_mask)
+    weights, tokens = seen.weights, seen.tokens
+    pairs = " ".join(f"{token}→{guess}" for token, guess in zip(tokens, seen.guesses, strict=True))
+    st.markdown(tr("learned.guesses", pairs=md_escape(pairs)))
+    if off:
+        accuracy = rows[off - 1][1]
+        change = f"{(accuracy - run.accuracy) * 100:+.1f}"
+        st.warning(
+            tr("learned.switched_off", head=titles[off - 1], accuracy=f"{accuracy:.1%}", change=change), icon="🔌"
+        )
+    else:
+        st.caption(
+            tr("learned.sequence_accuracy", accuracy=f"{run.accuracy:.1%}", count=2000, steps=run.settings.steps)
+        )
+    language = current_language()
+    chart(
+        lambda: figures.heads_grid(
+            weights.reshape(layers * heads, len(tokens), len(tokens)).numpy(),
+            query_labels=tokens,
+            key_labels=tokens,
+            head_titles=_grid_titles(layers, heads, off),
+            palette=palette(),
+            columns=heads,
+            lang=language,
+        ),
+        "attnviz_induction_heads",
+    )
+    _head_lines(titles, rows, run.accuracy)
+    _sequence_work(run, seen, titles, language)
+    return replace(state, off=int(off))
+
+
+def _head_lines(titles: list[str], rows: list[tuple[induction.HeadPattern, float]], full: float) -> None:
+    """Each head's scores and the accuracy without it, one line per head (five columns did not fit a phone)."""
+    lines = [
+        "- "
+        + tr(
+            "learned.head_line",
+            head=title,
+            previous=f"{pattern.previous_token:.3f}",
+            induction=f"{pattern.induction:.3f}",
+            without=f"{accuracy:.1%}",
+            change=f"{(accuracy - full) * 100:+.1f}",
+        )
+        for title, (pattern, accuracy) in zip(titles, rows, strict=True)
+    ]
+    st.markdown("\n".join(lines))
+    st.caption(tr("learned.labels_note", threshold=induction.LABEL_THRESHOLD, count=ABLATION_EXAMPLES))
+
+
+def _sequence_work(run: TrainingRun, seen: induction.SequenceAttention, titles: list[str], language: str) -> None:
+    """Show-your-work on one head and query of the sequence model, with that head's trained weights."""
+    heads, tokens = run.model.config.heads, seen.tokens
+    with st.expander(tr("learned.work_heading")):
+        head = st.selectbox(
+            tr("learned.head"),
+            list(range(1, HEADS + 1)),
+            key=SESSION.key("head"),
+            format_func=lambda h: titles[h - 1],  # made in this run's language: Streamlit may call it later
+        )
+        labels = token_labels(tokens, POSITION_MARK)  # <s> is position 0, as on the chart's hover
+        row = selected_row(SESSION, labels, tr("learned.row_sequence"))
+        layer, index = divmod(head - 1, heads)
+        trace = seen.traces[layer][index]
+        steps = explain_row(trace, row, labels[row], labels, language)
+        work_panel(
+            work_panel_content(steps), heading=f"{tr('learned.work_heading')} · {titles[head - 1]} · {labels[row]}"
+        )
+        projections = run.model.layers[layer].attention
+        block = head_rows(projections.W_q.weight.shape[0], index, heads)
+        st.caption(tr("learned.head_weights", layer=layer + 1, head=index + 1, first=block.start + 1, last=block.stop))
+        _weight_tables(
+            {name: getattr(projections, name).weight[block.start : block.stop] for name in ("W_q", "W_k", "W_v")}
+        )
+
+
+def _weight_tables(weights: dict[str, torch.Tensor]) -> None:
+    """Trained weight matrices as scrolling tables, each titled with its name and shape."""
+    for name, weight in weights.items():
+        st.markdown(f"**{name}** {tuple(weight.shape)}")
+        st.dataframe(weight.detach().numpy(), height=180)

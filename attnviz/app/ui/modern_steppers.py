@@ -1,0 +1,235 @@
+"""The modern-attention page's two steppers, each with an on-screen check against the ordinary computation: decoding
+with a KV cache, one token per step, and FlashAttention's online softmax, one block of keys per step."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import streamlit as st
+import torch
+
+from attnviz.app.modern_state import MODERN_FIELDS, STEP_END, ModernState
+from attnviz.app.ui import fieldwidgets
+from attnviz.app.ui.common import arrow_table, chart
+from attnviz.app.ui.editors import selected_row
+from attnviz.app.ui.modern_compute import SESSION, Inputs, compute, escaped, valid_length
+from attnviz.app.ui.settings import current_language, palette, tr
+from attnviz.core.fields import field
+from attnviz.core.flash import memory_traffic, online_softmax_row
+from attnviz.core.kvcache import decode_with_cache
+from attnviz.core.modern import ModernTrace
+from attnviz.figures import attention as figures
+from attnviz.figures import modern as modern_figures
+from attnviz.lessons.explain import number_text
+
+TOLERANCE = 1e-5  # float32 sums in another order differ by ~1e-7; anything near this would be a real difference
+LONG_EXAMPLE = (4096, 128, 128)  # n, d, B of the traffic table's second row: a real model's head at 4k tokens
+
+
+def _stepper(name: str, last: int, label: str) -> int:
+    """A slider over 1..last bound to field `name`. A stored step past the end (STEP_END: "the last") shows the last,
+    and a stepper left at its end stays there when there are more steps (more tokens, smaller blocks)."""
+    key = SESSION.bound(name)
+    before = SESSION.get("stepper", name)  # (value, last) drawn on the previous run
+    current = SESSION.current(key, int, last)
+    at_end = before is not None and before[0] == before[1] and current == before[0]
+    if at_end or not 1 <= current <= last:
+        st.session_state[key] = last
+    if last == 1:
+        st.caption(tr("modern.one_step"))
+        value = 1
+    else:
+        value = int(st.slider(label, 1, last, key=key, help=tr("modern.stepper_help")))
+    SESSION.put((value, last), "stepper", name)
+    return value
+
+
+def _check(difference: float) -> None:
+    """The on-screen check: the stepped result against the ordinary computation."""
+    if difference <= TOLERANCE:
+        st.success(tr("modern.check_equal", difference=f"{difference:.1e}"), icon="✅")
+    else:  # never expected: say so plainly rather than hide it
+        st.error(tr("modern.check_differs", difference=f"{difference:.3g}"), icon="❌")
+
+
+def kv_cache_section(state: ModernState, inputs: Inputs, trace: ModernTrace) -> ModernState:
+    """Decode the tokens one at a time with a KV cache; the weights so far, the cache and the check at each step."""
+    st.subheader(tr("modern.kv_heading"))
+    st.markdown(tr("modern.kv_text"))
+    head = state.head - 1
+    # Decoding is causal and reads every token so far: the page's mask and valid length do not apply here
+    plain = (state.mask, valid_length(state, len(inputs.labels))) == ("causal", None)
+    causal = trace if plain else compute(state, inputs, mask="causal", valid=0)
+    if state.mask != "causal" or state.valid:
+        st.caption(tr("modern.kv_causal_only"))
+    group, width = causal.groups[head], causal.queries.shape[-1]
+    rows = slice(head * width, (head + 1) * width), slice(group * width, (group + 1) * width)
+    encoded = causal.inputs if causal.encoding is None else causal.inputs + causal.encoding
+    slope = None if causal.slopes is None else float(causal.slopes[head])
+    steps = decode_with_cache(
+        encoded,
+        causal.W_q[rows[0]],
+        causal.W_k[rows[1]],
+        causal.W_v[rows[1]],
+        rope=state.positions == "rope",
+        alibi_slope=slope,
+    )
+    length = len(steps)
+    done = _stepper("decode_step", length, tr("modern.decode_step"))
+    step = steps[done - 1]
+    st.markdown(
+        tr(
+            "modern.kv_step",
+            step=done,
+            token=escaped([inputs.labels[done - 1]]),
+            rows=done,
+            numbers=step.cached_numbers,
+        )
+    )
+    decoded = torch.zeros(length, length)
+    for s in steps[:done]:
+        decoded[s.step, : s.step + 1] = s.weights
+    shown = torch.ones(length, length, dtype=torch.bool).tril() & (torch.arange(length) < done)[:, None]
+    language = current_language()
+    chart(
+        lambda: figures.weights_heatmap(
+            decoded.numpy(),
+            mask=shown.numpy(),
+            query_labels=inputs.labels,
+            key_labels=inputs.labels,
+            title=tr("modern.kv_chart", step=done),
+            palette=palette(),
+            colour_range="unit",
+            lang=language,
+        ),
+        "attnviz_kv_cache",
+    )
+    reference = causal.heads[head]
+    difference = max(
+        float((step.weights - reference.weights[done - 1, :done]).abs().max()),
+        float((step.output - reference.output[done - 1]).abs().max()),
+    )
+    st.markdown(tr("modern.kv_check", step=done))
+    _check(difference)
+    left, right = st.columns(2)
+    labels = inputs.labels[:done]
+    for where, name, cache in ((left, "K", step.keys), (right, "V", step.values)):
+        where.markdown(tr("modern.cache_table", name=name, rows=done, width=cache.shape[1]))
+        columns = [tr("modern.token"), *(f"{name}[{i + 1}]" for i in range(cache.shape[1]))]
+        where.dataframe(
+            arrow_table(columns, [[label, *row] for label, row in zip(labels, cache.tolist(), strict=True)]),
+            hide_index=True,
+            height=min(420, 38 + 35 * done),
+        )
+    weights_row = [[label, float(s), float(w)] for label, s, w in zip(labels, step.scores, step.weights, strict=True)]
+    st.markdown(tr("modern.kv_weights", token=escaped([inputs.labels[done - 1]])))
+    st.dataframe(
+        arrow_table([tr("modern.token"), tr("modern.score"), tr("modern.weight")], weights_row),
+        hide_index=True,
+        width="stretch",
+    )
+    decode_step = STEP_END if done == length else done
+    return replace(state, decode_step=decode_step)
+
+
+def flash_section(state: ModernState, inputs: Inputs, trace: ModernTrace) -> ModernState:
+    """One query row's online softmax, block by block: the running maximum, sum and output, the check at the end,
+    and the memory traffic of the naive and the tiled computation."""
+    st.subheader(tr("modern.flash_heading"))
+    st.markdown(tr("modern.flash_text"))
+    head = state.head - 1
+    length = len(inputs.labels)
+    left, right = st.columns(2)
+    block_size = int(fieldwidgets.number(SESSION, field(MODERN_FIELDS, "block_size"), where=left))
+    with right:
+        row = selected_row(SESSION, inputs.labels, tr("modern.row"))
+    reference = trace.heads[head]
+    group = trace.groups[head]
+    online = online_softmax_row(
+        trace.queries[head],
+        trace.keys[group],
+        trace.values[group],
+        row,
+        block_size,
+        mask=reference.mask,
+        bias=reference.bias,
+    )
+    blocks = len(online.steps)
+    done = _stepper("block_step", blocks, tr("modern.block_step"))
+    current = online.steps[done - 1]
+    language = current_language()
+    chart(
+        lambda: modern_figures.online_softmax_figure(
+            torch.cat([s.scores for s in online.steps]).numpy(),
+            block_size,
+            done,
+            current.m_after,
+            key_labels=inputs.labels,
+            title=tr("modern.flash_chart", row=inputs.labels[row], done=done, blocks=blocks),
+            lang=language,
+        ),
+        "attnviz_online_softmax",
+    )
+    block = r"j \in \text{" + tr("modern.block") + "}"
+    st.latex(  # one line per quantity: it fits a phone and a projector
+        rf"\begin{{aligned}} m' &= \max(m, \max_{{{block}}} s_j) \\ "
+        rf"\ell' &= \ell\, e^{{m - m'}} + \sum_{{{block}}} e^{{s_j - m'}} \\ "
+        rf"\mathbf o' &= \mathbf o\, e^{{m - m'}} + \sum_{{{block}}} e^{{s_j - m'}} \mathbf v_j \\ "
+        r"\text{" + tr("modern.flash_result") + r"} &= \mathbf o / \ell \end{aligned}"
+    )
+    _block_table(online.steps[:done], inputs.labels)
+    if done < blocks:
+        st.info(tr("modern.flash_to_go", left=blocks - done), icon="⏭️")
+    else:
+        difference = max(
+            float((online.output - reference.output[row]).abs().max()),
+            float((online.weights - reference.weights[row]).abs().max()),
+        )
+        shown = ", ".join(number_text(float(v)) for v in online.output[:8])
+        st.markdown(tr("modern.flash_check", rescales=online.rescales, output=shown))
+        _check(difference)
+    _traffic(length, trace.queries.shape[-1], block_size)
+    block_step = STEP_END if done == blocks else done
+    return replace(state, block_size=block_size, row=int(row), block_step=block_step)
+
+
+def _block_table(steps: list, labels: list[str]) -> None:
+    """One row per block read: the block and its keys, m after it, the rescale factor, ℓ and o (five columns: the
+    block's own maximum and m before it are in the chart and the row above; a phone shows the table whole)."""
+    columns = [tr("modern.block_keys"), "m'", "e^(m − m')", "ℓ'", "o'"]
+    rows = []
+    for s in steps:
+        keys = f"{labels[s.start]}…{labels[s.stop - 1]}" if s.stop - s.start > 1 else labels[s.start]
+        out = ", ".join(number_text(float(v)) for v in s.o_after[:3]) + (", …" if s.o_after.numel() > 3 else "")
+        rescale = number_text(s.rescale) if math.isfinite(s.m_before) else "—"  # nothing to rescale before block 1
+        rows.append([f"{s.block + 1}: {keys}", _shown(s.m_after), rescale, number_text(s.l_after), f"[{out}]"])
+    st.dataframe(arrow_table(columns, rows), hide_index=True, width="stretch")
+
+
+def _shown(value: float) -> str:
+    """A running value as text: 4 significant digits, "−∞" before any key was read (or when all are masked)."""
+    return number_text(value) if math.isfinite(value) else "−∞"
+
+
+def _traffic(n: int, d: int, block_size: int) -> None:
+    """Numbers moved to and from slow memory, naive against tiled, for this head and for a long example (lines, not
+    a table of seven columns: they wrap on a phone)."""
+    lines = []
+    for tokens, size, block in ((n, d, block_size), LONG_EXAMPLE):
+        traffic = memory_traffic(tokens, size, block)
+        lines.append(
+            "- "
+            + tr(
+                "modern.traffic_line",
+                n=tokens,
+                d=size,
+                block=block,
+                scores=f"{traffic.score_matrix:,}",
+                naive=f"{traffic.naive:,}",
+                tiled=f"{traffic.tiled:,}",
+                ratio=f"{traffic.ratio:.2f}",
+            )
+        )
+    st.markdown(f"**{tr('modern.traffic_heading')}**\n\n" + "\n".join(lines))
+    st.caption(tr("modern.traffic_note"))

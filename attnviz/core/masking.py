@@ -1,0 +1,110 @@
+"""Masks and the masked softmax: which keys a query may look at, and how weights are normalised."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from attnviz.core._validate import as_float_tensor, check_finite
+
+
+def _lens_tensor(valid_lens: Any) -> Tensor:
+    """Read valid lengths as a tensor, rejecting non-numbers and non-integers with their index."""
+    try:
+        lens = torch.as_tensor(valid_lens)
+    except (TypeError, ValueError, RuntimeError) as exc:
+        raise ValueError(f"valid_lens must be whole numbers; could not read {valid_lens!r} ({exc})") from None
+    if lens.dtype == torch.bool or lens.is_complex():
+        raise ValueError(f"valid_lens must be whole numbers; got dtype {lens.dtype}")
+    if lens.is_floating_point():
+        bad = ~torch.isfinite(lens) | (lens != torch.round(lens))
+        if bool(bad.any()):
+            index = tuple(int(i) for i in bad.nonzero()[0])
+            where = list(index) if len(index) != 1 else index[0]
+            raise ValueError(f"valid_lens must be whole numbers; got {lens[index].item()} at index {where}")
+    return lens.to(torch.long)
+
+
+def lens_to_mask(valid_lens: Any, batch: int, num_queries: int, num_keys: int) -> Tensor:
+    """Boolean mask (B, Q, K), True where key index < valid length; validates `valid_lens`."""
+    lens = _lens_tensor(valid_lens)
+    per_query = lens.dim() == 2
+    if lens.dim() == 1:
+        if lens.shape[0] != batch:
+            raise ValueError(
+                f"valid_lens has {lens.shape[0]} entries but there are {batch} batch rows; "
+                f"give one length per batch row (shape ({batch},)) or one per query (shape ({batch}, {num_queries}))"
+            )
+        lens = lens[:, None].expand(batch, num_queries)  # (B, Q)
+    elif lens.dim() == 2:
+        if tuple(lens.shape) != (batch, num_queries):
+            raise ValueError(
+                f"valid_lens has shape {tuple(lens.shape)} but must be ({batch},) or ({batch}, {num_queries}) "
+                "(batch rows x queries)"
+            )
+    else:
+        raise ValueError(
+            f"valid_lens must be 1-D (one length per batch row) or 2-D (per batch row and query); "
+            f"got shape {tuple(lens.shape)}"
+        )
+    for bad, problem in ((lens < 0, "is below 0"), (lens > num_keys, f"exceeds the number of keys ({num_keys})")):
+        if bool(bad.any()):
+            index = tuple(int(i) for i in bad.nonzero()[0])
+            where = list(index) if per_query else index[0]
+            raise ValueError(f"valid length {lens[index].item()} at index {where} {problem}")
+    positions = torch.arange(num_keys)  # (K,)
+    return positions[None, None, :] < lens[:, :, None]  # (B, Q, K)
+
+
+def causal_mask(num_queries: int, num_keys: int) -> Tensor:
+    """(Q, K) mask, True where key j <= query i (top-left aligned, like `is_causal=True`)."""
+    return torch.ones(num_queries, num_keys, dtype=torch.bool).tril()
+
+
+def softmax_where(logits: Tensor, mask: Tensor | None, temperature: float = 1.0) -> Tensor:
+    """Softmax of `logits / temperature` over allowed positions; rows with none allowed are all 0.
+
+    The row maximum is subtracted *before* dividing by the temperature, so huge scores and tiny
+    temperatures never overflow: the largest allowed entry always becomes exp(0) = 1.
+    """
+    # Each torch call lets another thread take Python's lock, which under a class's load costs more than the
+    # arithmetic (bench/README.md, items 19 and 27): so one `where` masks where `~` and `masked_fill` did, and a
+    # temperature of 1 divides nothing.
+    lowest = torch.finfo(logits.dtype).min
+    filled = logits if mask is None else torch.where(mask, logits, lowest)
+    shifted = filled - filled.amax(dim=-1, keepdim=True)  # <= 0 on allowed entries
+    if temperature != 1.0:
+        shifted = shifted / temperature
+    exps = torch.exp(shifted)
+    if mask is not None:
+        exps = torch.where(mask, exps, 0.0)
+    # totals >= 1 on any row with an allowed key (its largest entry is exp(0)); a row with none sums to 0 and
+    # stays 0 (0 / 1), and a row made NaN by infinite scores becomes 0 too.
+    totals = exps.sum(dim=-1, keepdim=True)
+    return torch.nan_to_num(exps / totals.clamp_min(1.0), nan=0.0)
+
+
+def masked_softmax(scores: Any, valid_lens: Any = None) -> Tensor:
+    """Softmax over the last axis, keeping only the first `valid_lens` keys (d2l's signature)."""
+    scores = as_float_tensor(scores, "scores")
+    check_finite(scores, "scores")
+    if valid_lens is None:
+        return softmax_where(scores, None)
+    if scores.dim() != 3:
+        raise ValueError(
+            f"with valid_lens, scores must have shape (batch, queries, keys); got shape {tuple(scores.shape)}"
+        )
+    batch, num_queries, num_keys = scores.shape
+    mask = lens_to_mask(valid_lens, batch, num_queries, num_keys)
+    return softmax_where(scores, mask)
+
+
+def sequence_mask(X: Tensor, valid_len: Tensor, value: float = 0.0) -> Tensor:
+    """d2l's helper: set entries of X (N, K) at positions >= valid_len (N,) to `value`."""
+    maxlen = X.size(1)
+    keep = torch.arange(maxlen, dtype=torch.float32, device=X.device)[None, :] < valid_len[:, None]
+    X = X.clone()
+    X[~keep] = value
+    return X

@@ -1,0 +1,114 @@
+"""Pure Plotly builders for the learned-attention page: the training curves, and attention at two steps side by side."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+
+from attnviz.figures.attention import heads_grid
+from attnviz.figures.plotting import Labels, as_vector, make_figure, word
+from attnviz.figures.style import BLUE, ORANGE, VERMILLION
+from attnviz.i18n import DEFAULT_LANGUAGE
+
+
+def learning_curves(
+    steps: Any,
+    losses: Any,
+    accuracies: Any,
+    *,
+    current: int | None = None,
+    total: int | None = None,
+    lang: str = DEFAULT_LANGUAGE,
+) -> go.Figure:
+    """Training loss (log scale, top) and held-out accuracy (bottom) against the step; a line at `current`.
+
+    `total` fixes the x range to the whole run, so that curves still growing do not rescale at every snapshot."""
+    step_values = as_vector(steps, "steps")
+    loss_values = as_vector(losses, "losses")
+    accuracy_values = as_vector(accuracies, "accuracies")
+    step_word, loss_word, accuracy_word = word("step", lang), word("loss", lang), word("heldout_accuracy", lang)
+    mode = "lines+markers" if step_values.size <= 60 else "lines"
+    data = [
+        {
+            "type": "scatter",
+            "x": step_values,
+            "y": loss_values,
+            "mode": mode,
+            "name": loss_word,
+            "line": {"color": BLUE},
+            "marker": {"size": 4},
+            "hovertemplate": f"{step_word} %{{x}}<br>{loss_word} %{{y:.4~g}}<extra></extra>",
+        },
+        {
+            "type": "scatter",
+            "x": step_values,
+            "y": accuracy_values * 100,
+            "mode": mode,
+            "name": accuracy_word,
+            "line": {"color": ORANGE},
+            "marker": {"size": 4},
+            "xaxis": "x2",
+            "yaxis": "y2",
+            "hovertemplate": f"{step_word} %{{x}}<br>{accuracy_word} %{{y:.1f}} %<extra></extra>",
+        },
+    ]
+    right = float(total if total is not None else (step_values.max() if step_values.size else 1))
+    x_range = [0, max(right, 1.0)]
+    shapes = []
+    if current is not None:
+        for axis in ("x", "x2"):
+            y_ref = "y domain" if axis == "x" else "y2 domain"
+            shapes.append(
+                {
+                    "type": "line",
+                    "xref": axis,
+                    "yref": y_ref,
+                    "x0": current,
+                    "x1": current,
+                    "y0": 0,
+                    "y1": 1,
+                    "line": {"color": VERMILLION, "width": 2, "dash": "dot"},
+                }
+            )
+    positive = loss_values[np.isfinite(loss_values) & (loss_values > 0)]
+    log = positive.size > 0 and float(positive.max()) > 20 * float(positive.min())
+    layout = {
+        "height": 420,
+        "showlegend": False,
+        "margin": {"l": 60, "r": 16, "t": 16, "b": 48},
+        "xaxis": {"domain": [0, 1], "anchor": "y", "range": x_range, "showticklabels": False},
+        "yaxis": {"domain": [0.55, 1], "title": {"text": loss_word}, **({"type": "log"} if log else {})},
+        "xaxis2": {"domain": [0, 1], "anchor": "y2", "range": x_range, "title": {"text": step_word}},
+        "yaxis2": {"domain": [0, 0.45], "title": {"text": accuracy_word + " (%)"}, "range": [0, 102]},
+        "shapes": shapes,
+    }
+    return make_figure(data, layout)
+
+
+def two_steps(
+    first: Any,
+    second: Any,
+    *,
+    first_title: str,
+    second_title: str,
+    query_labels: Labels = None,
+    key_labels: Labels = None,
+    palette: str,
+    lang: str = DEFAULT_LANGUAGE,
+) -> go.Figure:
+    """The same attention (Q, K) at two steps of training, side by side. Each row uses the whole colour scale (its
+    colour bar says so): at step 0 the weights are nearly uniform, and on a 0-1 scale that is one flat colour,
+    while its own range shows the small differences from which the pattern grows."""
+    weights = np.stack([np.asarray(first, dtype=np.float32), np.asarray(second, dtype=np.float32)])  # (2, Q, K)
+    return heads_grid(
+        weights,
+        query_labels=query_labels,
+        key_labels=key_labels,
+        head_titles=[first_title, second_title],
+        palette=palette,
+        columns=2,
+        colour_range="row",
+        lang=lang,
+    )

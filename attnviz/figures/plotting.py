@@ -1,0 +1,230 @@
+"""Building blocks of the figures: palettes, inputs as float32 arrays, figures without re-validation, axes.
+
+Shared by every figure builder. Pure: numbers in, Plotly dicts out, no Streamlit. Their style (palettes, colour
+ranges) is in attnviz.figures.style, without Plotly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import dataclasses
+import functools
+import html
+import math
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.colors import sample_colorscale
+
+from attnviz.figures.style import (
+    COLOUR_RANGES,
+    MAX_TEXT_CELLS,
+    MAX_TEXT_COLUMNS,
+    POSITION_MARK,
+    WEIGHT_GAMMA,
+    WEIGHT_STOPS,
+)
+from attnviz.i18n import t
+
+Labels = Sequence[str] | None
+
+
+def float32(data: Any) -> np.ndarray:
+    """Numbers as a new float32 array (values beyond float32 become ±inf, never an error)."""
+    with np.errstate(over="ignore"):
+        return np.array(data, dtype=np.float32)  # a copy: the caller's array is never modified
+
+
+def as_array(data: Any, name: str, ndim: int) -> np.ndarray:
+    """A float32 array that must have `ndim` axes."""
+    values = float32(data)
+    if values.ndim != ndim:
+        raise ValueError(f"{name} must have {ndim} axes, got shape {values.shape}")
+    return values
+
+
+def as_vector(data: Any, name: str) -> np.ndarray:
+    """A 1-D float32 array; a column (n, 1) is flattened."""
+    values = float32(data)
+    if values.ndim == 2 and values.shape[1] == 1:
+        values = values[:, 0]
+    if values.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {values.shape}")
+    return values
+
+
+def allowed_mask(mask: Any, shape: tuple[int, ...]) -> np.ndarray | None:
+    """The mask as a bool array broadcast to `shape` (True = may attend), or None."""
+    if mask is None:
+        return None
+    try:
+        return np.broadcast_to(np.asarray(mask, dtype=bool), shape)
+    except ValueError as error:
+        raise ValueError(f"mask of shape {np.shape(mask)} does not fit weights of shape {shape}") from error
+
+
+def unique_labels(labels: Labels, count: int, prefix: str = "") -> list[str]:
+    """Escaped, unique category labels: `prefix1..` by default; duplicates get a 1-based position mark."""
+    if labels is None:
+        return [f"{prefix}{i + 1}" for i in range(count)]
+    texts = [html.escape(str(label), quote=False) for label in labels]  # Plotly reads <b>, <br>, <a> in labels
+    if len(texts) != count:
+        raise ValueError(f"expected {count} labels, got {len(texts)}")
+    repeated = {text for text in texts if texts.count(text) > 1}
+    texts = [f"{text}{POSITION_MARK}{i + 1}" if text in repeated else text for i, text in enumerate(texts)]
+    seen: set[str] = set()
+    for i, text in enumerate(texts):  # a user label may itself read "the·2": mark again until unique
+        while text in seen:
+            text = f"{text}{POSITION_MARK}{i + 1}"
+        texts[i] = text
+        seen.add(text)
+    return texts
+
+
+def cells_printed(show_values: bool | None, shape: tuple[int, ...], across: int = 1) -> bool:
+    """Print numbers in the cells? Auto when None; only where they fit: at most MAX_TEXT_CELLS cells and
+    MAX_TEXT_COLUMNS columns across the figure's width, counting the columns of `across` panels side by side (a 1 x 32
+    row printed 32 numbers over each other, and so did two heads of 10 keys each)."""
+    columns = shape[-1] * across if len(shape) >= 2 else 0
+    small = math.prod(shape) <= MAX_TEXT_CELLS and columns <= MAX_TEXT_COLUMNS
+    return small if show_values is None else bool(show_values) and small
+
+
+def category_ticks(labels: Sequence[str], most: int) -> dict[str, Any]:
+    """Tick settings of a category axis: every label up to `most`, else every k-th, chosen here on purpose (Plotly
+    drops labels by itself where they crowd); the hover names every cell either way."""
+    if len(labels) <= most:
+        return {"tickmode": "linear", "dtick": 1}
+    step = math.ceil(len(labels) / most)
+    return {"tickmode": "array", "tickvals": list(labels[::step])}  # a category's label is its own text
+
+
+# ---------------------------------------------------------------- shared pieces
+#
+# Figures are assembled from plain dicts and handed to Plotly with its per-property validation switched off: the
+
+Trace = dict[str, Any]
+
+
+def make_figure(data: list[Trace], layout: dict[str, Any]) -> go.Figure:
+    """A Figure from trace and layout dicts (already in Plotly's final form), without re-validating them.
+
+    The empty template keeps Plotly's default one (7 kB per chart, the bulk of a small heatmap's payload) out of the
+    figure: Streamlit's chart theme styles the figure in the browser, and every colour here is set explicitly.
+
+    Inside `figure_specs()` it returns the dicts instead (a `FigureSpec`): what a page sends needs only its JSON.
+    """
+    blank = {"data": {"scatter": [{"type": "scatter"}]}}  # Plotly's own "none" template, as its validator writes it
+    spec = FigureSpec(data, {"template": blank, **layout})
+    return spec if _SPECS.get() else spec.figure()  # type: ignore[return-value]
+
+
+@dataclasses.dataclass(frozen=True)
+class FigureSpec:
+    """A figure as the trace and layout dicts `make_figure` hands to Plotly. Even without validation, Plotly's
+    Figure builds an object per trace with every property the trace type has (~0.3 ms for one heatmap, a tenth of a
+    rerun's own work on the self-attention page); a chart sent to the browser needs only the JSON of these dicts."""
+
+    data: list[Trace]
+    layout: dict[str, Any]
+
+    def figure(self) -> go.Figure:
+        """The Plotly Figure (for its tables, presentation mode's larger type, or a notebook)."""
+        return go.Figure({"data": self.data, "layout": self.layout}, _validate=False)
+
+
+_SPECS: contextvars.ContextVar[bool] = contextvars.ContextVar("attnviz_figure_specs", default=False)
+
+
+@contextlib.contextmanager
+def figure_specs() -> Iterator[None]:
+    """Within this block, figure builders that end in `make_figure` return a `FigureSpec`, not a Figure."""
+    token = _SPECS.set(True)
+    try:
+        yield
+    finally:
+        _SPECS.reset(token)
+
+
+@functools.lru_cache(maxsize=64)
+def named_scale(name: str) -> tuple[tuple[float, str], ...]:
+    """A named colour scale ("Cividis", "RdBu_r") as explicit (position, colour) stops, as Plotly's validator makes."""
+    return tuple((float(position), str(colour)) for position, colour in go.Heatmap(colorscale=name).colorscale)
+
+
+def colorscale(palette: str | Sequence[Any]) -> list[list[Any]]:
+    """A palette name or an explicit scale, as the list of [position, colour] stops that Plotly.js reads."""
+    stops = named_scale(palette) if isinstance(palette, str) else palette
+    return [[float(position), str(colour)] for position, colour in stops]
+
+
+@functools.lru_cache(maxsize=16)
+def _weight_stops(palette: str) -> tuple[tuple[float, str], ...]:
+    positions = [i / (WEIGHT_STOPS - 1) for i in range(WEIGHT_STOPS)]
+    colours = sample_colorscale(colorscale(palette), [p**WEIGHT_GAMMA for p in positions])
+    return tuple(zip(positions, colours, strict=True))
+
+
+def weights_colorscale(palette: str) -> list[list[Any]]:
+    """The colour scale of attention weights: the palette, read at √weight. The range stays [0, 1] on every chart, so
+    a colour means the same weight everywhere; the square root spreads the small weights of a soft row (0.1 against
+    0.2) over a third of the palette instead of a tenth, so they are not one flat block."""
+    return [[position, colour] for position, colour in _weight_stops(palette)]
+
+
+def colour_positions(
+    values: np.ndarray, allowed: np.ndarray | None, colour_range: str
+) -> tuple[np.ndarray, float, float]:
+    """Where each weight sits on the colour scale, and the scale's ends (zmin, zmax).
+
+    "unit": the weight itself on [0, 1] (a colour means the same weight on every chart). "data": the weight on the
+    chart's own range, smallest to largest allowed weight (a row of 0.09..0.20 uses the whole palette). "row": each
+    weight on its row's range, 0 = the row's smallest, 1 = its largest (a flat row sits in the middle). `values` is
+    (..., Q, K); masked and non-finite cells are left out of every range."""
+    if colour_range not in COLOUR_RANGES:
+        raise ValueError(f"colour_range must be one of {COLOUR_RANGES}, got {colour_range!r}")
+    if colour_range == "unit":
+        return values, 0.0, 1.0
+    usable = np.isfinite(values) if allowed is None else np.isfinite(values) & allowed
+    if colour_range == "data":
+        if not usable.any():
+            return values, 0.0, 1.0
+        low, high = float(values[usable].min()), float(values[usable].max())
+        if high - low < 1e-6:  # one flat value: nothing to stretch, show it on 0-1
+            return values, 0.0, 1.0
+        return values, low, high
+    big = np.float32(np.inf)
+    low = np.where(usable, values, big).min(axis=-1, keepdims=True)  # (..., Q, 1)
+    high = np.where(usable, values, -big).max(axis=-1, keepdims=True)
+    span = high - low
+    with np.errstate(invalid="ignore", divide="ignore"):
+        scaled = np.where(span > 1e-6, (values - low) / np.where(span > 1e-6, span, 1), np.float32(0.5))
+    return np.where(usable, scaled, np.float32(np.nan)).astype(np.float32), 0.0, 1.0
+
+
+def word(word: str, lang: str, /, **params: object) -> str:
+    """A word of the figures ("keys", "weight", ...) in `lang`, made safe for Plotly's HTML-like labels."""
+    return html.escape(t(f"fig.{word}", lang, **params), quote=False)
+
+
+def axis_keys(panel: int) -> tuple[str, str]:
+    """The layout keys of subplot panel 1, 2, ... ("xaxis", "yaxis" for panel 1; "xaxis2", "yaxis2" for panel 2)."""
+    suffix = "" if panel == 1 else str(panel)
+    return f"xaxis{suffix}", f"yaxis{suffix}"
+
+
+def axes(panel: int) -> dict[str, str]:
+    """The axis references of subplot panel 1, 2, ... ({"xaxis": "x2", "yaxis": "y2"} for panel 2)."""
+    x_name, y_name = axis_keys(panel)
+    return {"xaxis": x_name.replace("axis", ""), "yaxis": y_name.replace("axis", "")}
+
+
+def matrix_axis(title: str = "", **extra: Any) -> dict[str, Any]:
+    """A category axis (tokens are never parsed as numbers) without grid lines, titled if `title`."""
+    axis: dict[str, Any] = {"type": "category", "showgrid": False, "zeroline": False, **extra}
+    if title:
+        axis["title"] = {"text": title}
+    return axis
