@@ -395,7 +395,11 @@ def test_a_range_is_written_once_and_read_by_codec_and_core():
 
 def test_errors_are_translated_by_code_not_by_their_english():
     error = AttnvizError(
-        "between", name=__import__("attnviz.core.errors").errors.Name("temperature"), low=0.001, high=1000, value="x"
+        "between",
+        name=__import__("attnviz.core.errors").core.errors.Name("temperature"),
+        low=0.001,
+        high=1000,
+        value="x",
     )
     assert str(error) == "temperature must be between 0.001 and 1000; got 'x'"
     assert render(error, "zh-Hans") == "温度必须在 0.001 和 1000 之间；收到的是 'x'"

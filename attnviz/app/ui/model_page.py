@@ -18,16 +18,14 @@ from attnviz.app.model_state import NUM_HEADS, NUM_LAYERS, PARTS, ModelState, de
 from attnviz.app.state import MAX_TEXT
 from attnviz.app.ui.common import below_main_chart, chart, controls_and_results, first_paint, pending, shared_value
 from attnviz.app.ui.messages import show_warning
+from attnviz.app.ui.model_views import head_view_section, neuron_view_section
 from attnviz.app.ui.models import get_model
 from attnviz.app.ui.session import PageSession
 from attnviz.app.ui.settings import begin_run, current_language, error_text, labeller, md_escape, palette, tr
 from attnviz.app.ui.share import share_box
 from attnviz.app.ui.turns import ServerBusyError, busy_note, turn
-from attnviz.app.ui.work import work_panel, work_panel_content
-from attnviz.figures import attention as figures
 from attnviz.figures import model as model_figures
 from attnviz.figures.style import POSITION_MARK
-from attnviz.lessons.explain import explain_row
 from attnviz.models.bert import MAX_MODEL_TOKENS, BertTrace, ModelUnavailableError, unknown_tokens
 from attnviz.models.bert_views import (
     MAX_THUMBNAIL,
@@ -206,7 +204,7 @@ def _draw(state: ModelState, trace: BertTrace) -> Callable[[], None]:
     rows, cols = token_selection(trace.tokens, trace.type_ids, state.hide_special, state.part)
     if not rows or not cols:
         st.info(tr("model.nothing"))
-        _neuron_view(state, trace, tokens)
+        neuron_view_section(state, trace, tokens)
     else:
         sentence = (state.sentence, state.pair, state.hide_special, state.part, state.renormalise)
         style = (palette(), current_language())
@@ -237,8 +235,8 @@ def _draw(state: ModelState, trace: BertTrace) -> Callable[[], None]:
         def below() -> None:  # it may run in the next run: it asks the shared cache, it holds no trace itself
             shared = _trace(state)
             if shared is not None:
-                _head_view(state, shared, tokens, rows, cols)
-                _neuron_view(state, shared, tokens)
+                head_view_section(state, shared, tokens, rows, cols)
+                neuron_view_section(state, shared, tokens)
 
         below_main_chart(below)
 
@@ -273,76 +271,6 @@ def _head_view_csv(state: ModelState, rows: list[int], cols: list[int]) -> str:
 def _all_heads_npz(state: ModelState) -> bytes:
     """Every head's weights as .npz, made when its download button is pressed."""
     return attentions_npz(run_model(state.sentence, state.pair))
-
-
-def _head_view(state: ModelState, trace: BertTrace, tokens: list[str], rows: list[int], cols: list[int]) -> None:
-    """One head (or an average) with `tokens` (the axis labels) on both axes."""
-    single = len(state.heads) == 1
-    heads = ", ".join(map(str, state.heads))
-    which = tr("model.which_one", head=state.heads[0]) if single else tr("model.which_average", heads=heads)
-    language = current_language()
-
-    def build() -> go.Figure:
-        block = head_view(head_weights(trace, state.layer, state.heads), rows, cols, state.renormalise)
-        scores = None
-        if single:
-            raw = trace.layers[state.layer - 1].scores[state.heads[0] - 1]  # (T, T) q·k before the 1/√d scale
-            scores = head_view(raw, rows, cols).numpy()
-        return figures.weights_heatmap(
-            block.numpy(),
-            scores=scores,
-            query_labels=[tokens[i] for i in rows],
-            key_labels=[tokens[j] for j in cols],
-            title=tr("model.head_view_title", layer=state.layer, which=which),
-            palette=palette(),
-            lang=language,
-        )
-
-    shared = ("head_view", state.sentence, state.pair, state.hide_special, state.part, state.renormalise)
-    chart(
-        build,
-        f"minilm_layer{state.layer}_{which.replace(' ', '_')}",
-        shared=(*shared, state.layer, state.heads, palette(), language),
-    )
-    shown_all = len(rows) == len(cols) == len(tokens)
-    if not shown_all and not state.renormalise:
-        st.caption(tr("model.rows_short"))
-
-
-def _neuron_view(state: ModelState, trace: BertTrace, tokens: list[str]) -> None:
-    """One query of one head from q and k to its weights, then the step-by-step panel."""
-    head = state.heads[0]
-    token = min(state.token, len(tokens) - 1)
-    shown = md_escape(tokens[token])  # the user's text: shown literally, never as markdown
-    st.subheader(tr("model.neuron_heading", token=shown, layer=state.layer, head=head))
-    note = tr("model.first_of_chosen") if len(state.heads) > 1 else ""
-    st.caption(tr("model.neuron_caption", token=shown, head=head, note=note))
-    language = current_language()
-    row = ("neuron", state.sentence, state.pair, state.layer, head, token, language)
-
-    def build() -> go.Figure:
-        head_trace = trace.head(state.layer - 1, head - 1)
-        return model_figures.neuron_view(
-            head_trace.queries[token].numpy(),
-            head_trace.keys.numpy(),
-            head_trace.logits[token].numpy(),
-            head_trace.weights[token].numpy(),
-            key_labels=tokens,
-            query_label=tokens[token],
-            palette=palette(),
-            lang=language,
-        )
-
-    chart(build, f"minilm_neuron_layer{state.layer}_head{head}", shared=(*row, palette()))
-    work_panel(
-        shared_value(
-            row,
-            lambda: work_panel_content(
-                explain_row(trace.head(state.layer - 1, head - 1), token, tokens[token], tokens, language)
-            ),
-        ),
-        heading=tr("model.neuron_heading", token=tokens[token], layer=state.layer, head=head),
-    )
 
 
 @st.fragment

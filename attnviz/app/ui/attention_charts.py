@@ -1,0 +1,162 @@
+"""The attention pages' heatmaps: one head's weights or every head's and their mean, the comparison of two scores,
+and how they are pooled or thinned to stay within the bytes one rerun may send (attnviz/app/budget.py)."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import streamlit as st
+import torch
+import torch.nn.functional as F
+
+from attnviz.app.budget import DRAW_CELLS, RERUN_BYTES
+from attnviz.app.pipeline import (
+    AttentionInputs,
+    run_attention,
+)
+from attnviz.app.state import AttentionState, attention_fields
+from attnviz.app.ui.common import chart
+from attnviz.app.ui.editors import colour_range_picker
+from attnviz.app.ui.session import PageSession
+from attnviz.app.ui.settings import current_language, error_text, palette, presenting, tr
+from attnviz.core.fields import field
+from attnviz.core.multihead import MultiHeadTrace
+from attnviz.figures import attention as figures
+from attnviz.models.bert_views import pooled_labels
+
+
+def _pool(values: torch.Tensor, factor: int) -> torch.Tensor:
+    """(..., Q, K) as max-pooled factor x factor blocks (adaptive pooling: the last block may be smaller)."""
+    size = (-(-values.shape[-2] // factor), -(-values.shape[-1] // factor))
+    flat = values.float().reshape(-1, *values.shape[-2:])
+    return F.adaptive_max_pool2d(flat, size).reshape(*values.shape[:-2], *size)
+
+
+def _pooled_caption(factor: int, cells: int, grid: bool) -> None:
+    """Say that a heatmap is drawn in blocks, and why: the heads' grid's size, or this change's bytes."""
+    if grid and cells / factor**2 > DRAW_CELLS / 4:  # the grid's own limit decided it
+        st.caption(tr("budget.pooled", factor=factor, cells=f"{cells:,}", limit=f"{DRAW_CELLS:,}"))
+    else:
+        st.caption(tr("budget.pooled_bytes", factor=factor, limit=RERUN_BYTES // 2**20))
+
+
+def weights_charts(
+    session: PageSession,
+    state: AttentionState,
+    trace: MultiHeadTrace,
+    inputs: AttentionInputs,
+    factors: list[int],
+    side: Any = None,
+) -> list:
+    """The weights (one head), or every head and their mean; their tables go in the numbers section. The colour
+    range's control sits above them, or in `side` (beside the chart, on a projector). `factors`: each chart's pooling
+    (attnviz/app/budget.py: `draw_factors`), one head's, or the grid's and the mean's."""
+    q_labels, k_labels, lang, page = inputs.query_labels, inputs.key_labels, current_language(), session.page
+    colour_range_picker(session, field(attention_fields(page), "crange"), where=side or st)
+    mask = trace.heads[0].mask
+    if trace.num_heads == 1:
+        head, factor = trace.heads[0], factors[0]
+        weights, scores, q_shown, k_shown = head.weights, head.scores, q_labels, k_labels
+        if factor > 1:  # max-pooled blocks keep a sharp pattern visible; the full numbers are in the CSV
+            weights, scores, mask = _pool(weights, factor), _pool(scores, factor), _pool(mask, factor).bool()
+            q_shown, k_shown = pooled_labels(q_labels, weights.shape[0]), pooled_labels(k_labels, weights.shape[1])
+            _pooled_caption(factor, head.weights.numel(), grid=False)
+        title = tr("attention.weights_title", score=tr(f"score.{state.score}.label"))
+        drawn = functools.partial(
+            figures.weights_heatmap,
+            weights.numpy(),
+            scores=scores.numpy(),
+            mask=mask.numpy(),
+            query_labels=q_shown,
+            key_labels=k_shown,
+            title=title,
+            palette=palette(),
+            colour_range=state.crange,
+            lang=lang,
+        )
+        return [chart(drawn, f"{page}_attention_weights", table="elsewhere")]
+    titles = [tr("attention.head_n", n=h + 1) for h in range(trace.num_heads)]
+
+    def shown(values: torch.Tensor, factor: int) -> tuple[torch.Tensor, torch.Tensor, list[str], list[str]]:
+        if factor == 1:
+            return values, mask, q_labels, k_labels
+        pooled = _pool(values, factor)
+        rows, columns = pooled.shape[-2:]
+        return pooled, _pool(mask, factor).bool(), pooled_labels(q_labels, rows), pooled_labels(k_labels, columns)
+
+    weights, grid_mask, grid_q, grid_k = shown(trace.weights, factors[0])
+    if factors[0] > 1:
+        _pooled_caption(factors[0], trace.weights.numel(), grid=True)
+    grid = figures.heads_grid(
+        weights.numpy(),
+        mask=grid_mask.numpy(),
+        query_labels=grid_q,
+        key_labels=grid_k,
+        head_titles=titles,
+        palette=palette(),
+        colour_range=state.crange,
+        lang=lang,
+    )
+    mean_weights, mean_mask, mean_q, mean_k = shown(trace.mean_weights, factors[1])
+    mean = figures.weights_heatmap(
+        mean_weights.numpy(),
+        mask=mean_mask.numpy(),
+        query_labels=mean_q,
+        key_labels=mean_k,
+        title=tr("attention.mean_title"),
+        palette=palette(),
+        colour_range=state.crange,
+        lang=lang,
+    )
+    charts = [chart(grid, f"{page}_attention_heads", table="elsewhere")]
+    if factors[1] > 1:
+        _pooled_caption(factors[1], trace.mean_weights.numel(), grid=False)
+    return [*charts, chart(mean, f"{page}_attention_mean", table="elsewhere")]
+
+
+def heatmap_shapes(trace: MultiHeadTrace, raw: bool, compare: bool) -> list[tuple[int, ...]]:
+    """The heatmaps a rerun draws, in order (attnviz/app/budget.py: `draw_factors`): one head's weights, or every head's
+    grid and their mean; with the numbers section open (`raw`), the raw scores and the output; with a comparison,
+    its three charts."""
+    rows, columns = trace.mean_weights.shape[-2:]
+    shapes: list[tuple[int, ...]] = [(rows, columns)]
+    if trace.num_heads > 1:
+        shapes.insert(0, tuple(trace.weights.shape))
+    if raw:
+        shapes += [(rows, columns), tuple(trace.output.shape[-2:])]
+    return shapes + [(rows, columns)] * 3 if compare else shapes
+
+
+def comparison_section(
+    page: str, state: AttentionState, trace: MultiHeadTrace, inputs: AttentionInputs, factor: int = 1
+) -> None:
+    """The weights of a second score beside the chosen one, and their difference: three charts, two side by side
+    above the difference (the columns stack on a phone), or one above the other on a projector. `factor` > 1: every
+    factor-th query and key is drawn (the difference stays exact where it is drawn)."""
+    try:
+        other = run_attention(state, inputs, score=state.compare)
+    except ValueError as exc:
+        score = tr(f"score.{state.compare}.label")
+        st.error(tr("attention.comparison_error", score=score, error=error_text(exc)), icon="🚫")
+        return
+    st.subheader(tr("attention.side_by_side"))
+    every = slice(None, None, factor)
+    if factor > 1:
+        st.caption(tr("budget.thinned", factor=factor, limit=RERUN_BYTES // 2**20))
+    panels = figures.comparison_charts(
+        trace.mean_weights[every, every].numpy(),
+        other.mean_weights[every, every].numpy(),
+        label_a=tr(f"score.{state.score}.label"),
+        label_b=tr(f"score.{state.compare}.label"),
+        mask=trace.heads[0].mask[every, every].numpy(),
+        query_labels=inputs.query_labels[every],
+        key_labels=inputs.key_labels[every],
+        palette=palette(),
+        colour_range=state.crange,
+        lang=current_language(),
+    )
+    slots = [st.container()] * 3 if presenting() else [*st.columns(2), st.columns(2)[0]]
+    for slot, fig, part in zip(slots, panels, ("a", "b", "difference"), strict=True):
+        with slot:
+            chart(fig, f"{page}_compare_{state.score}_{state.compare}_{part}")
