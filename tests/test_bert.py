@@ -14,6 +14,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the reference reads the same ins
 
 from transformers import AutoTokenizer, BertModel  # test-only dependency
 
+from attnviz.core.errors import AttnvizError
 from attnviz.models import bert
 from attnviz.models.bert import MAX_MODEL_TOKENS, ModelUnavailableError, load_minilm, model_dir
 
@@ -102,10 +103,12 @@ def test_a_head_is_a_full_attention_trace_of_the_real_numbers(model):
     torch.testing.assert_close(head.logits, head.scores / 32**0.5)
     torch.testing.assert_close(head.weights, torch.softmax(head.logits, dim=-1))
     torch.testing.assert_close(head.weights.sum(dim=-1), torch.ones(11))
-    with pytest.raises(ValueError, match="layer must be from 0 to 5"):
+    with pytest.raises(AttnvizError) as info:
         trace.head(6, 0)
-    with pytest.raises(ValueError, match="head must be from 0 to 11"):
+    assert info.value.code == "index_range" and info.value.params["name"] == "layer" and info.value.params["high"] == 5
+    with pytest.raises(AttnvizError) as info:
         trace.head(0, 12)
+    assert info.value.code == "index_range" and info.value.params["name"] == "head" and info.value.params["high"] == 11
 
 
 def test_every_layers_trace_is_what_attend_makes_of_its_queries_keys_and_values(model):

@@ -36,7 +36,7 @@ from attnviz.app.state import (
     encode_kernel,
 )
 from attnviz.app.ui.settings import md_escape
-from attnviz.core.errors import AttnvizError, render
+from attnviz.core.errors import AttnvizError, Name, render
 from attnviz.core.fields import MAX_CELL, Field, format_matrix, parse_matrix
 from attnviz.core.scores import BANDWIDTH
 from attnviz.i18n import LANGUAGES
@@ -394,13 +394,7 @@ def test_a_range_is_written_once_and_read_by_codec_and_core():
 
 
 def test_errors_are_translated_by_code_not_by_their_english():
-    error = AttnvizError(
-        "between",
-        name=__import__("attnviz.core.errors").core.errors.Name("temperature"),
-        low=0.001,
-        high=1000,
-        value="x",
-    )
+    error = AttnvizError("between", name=Name("temperature"), low=0.001, high=1000, value="x")
     assert str(error) == "temperature must be between 0.001 and 1000; got 'x'"
     assert render(error, "zh-Hans") == "温度必须在 0.001 和 1000 之间；收到的是 'x'"
     assert render(error, "zh-Hant") == "溫度必須在 0.001 和 1000 之間；收到的是 'x'"

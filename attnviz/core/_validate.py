@@ -9,6 +9,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from attnviz.core.errors import AttnvizError, short
+
 
 def as_float_tensor(data: Any, name: str) -> Tensor:
     """Convert tensors, arrays or nested lists to a floating tensor, with a clear error."""
@@ -18,9 +20,9 @@ def as_float_tensor(data: Any, name: str) -> Tensor:
         try:
             tensor = torch.as_tensor(data)
         except (TypeError, ValueError, RuntimeError) as exc:
-            raise ValueError(f"{name} must be numbers in a rectangular array; could not read it ({exc})") from None
+            raise AttnvizError("not_array", name=name) from exc
     if tensor.dtype == torch.bool or tensor.is_complex():
-        raise ValueError(f"{name} must hold real numbers; got dtype {tensor.dtype}")
+        raise AttnvizError("real_numbers", name=name, dtype=tensor.dtype)
     if not tensor.is_floating_point() or tensor.dtype in (torch.float16, torch.bfloat16):
         tensor = tensor.to(torch.float32)
     return tensor
@@ -48,31 +50,29 @@ def _all_finite(tensor: Tensor) -> bool:
 
 
 def check_finite(tensor: Tensor, name: str) -> None:
-    """Raise ValueError naming the first NaN or infinite entry of `tensor`."""
+    """Raise an AttnvizError naming the first NaN or infinite entry of `tensor`."""
     if _all_finite(tensor):
         return
     index = tuple(int(i) for i in (~torch.isfinite(tensor)).nonzero()[0])
     value = tensor[index].item()
     where = list(index) if len(index) != 1 else index[0]
-    raise ValueError(f"{name} must be finite numbers; found {value} at index {where}")
+    raise AttnvizError("not_finite", name=name, value=value, index=where)
 
 
 def check_nonempty(tensor: Tensor, name: str) -> None:
-    """Raise ValueError if any axis of `tensor` has length 0."""
+    """Raise an AttnvizError if any axis of `tensor` has length 0."""
     if tensor.numel() == 0:
-        raise ValueError(
-            f"{name} is empty (shape {tuple(tensor.shape)}); give at least one row with at least one number"
-        )
+        raise AttnvizError("empty_tensor", name=name, shape=tuple(tensor.shape))
 
 
 def check_positive(value: Any, name: str) -> float:
-    """Return `value` as a float, raising ValueError unless it is finite and > 0."""
+    """Return `value` as a float, raising an AttnvizError unless it is finite and > 0."""
     try:
         number = float(value)
     except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a positive number; got {value!r}") from None
+        raise AttnvizError("positive", name=name, value=short(repr(value))) from None
     if not math.isfinite(number) or number <= 0:
-        raise ValueError(f"{name} must be a finite number > 0; got {value!r}")
+        raise AttnvizError("positive_finite", name=name, value=short(repr(value)))
     return number
 
 

@@ -15,7 +15,7 @@ from attnviz.core._validate import (
     common_dtype,
     in_dtype,
 )
-from attnviz.core.errors import AttnvizError
+from attnviz.core.errors import AttnvizError, short
 from attnviz.core.masking import causal_mask, lens_to_mask, softmax_where
 from attnviz.core.scores import LearnedScore, additive_scores, check_params, get_score, seeded_module
 from attnviz.core.trace import AttentionTrace
@@ -28,31 +28,22 @@ def prepare_inputs(queries: Any, keys: Any, values: Any) -> tuple[Tensor, Tensor
         tensor = as_float_tensor(data, name)
         if tensor.dim() not in (2, 3):
             axes = "(Q, d)" if name == "queries" else "(K, d)" if name == "keys" else "(K, v)"
-            raise ValueError(
-                f"{name} must have shape {axes} or (B, {axes[1:]}; got shape {tuple(tensor.shape)} "
-                f"({tensor.dim()} axes)"
+            raise AttnvizError(
+                "input_shape", name=name, axes=axes, rest=axes[1:-1], shape=tuple(tensor.shape), dims=tensor.dim()
             )
         check_nonempty(tensor, name)
         check_finite(tensor, name)
         tensors.append(tensor)
     q, k, v = tensors
     if not q.dim() == k.dim() == v.dim():
-        raise ValueError(
-            "queries, keys and values must all be batched (3 axes) or all unbatched (2 axes); got "
-            f"shapes {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}"
-        )
+        raise AttnvizError("input_dims", queries=tuple(q.shape), keys=tuple(k.shape), values=tuple(v.shape))
     batched = q.dim() == 3
     if not batched:
         q, k, v = q[None], k[None], v[None]  # indexing keeps Python's lock; unsqueeze lets it go (item 27)
     if not q.shape[0] == k.shape[0] == v.shape[0]:
-        raise ValueError(
-            f"queries, keys and values must have the same batch size; got {q.shape[0]}, {k.shape[0]}, {v.shape[0]}"
-        )
+        raise AttnvizError("batch_sizes", queries=q.shape[0], keys=k.shape[0], values=v.shape[0])
     if k.shape[1] != v.shape[1]:
-        raise ValueError(
-            f"keys and values must have the same number of items (one value per key); "
-            f"got {k.shape[1]} keys and {v.shape[1]} values"
-        )
+        raise AttnvizError("kv_items", keys=k.shape[1], values=v.shape[1])
     dtype = common_dtype(q, k, v)
     return in_dtype(q, dtype), in_dtype(k, dtype), in_dtype(v, dtype), batched
 
@@ -81,13 +72,10 @@ def _resolve_score(
     score's intermediates for show-your-work (`LearnedScore.score_and_features`)."""
     if isinstance(score, nn.Module):
         if params:
-            raise ValueError(f"a score module carries its own weights; got extra parameters {sorted(params)}")
+            raise AttnvizError("module_params", params=short(", ".join(sorted(params))))
         name = getattr(score, "score_name", None)
         if not hasattr(score, "score") or not name:
-            raise ValueError(
-                f"score module {type(score).__name__} has no score_name/score(); "
-                "pass a learned score module such as attnviz.AdditiveScore"
-            )
+            raise AttnvizError("module_score", module=type(score).__name__)
         try:
             with torch.no_grad():
                 if isinstance(score, LearnedScore):
@@ -95,10 +83,7 @@ def _resolve_score(
                 else:
                     scores, features = score.score(q, k), {}
         except RuntimeError as exc:
-            raise ValueError(
-                f"the {name} score module does not fit queries of size {q.shape[-1]} and keys of size "
-                f"{k.shape[-1]} ({exc})"
-            ) from None
+            raise AttnvizError("module_fit", score=name, query=q.shape[-1], key=k.shape[-1]) from exc
         return name, dict(getattr(score, "params", {})), scores, 1.0, features
     spec = get_score(score)
     checked = check_params(params, spec.params, f"score {spec.name!r}")
@@ -208,12 +193,9 @@ def _pairwise(data: Any, name: str, batch: int, num_queries: int, num_keys: int)
     """A (Q, K) or (B, Q, K) mask or bias, as (B, Q, K)."""
     tensor = torch.as_tensor(data)
     if tensor.dim() not in (2, 3) or tuple(tensor.shape[-2:]) != (num_queries, num_keys):
-        raise ValueError(
-            f"{name} must have shape ({num_queries}, {num_keys}) or (B, {num_queries}, {num_keys}) "
-            f"(queries x keys); got {tuple(tensor.shape)}"
-        )
+        raise AttnvizError("pair_shape_batch", name=name, queries=num_queries, keys=num_keys, shape=tuple(tensor.shape))
     if tensor.dim() == 3 and tensor.shape[0] not in (1, batch):
-        raise ValueError(f"{name} has {tensor.shape[0]} batch rows but there are {batch}")
+        raise AttnvizError("batch_rows", name=name, count=tensor.shape[0], batch=batch)
     return tensor.expand(batch, num_queries, num_keys)
 
 

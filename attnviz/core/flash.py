@@ -18,7 +18,7 @@ from torch import Tensor
 
 from attnviz.core._validate import check_finite
 from attnviz.core.attention import prepare_inputs
-from attnviz.core.errors import AttnvizError
+from attnviz.core.errors import AttnvizError, short
 
 
 @dataclass(frozen=True)
@@ -67,7 +67,7 @@ def _one_sequence(queries: Any, keys: Any, values: Any, block_size: Any) -> tupl
     """Checked (Q, d), (K, d), (K, v) tensors of one sequence and the block size."""
     q, k, v, batched = prepare_inputs(queries, keys, values)
     if batched and q.shape[0] != 1:
-        raise ValueError("the online softmax takes one sequence: queries (Q, d), keys (K, d), values (K, v)")
+        raise AttnvizError("one_sequence", batch=q.shape[0])
     return q[0], k[0], v[0], _check_block_size(block_size, k.shape[1])
 
 
@@ -116,9 +116,7 @@ def _bias_rows(bias: Any, like: Tensor, num_queries: int, num_keys: int) -> Tens
         return None
     tensor = torch.as_tensor(bias).to(like.dtype)
     if tuple(tensor.shape) != (num_queries, num_keys):
-        raise ValueError(
-            f"bias must have shape ({num_queries}, {num_keys}) (queries x keys); got {tuple(tensor.shape)}"
-        )
+        raise AttnvizError("pair_shape", name="bias", queries=num_queries, keys=num_keys, shape=tuple(tensor.shape))
     check_finite(tensor, "bias")
     return tensor
 
@@ -139,7 +137,7 @@ def online_softmax_row(
     scores (ALiBi)."""
     q, k, v, block_size = _one_sequence(queries, keys, values, block_size)
     if not 0 <= row < q.shape[0]:
-        raise ValueError(f"row must be between 0 and {q.shape[0] - 1}; got {row}")
+        raise AttnvizError("index_range", name="row", high=q.shape[0] - 1, value=short(row))
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
     allowed = _mask_rows(mask, q.shape[0], k.shape[0])[row]
     added = _bias_rows(bias, q, q.shape[0], k.shape[0])
@@ -191,7 +189,7 @@ def memory_traffic(n: int, d: int, block_size: int) -> Traffic:
     O is written once (nd) with each row's m and l (2n): 2nd + 2nd * ceil(n / B) + 2n. Fast memory is assumed to
     hold a block of Q, K, V and O; anything else (caches, recomputation in the backward pass) is left out."""
     if min(n, d, block_size) < 1:
-        raise ValueError(f"n, d and block_size must be at least 1; got {n}, {d}, {block_size}")
+        raise AttnvizError("traffic_sizes", n=n, d=d, block_size=block_size)
     query_blocks = -(-n // block_size)
     naive = 4 * n * d + 4 * n * n
     tiled = 2 * n * d + 2 * n * d * query_blocks + 2 * n

@@ -10,6 +10,7 @@ import torch
 from torch import Tensor
 
 from attnviz.core._validate import as_float_tensor, check_finite, check_nonempty, check_positive, common_dtype, in_dtype
+from attnviz.core.errors import AttnvizError, Name, short
 from attnviz.core.masking import softmax_where
 from attnviz.core.scores import BANDWIDTH, ParamSpec, squared_distances
 from attnviz.core.trace import AttentionTrace
@@ -67,7 +68,7 @@ KERNELS: dict[str, KernelSpec] = {
 def get_kernel(name: str) -> KernelSpec:
     """Look up a kernel by name, with a helpful error for unknown names."""
     if not isinstance(name, str) or name not in KERNELS:
-        raise ValueError(f"unknown kernel {name!r}; choose one of: {', '.join(KERNELS)}")
+        raise AttnvizError("unknown", name=Name("kernel"), value=short(name), choices=", ".join(KERNELS))
     return KERNELS[name]
 
 
@@ -77,7 +78,7 @@ def _as_points(data: Any, name: str) -> tuple[Tensor, bool]:
     if tensor.dim() == 0:
         tensor = tensor.reshape(1)
     if tensor.dim() not in (1, 2):
-        raise ValueError(f"{name} must be 1-D (one number each) or 2-D (n, d); got shape {tuple(tensor.shape)}")
+        raise AttnvizError("points_shape", name=name, shape=tuple(tensor.shape))
     check_nonempty(tensor, name)
     check_finite(tensor, name)
     return (tensor[:, None], True) if tensor.dim() == 1 else (tensor, False)  # indexing: no torch call (item 27)
@@ -93,12 +94,9 @@ def nadaraya_watson(
     k, _ = _as_points(keys, "keys")
     v, values_1d = _as_points(values, "values")
     if q.shape[-1] != k.shape[-1]:
-        raise ValueError(f"queries and keys must have the same number of features; got {q.shape[-1]} and {k.shape[-1]}")
+        raise AttnvizError("features", query=q.shape[-1], key=k.shape[-1])
     if k.shape[0] != v.shape[0]:
-        raise ValueError(
-            f"keys and values must have the same number of items (one value per key); "
-            f"got {k.shape[0]} keys and {v.shape[0]} values"
-        )
+        raise AttnvizError("kv_items", keys=k.shape[0], values=v.shape[0])
     dtype = common_dtype(q, k, v)
     q, k, v = in_dtype(q, dtype), in_dtype(k, dtype), in_dtype(v, dtype)
     distances = squared_distances(q[None], k[None])[0].sqrt()  # (Q, K)
@@ -194,15 +192,15 @@ def fit_bandwidth(
     With `max_rows`, the loss is the errors of at most that many points, evenly spaced in the given order (each
     predicted from all the others): the app's budget per change (attnviz/app/budget.py) sets it for many points."""
     if get_kernel(kernel).compact and kernel == "boxcar":
-        raise ValueError("the boxcar kernel has no gradient in σ; learn the bandwidth of a smooth kernel instead")
+        raise AttnvizError("boxcar_gradient")
     k, _ = _as_points(keys, "keys")
     v, _ = _as_points(values, "values")
     if k.shape[0] != v.shape[0]:
-        raise ValueError(f"keys and values must have the same number of items; got {k.shape[0]} and {v.shape[0]}")
+        raise AttnvizError("kv_items", keys=k.shape[0], values=v.shape[0])
     if k.shape[0] < 2:
-        raise ValueError(f"leave-one-out needs at least 2 training points; got {k.shape[0]}")
+        raise AttnvizError("loo_points", count=k.shape[0])
     if isinstance(epochs, bool) or not isinstance(epochs, int) or not 1 <= epochs <= 10_000:
-        raise ValueError(f"epochs must be a whole number from 1 to 10000; got {epochs!r}")
+        raise AttnvizError("whole_range", name="epochs", low=1, high=10_000, value=short(repr(epochs)))
     lr = check_positive(lr, "lr")
     k, v = k.to(torch.float64), v.to(torch.float64)
     log_sigma = torch.tensor(float(check_positive(init, "init")), dtype=torch.float64).log().requires_grad_()
@@ -243,7 +241,7 @@ def make_toy_data(n_train: int = 50, seed: int = 0, noise: float = 0.5, n_test: 
     """Seeded toy data as in d2l: sorted uniform x on [0, 5), y = f(x) + N(0, noise²)."""
     for name, n in (("n_train", n_train), ("n_test", n_test)):
         if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 100_000:
-            raise ValueError(f"{name} must be a whole number from 1 to 100000; got {n!r}")
+            raise AttnvizError("whole_range", name=name, low=1, high=100_000, value=short(repr(n)))
     generator = torch.Generator().manual_seed(int(seed))
     x_train, _ = torch.sort(torch.rand(n_train, generator=generator) * 5)
     y_train = toy_function(x_train) + torch.normal(0.0, float(noise), (n_train,), generator=generator)

@@ -16,6 +16,7 @@ import torch
 from torch import Tensor
 
 from attnviz.core._validate import as_float_tensor, check_finite
+from attnviz.core.errors import AttnvizError, short
 from attnviz.core.masking import softmax_where
 from attnviz.core.positions import apply_rope
 
@@ -43,16 +44,16 @@ class DecodeStep:
 def _projections(x: Any, W_q: Any, W_k: Any, W_v: Any) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     tokens = as_float_tensor(x, "x")
     if tokens.dim() != 2:
-        raise ValueError(f"x must have shape (T, d_model); got {tuple(tokens.shape)}")
+        raise AttnvizError("shape", name="x", expected="(T, d_model)", shape=tuple(tokens.shape))
     mats = []
     for name, matrix in (("W_q", W_q), ("W_k", W_k), ("W_v", W_v)):
         tensor = as_float_tensor(matrix, name).to(tokens.dtype)
         if tensor.dim() != 2 or tensor.shape[1] != tokens.shape[1]:
-            raise ValueError(f"{name} must have shape (out, {tokens.shape[1]}); got {tuple(tensor.shape)}")
+            raise AttnvizError("shape", name=name, expected=f"(out, {tokens.shape[1]})", shape=tuple(tensor.shape))
         check_finite(tensor, name)
         mats.append(tensor)
     if mats[0].shape[0] != mats[1].shape[0]:
-        raise ValueError(f"W_q and W_k must give vectors of one size; got {mats[0].shape[0]} and {mats[1].shape[0]}")
+        raise AttnvizError("qk_size", query=mats[0].shape[0], key=mats[1].shape[0])
     check_finite(tokens, "x")
     return tokens, *mats
 
@@ -140,5 +141,5 @@ def kv_cache_bytes_per_token(layers: int, kv_heads: int, head_dim: int, bytes_pe
     """2 (a key and a value) x layers x key/value heads x head size x bytes per number (2 for fp16/bf16)."""
     for name, value in (("layers", layers), ("kv_heads", kv_heads), ("head_dim", head_dim), ("bytes", bytes_per_value)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a whole number from 1; got {value!r}")
+            raise AttnvizError("whole_from", name=name, low=1, value=short(repr(value)))
     return 2 * layers * kv_heads * head_dim * bytes_per_value

@@ -8,6 +8,7 @@ import torch
 from torch import Tensor
 
 from attnviz.core._validate import as_float_tensor, check_finite
+from attnviz.core.errors import AttnvizError, short
 
 
 def _lens_tensor(valid_lens: Any) -> Tensor:
@@ -15,15 +16,15 @@ def _lens_tensor(valid_lens: Any) -> Tensor:
     try:
         lens = torch.as_tensor(valid_lens)
     except (TypeError, ValueError, RuntimeError) as exc:
-        raise ValueError(f"valid_lens must be whole numbers; could not read {valid_lens!r} ({exc})") from None
+        raise AttnvizError("lens_unreadable", value=short(repr(valid_lens))) from exc
     if lens.dtype == torch.bool or lens.is_complex():
-        raise ValueError(f"valid_lens must be whole numbers; got dtype {lens.dtype}")
+        raise AttnvizError("lens_dtype", dtype=lens.dtype)
     if lens.is_floating_point():
         bad = ~torch.isfinite(lens) | (lens != torch.round(lens))
         if bool(bad.any()):
             index = tuple(int(i) for i in bad.nonzero()[0])
             where = list(index) if len(index) != 1 else index[0]
-            raise ValueError(f"valid_lens must be whole numbers; got {lens[index].item()} at index {where}")
+            raise AttnvizError("lens_whole", value=lens[index].item(), index=where)
     return lens.to(torch.long)
 
 
@@ -33,27 +34,21 @@ def lens_to_mask(valid_lens: Any, batch: int, num_queries: int, num_keys: int) -
     per_query = lens.dim() == 2
     if lens.dim() == 1:
         if lens.shape[0] != batch:
-            raise ValueError(
-                f"valid_lens has {lens.shape[0]} entries but there are {batch} batch rows; "
-                f"give one length per batch row (shape ({batch},)) or one per query (shape ({batch}, {num_queries}))"
-            )
+            raise AttnvizError("lens_batch", count=lens.shape[0], batch=batch, queries=num_queries)
         lens = lens[:, None].expand(batch, num_queries)  # (B, Q)
     elif lens.dim() == 2:
         if tuple(lens.shape) != (batch, num_queries):
-            raise ValueError(
-                f"valid_lens has shape {tuple(lens.shape)} but must be ({batch},) or ({batch}, {num_queries}) "
-                "(batch rows x queries)"
-            )
+            raise AttnvizError("lens_shape", shape=tuple(lens.shape), batch=batch, queries=num_queries)
     else:
-        raise ValueError(
-            f"valid_lens must be 1-D (one length per batch row) or 2-D (per batch row and query); "
-            f"got shape {tuple(lens.shape)}"
-        )
-    for bad, problem in ((lens < 0, "is below 0"), (lens > num_keys, f"exceeds the number of keys ({num_keys})")):
+        raise AttnvizError("lens_dims", shape=tuple(lens.shape))
+    below = lens < 0
+    for bad in (below, lens > num_keys):
         if bool(bad.any()):
             index = tuple(int(i) for i in bad.nonzero()[0])
             where = list(index) if per_query else index[0]
-            raise ValueError(f"valid length {lens[index].item()} at index {where} {problem}")
+            raise AttnvizError(
+                "len_negative" if bad is below else "len_keys", length=lens[index].item(), index=where, keys=num_keys
+            )
     positions = torch.arange(num_keys)  # (K,)
     return positions[None, None, :] < lens[:, :, None]  # (B, Q, K)
 
@@ -93,9 +88,7 @@ def masked_softmax(scores: Any, valid_lens: Any = None) -> Tensor:
     if valid_lens is None:
         return softmax_where(scores, None)
     if scores.dim() != 3:
-        raise ValueError(
-            f"with valid_lens, scores must have shape (batch, queries, keys); got shape {tuple(scores.shape)}"
-        )
+        raise AttnvizError("scores_3d", shape=tuple(scores.shape))
     batch, num_queries, num_keys = scores.shape
     mask = lens_to_mask(valid_lens, batch, num_queries, num_keys)
     return softmax_where(scores, mask)

@@ -12,7 +12,7 @@ from torch import Tensor
 
 from attnviz.core._validate import as_float_tensor, check_finite
 from attnviz.core.attention import attend
-from attnviz.core.errors import AttnvizError
+from attnviz.core.errors import AttnvizError, short
 from attnviz.core.positions import alibi_bias, alibi_slopes, apply_rope, sinusoidal_encoding
 from attnviz.core.trace import AttentionTrace
 
@@ -104,10 +104,10 @@ def modern_attention(
     None), a valid length (keys from it on are padding), and H query heads over G key/value heads (G = H: MHA)."""
     tokens = as_float_tensor(x, "x").to(torch.float32)
     if tokens.dim() != 2 or 0 in tokens.shape:
-        raise ValueError(f"x must have shape (T, d_model); got {tuple(tokens.shape)}")
+        raise AttnvizError("shape", name="x", expected="(T, d_model)", shape=tuple(tokens.shape))
     check_finite(tokens, "x")
     if positions not in POSITIONS:
-        raise ValueError(f"positions must be one of {', '.join(POSITIONS)}; got {positions!r}")
+        raise AttnvizError("choice", name="positions", choices=", ".join(POSITIONS), value=short(repr(positions)))
     kv_heads = num_heads if kv_heads is None else kv_heads
     groups = kv_groups(num_heads, kv_heads)
     length, d_model = tokens.shape
@@ -115,7 +115,7 @@ def modern_attention(
         raise AttnvizError("rope_odd", size=head_dim)
     allowed = torch.ones(length, length, dtype=torch.bool).tril() if mask is None else torch.as_tensor(mask).bool()
     if allowed.shape != (length, length):
-        raise ValueError(f"mask must have shape ({length}, {length}) (queries x keys); got {tuple(allowed.shape)}")
+        raise AttnvizError("pair_shape", name="mask", queries=length, keys=length, shape=tuple(allowed.shape))
     mats = weights if weights is not None else projections(d_model, num_heads, kv_heads, head_dim, seed)
     encoding = sinusoidal_encoding(length, d_model) if positions == "sinusoidal" else None
     encoded = tokens if encoding is None else tokens + encoding  # (T, d_model)

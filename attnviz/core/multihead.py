@@ -11,7 +11,7 @@ from torch import Tensor, nn
 
 from attnviz.core._validate import check_finite, in_dtype
 from attnviz.core.attention import DotProductAttention, attend_prepared, prepare_inputs
-from attnviz.core.errors import AttnvizError, Name
+from attnviz.core.errors import AttnvizError, Name, short
 from attnviz.core.scores import _init_linear
 from attnviz.core.trace import AttentionTrace
 
@@ -70,9 +70,9 @@ def projection_matrices(
         mats = {name: torch.as_tensor(projections[name]).detach().clone() for name in sizes if name in projections}
         shapes = {name: tuple(m.shape) for name, m in mats.items()}
         if shapes != {name: (n_out, n_in) for name, (n_in, n_out) in sizes.items()}:
-            raise ValueError(f"given projections must be W_q, W_k, W_v, W_o of shapes (out, in) {sizes}; got {shapes}")
+            raise AttnvizError("given_projections", sizes=sizes, shapes=short(shapes, 200))
     else:
-        raise ValueError(f"projections must be 'identity', 'random' or W_q, W_k, W_v, W_o; got {projections!r}")
+        raise AttnvizError("projections_kind", value=short(repr(projections)))
     return {name: in_dtype(m, dtype) for name, m in mats.items()}
 
 
@@ -112,7 +112,7 @@ def multi_head_attend(
     """Multi-head attention with identity or seeded random projections, every head traced."""
     q, k, v, batched = prepare_inputs(queries, keys, values)
     if isinstance(num_heads, bool) or not isinstance(num_heads, int) or num_heads < 1:
-        raise ValueError(f"num_heads must be a whole number >= 1; got {num_heads!r}")
+        raise AttnvizError("whole_from", name="num_heads", low=1, value=short(repr(num_heads)))
     d_q, d_v = q.shape[-1], v.shape[-1]
     for name, size in (("query_size", d_q), ("key_size", k.shape[-1]), ("value_size", d_v)):
         if size % num_heads:
@@ -207,7 +207,7 @@ class MultiHeadAttention(nn.Module):
     ):
         super().__init__(**kwargs)
         if num_hiddens % num_heads:
-            raise ValueError(f"num_heads ({num_heads}) must divide num_hiddens ({num_hiddens}) evenly")
+            raise AttnvizError("heads_hiddens", heads=num_heads, hiddens=num_hiddens)
         self.num_heads = num_heads
         self.attention = DotProductAttention(dropout)
 

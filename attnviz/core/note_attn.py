@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from attnviz.core.errors import AttnvizError
 from attnviz.core.scores import _init_linear
 
 
@@ -76,7 +77,7 @@ def bmm_rule(a: tuple[int, ...], b: tuple[int, ...]) -> dict[str, int]:
     """The letters of torch.bmm's rule (b, n, m) · (b, m, p) -> (b, n, p) for two shapes; ValueError if they do
     not fit it (the note's V of (1, 1, 64) against weights of (1, 1, 32))."""
     if len(a) != 3 or len(b) != 3 or a[0] != b[0] or a[2] != b[1]:
-        raise ValueError(f"torch.bmm needs (b, n, m) and (b, m, p); got {a} and {b}")
+        raise AttnvizError("bmm_shapes", first=a, second=b)
     return {"b": a[0], "n": a[1], "m": a[2], "p": b[2]}
 
 

@@ -10,14 +10,16 @@ import torch
 from torch import Tensor
 
 from attnviz.core._validate import as_float_tensor
+from attnviz.core.errors import AttnvizError, Name, short
 
 ROPE_BASE = 10000.0  # RoFormer's and Llama's base; the sinusoidal encoding's too (Vaswani et al., 2017)
 
 
-def _check_size(name: str, value: Any, even: bool = False) -> int:
+def _check_size(name: str | Name, value: Any, even: bool = False) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1 or (even and value % 2):
-        kind = "an even whole number from 2" if even else "a whole number from 1"
-        raise ValueError(f"{name} must be {kind}; got {value!r}")
+        if even:
+            raise AttnvizError("even_from", name=name, value=short(repr(value)))
+        raise AttnvizError("whole_from", name=name, low=1, value=short(repr(value)))
     return value
 
 
@@ -54,14 +56,14 @@ def apply_rope(x: Any, positions: Any = None, base: float = ROPE_BASE) -> Tensor
     Llama's code pairs x_i with x_(i + d/2), the same rotation on reordered features.)"""
     tensor = as_float_tensor(x, "x")
     if tensor.dim() < 2:
-        raise ValueError(f"x must have shape (..., T, d); got {tuple(tensor.shape)}")
+        raise AttnvizError("shape", name="x", expected="(..., T, d)", shape=tuple(tensor.shape))
     length, dim = tensor.shape[-2], tensor.shape[-1]
-    _check_size("the size of each vector (d)", dim, even=True)
+    _check_size(Name("vector_size"), dim, even=True)
     if positions is None:
         positions = torch.arange(length)
     positions = torch.as_tensor(positions, dtype=torch.float64)
     if positions.shape != (length,):
-        raise ValueError(f"positions must have shape ({length},); got {tuple(positions.shape)}")
+        raise AttnvizError("shape", name="positions", expected=f"({length},)", shape=tuple(positions.shape))
     angles = positions[:, None] * rope_frequencies(dim, base)[None, :]  # (T, d/2)
     cos, sin = torch.cos(angles).to(tensor.dtype), torch.sin(angles).to(tensor.dtype)
     even, odd = tensor[..., 0::2], tensor[..., 1::2]  # (..., T, d/2) each

@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from attnviz.core.errors import AttnvizError
+from attnviz.core.errors import AttnvizError, Name, short
 from attnviz.core.fields import Field
 from attnviz.i18n import prose
 
@@ -323,7 +323,7 @@ SCORES: dict[str, ScoreSpec] = {
 def get_score(name: str) -> ScoreSpec:
     """Look up a scoring function by name, with a helpful error for unknown names."""
     if not isinstance(name, str) or name not in SCORES:
-        raise ValueError(f"unknown score {name!r}; choose one of: {', '.join(SCORES)}")
+        raise AttnvizError("unknown", name=Name("score"), value=short(name), choices=", ".join(SCORES))
     return SCORES[name]
 
 
@@ -349,10 +349,8 @@ def make_score_module(name: str, query_size: int, key_size: int, **params: Any) 
     """Build the seeded module of a learned score, exactly as `attend` does."""
     spec = get_score(name)
     if spec.module is None:
-        raise ValueError(
-            f"score {name!r} has no learned weights; learned scores are: "
-            + ", ".join(s.name for s in SCORES.values() if s.learned)
-        )
+        learned = ", ".join(s.name for s in SCORES.values() if s.learned)
+        raise AttnvizError("not_learned", score=short(name), learned=learned)
     return spec.module(query_size, key_size, **check_params(params, spec.params, f"score {name!r}"))
 
 

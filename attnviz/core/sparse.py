@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from attnviz.core.errors import AttnvizError, short
 from attnviz.core.masking import causal_mask
 
 MASK_KINDS = ("causal", "full", "sliding", "local_global", "prefix", "block_sparse")
@@ -15,13 +16,13 @@ MASK_KINDS = ("causal", "full", "sliding", "local_global", "prefix", "block_spar
 
 def _positions(n: int) -> tuple[Tensor, Tensor]:
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"n must be a whole number from 1; got {n!r}")
+        raise AttnvizError("whole_from", name="n", low=1, value=short(repr(n)))
     return torch.arange(n)[:, None], torch.arange(n)[None, :]  # queries i (n, 1), keys j (1, n)
 
 
 def _at_least_one(name: str, value: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a whole number from 1; got {value!r}")
+        raise AttnvizError("whole_from", name=name, low=1, value=short(repr(value)))
     return value
 
 
@@ -40,7 +41,7 @@ def local_global_mask(n: int, window: int, global_tokens: tuple[int, ...] = (0,)
     mask = (i - j).abs() < window
     for token in global_tokens:
         if not 0 <= token < n:
-            raise ValueError(f"global token {token} is outside 0..{n - 1}")
+            raise AttnvizError("global_token", token=short(token), last=n - 1)
         mask[token, :] = True
         mask[:, token] = True
     return mask
@@ -50,7 +51,7 @@ def prefix_lm_mask(n: int, prefix: int) -> Tensor:
     """A prefix language model's: the first `prefix` tokens see each other both ways, the rest are causal."""
     i, j = _positions(n)
     if isinstance(prefix, bool) or not isinstance(prefix, int) or prefix < 0:
-        raise ValueError(f"prefix must be a whole number from 0; got {prefix!r}")
+        raise AttnvizError("whole_from", name="prefix", low=0, value=short(repr(prefix)))
     return (j <= i) | (j < prefix)
 
 
@@ -81,7 +82,7 @@ def scheme_mask(
         return prefix_lm_mask(n, prefix)
     if kind == "block_sparse":
         return block_sparse_mask(n, block)
-    raise ValueError(f"mask must be one of {', '.join(MASK_KINDS)}; got {kind!r}")
+    raise AttnvizError("choice", name="mask", choices=", ".join(MASK_KINDS), value=short(repr(kind)))
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ import re
 import torch
 from torch import Tensor
 
-from attnviz.core.errors import AttnvizError
+from attnviz.core.errors import AttnvizError, Name, short
 
 MAX_TOKENS = 512
 
@@ -25,7 +25,7 @@ _TOKEN = re.compile(rf"[{_CJK}]|(?:(?![{_CJK}])[^\W_])+(?:['’\-](?:(?![{_CJK}]
 def tokenize(sentence: str, max_tokens: int = MAX_TOKENS) -> list[str]:
     """Split a sentence into words, punctuation marks and single CJK characters."""
     if not isinstance(sentence, str):
-        raise ValueError(f"sentence must be text; got {type(sentence).__name__}")
+        raise AttnvizError("text_type", name=Name("sentence"), type=type(sentence).__name__)
     tokens = _TOKEN.findall(sentence)
     if not tokens:
         raise AttnvizError("sentence_empty")
@@ -50,9 +50,9 @@ def _token_vector(token: str, dim: int, seed: int) -> Tensor:
 def embed_tokens(tokens: list[str], dim: int = 8, seed: int = 0, normalize: bool = False) -> Tensor:
     """Deterministic N(0, 1/dim) vectors per token: same token, dim and seed -> same row. (n, dim)."""
     if isinstance(dim, bool) or not isinstance(dim, int) or not 1 <= dim <= 4096:
-        raise ValueError(f"dim must be a whole number from 1 to 4096; got {dim!r}")
+        raise AttnvizError("whole_range", name="dim", low=1, high=4096, value=short(repr(dim)))
     if not tokens:
-        raise ValueError("no tokens to embed")
+        raise AttnvizError("no_tokens")
     embeddings = torch.stack([_token_vector(str(token), dim, int(seed)) for token in tokens])  # (n, dim), a copy
     if normalize:
         embeddings = torch.nn.functional.normalize(embeddings, dim=-1)

@@ -9,6 +9,7 @@ from typing import Any
 import torch
 
 from attnviz.core._validate import small_numpy
+from attnviz.core.errors import AttnvizError, short
 from attnviz.core.multihead import head_rows
 from attnviz.core.scores import SCORES, seeded_module
 from attnviz.core.trace import AttentionTrace
@@ -183,7 +184,7 @@ def explain_row(
         raise ValueError("explain_row takes an unbatched trace (one sequence, one head)")
     num_queries = trace.weights.shape[0]
     if not 0 <= row < num_queries:
-        raise ValueError(f"row must be between 0 and {num_queries - 1}; got {row}")
+        raise AttnvizError("index_range", name="row", high=num_queries - 1, value=short(row))
     spec = SCORES.get(trace.score)
     formula = spec.formula if spec else r"a(\mathbf q, \mathbf k)"
     scores = trace.scores[row].tolist()

@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from attnviz.core.errors import AttnvizError, render
+from attnviz.core.errors import AttnvizError, Name, render, short
 from attnviz.core.multihead import split_heads
 from attnviz.core.trace import AttentionTrace
 from attnviz.i18n import DEFAULT_LANGUAGE
@@ -125,10 +125,10 @@ class BertTrace:
     def head(self, layer: int, head: int) -> AttentionTrace:
         """One head of one layer as an unbatched trace (queries (T, d/h), weights (T, T)); 0-based indices."""
         if not 0 <= layer < len(self.layers):
-            raise ValueError(f"layer must be from 0 to {len(self.layers) - 1}; got {layer}")
+            raise AttnvizError("index_range", name="layer", high=len(self.layers) - 1, value=short(layer))
         trace = self.layers[layer]
         if not 0 <= head < trace.weights.shape[0]:
-            raise ValueError(f"head must be from 0 to {trace.weights.shape[0] - 1}; got {head}")
+            raise AttnvizError("index_range", name="head", high=trace.weights.shape[0] - 1, value=short(head))
         pick = {
             name: getattr(trace, name)[head]
             for name in ("queries", "keys", "values", "scores", "logits", "mask", "weights", "output")
@@ -147,9 +147,9 @@ class BertEncoder:
 
     def encode(self, text: str, pair: str | None = None, max_tokens: int = MAX_MODEL_TOKENS) -> Encoded:
         """Tokenise a sentence (and optionally a second one) with [CLS] and [SEP]; ValueError if empty or too long."""
-        for what, sentence in (("the sentence", text), ("the second sentence", pair)):
+        for what, sentence in ((Name("sentence"), text), (Name("pair"), pair)):
             if sentence is not None and not isinstance(sentence, str):
-                raise ValueError(f"{what} must be text; got {type(sentence).__name__}")
+                raise AttnvizError("text_type", name=what, type=type(sentence).__name__)
         if not text.strip():
             raise AttnvizError("sentence_empty")
         pair = pair if pair and pair.strip() else None
@@ -166,7 +166,7 @@ class BertEncoder:
     def word_vectors(self, text: str, max_tokens: int = MAX_MODEL_TOKENS - 2) -> tuple[list[str], Tensor]:
         """A sentence's WordPiece tokens (no [CLS]/[SEP]) and their rows of the input embedding table, (n, d)."""
         if not isinstance(text, str):
-            raise ValueError(f"the sentence must be text; got {type(text).__name__}")
+            raise AttnvizError("text_type", name=Name("sentence"), type=type(text).__name__)
         encoding = self.tokenizer.encode(text, add_special_tokens=False)
         if not encoding.ids:
             raise AttnvizError("sentence_empty")
@@ -185,7 +185,7 @@ class BertEncoder:
         w, c = self.weights, self.config
         length = ids.shape[0]
         if not 1 <= length <= c.max_positions:
-            raise ValueError(f"the model takes 1 to {c.max_positions} tokens; got {length}")
+            raise AttnvizError("model_tokens", limit=c.max_positions, count=length)
         with torch.no_grad():
             positions = torch.arange(length)
             x = (

@@ -24,6 +24,7 @@ from pathlib import Path
 import torch
 from torch import Tensor, nn
 
+from attnviz.core.errors import AttnvizError, short
 from attnviz.models.learned import dates, induction
 from attnviz.models.learned.seq2seq import DateModelConfig, DateTranslator, translate_texts
 
@@ -60,10 +61,10 @@ class TrainSettings:
     def resolved(self) -> TrainSettings:
         """The same settings with the defaults filled in, checked."""
         if self.task not in TASKS:
-            raise ValueError(f"task must be one of {', '.join(TASKS)}; got {self.task!r}")
+            raise AttnvizError("choice", name="task", choices=", ".join(TASKS), value=short(repr(self.task)))
         steps = self.steps or DEFAULT_STEPS[self.task]
         if not 1 <= steps <= MAX_STEPS[self.task]:
-            raise ValueError(f"steps must be 1 to {MAX_STEPS[self.task]} for {self.task}; got {steps}")
+            raise AttnvizError("steps_range", high=MAX_STEPS[self.task], task=self.task, value=short(steps))
         return TrainSettings(self.task, int(self.seed), steps, tuple(self.probes) or DEFAULT_PROBES[self.task])
 
     @property
@@ -115,7 +116,7 @@ def probe_symbols(probe: str) -> list[str]:
     """A typed induction probe's symbols (1 to MAX_LENGTH - 1 of A-T), checked."""
     symbols, unknown = induction.parse_sequence(probe)
     if unknown or not 1 <= len(symbols) < induction.MAX_LENGTH:
-        raise ValueError(f"an induction probe must be 1 to {induction.MAX_LENGTH - 1} symbols A-T; got {probe!r}")
+        raise AttnvizError("induction_probe", most=induction.MAX_LENGTH - 1, value=short(repr(probe)))
     return symbols
 
 
@@ -125,7 +126,7 @@ def check_probes(settings: TrainSettings) -> None:
         if settings.task == "induction":
             probe_symbols(probe)
         elif not probe or dates.unknown_characters(probe) or len(probe) > dates.MAX_PROBE_LENGTH:
-            raise ValueError(f"a dates probe must be 1 to {dates.MAX_PROBE_LENGTH} known characters; got {probe!r}")
+            raise AttnvizError("dates_probe", most=dates.MAX_PROBE_LENGTH, value=short(repr(probe)))
 
 
 def probe_attention(model: nn.Module, settings: TrainSettings) -> Tensor:
@@ -271,7 +272,7 @@ def load_run(path: Path) -> TrainingRun:
     return load_run_bytes(path.read_bytes(), path.name)
 
 
-def load_run_bytes(data: bytes, name: str = "the checkpoint") -> TrainingRun:
+def load_run_bytes(data: bytes, name: str | None = None) -> TrainingRun:
     """A run from the bytes of a safetensors file that `save_run` wrote (or `run_bytes` made)."""
     from safetensors.torch import load
 
@@ -281,7 +282,9 @@ def load_run_bytes(data: bytes, name: str = "the checkpoint") -> TrainingRun:
     except (ValueError, AttributeError):
         metadata = {}
     if metadata.get("format") != "attnviz-learned-1":
-        raise ValueError(f"{name} is not an attnviz training checkpoint")
+        if name is None:
+            raise AttnvizError("not_checkpoint")
+        raise AttnvizError("not_checkpoint_file", name=short(name))
     tensors = load(data)
     raw = json.loads(metadata["settings"])
     settings = TrainSettings(raw["task"], raw["seed"], raw["steps"], tuple(raw["probes"]))
