@@ -17,8 +17,8 @@ import random
 
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-from bench.loadclient import SimulatedUser
 from bench.scenarios import SCENARIOS, Scenario, start_server
+from testkit.wire import SimulatedUser
 
 
 def kind(msg: ForwardMsg) -> str:
