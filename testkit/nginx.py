@@ -4,7 +4,7 @@ nginx runs as the current user from a private prefix in a temporary directory: a
 (pid file, logs, temp paths, an access log that records which replica answered each request, the JavaScript module
 and the affinity secret's environment variable, as Compose's deploy/nginx/compose/nginx.conf has them) includes the
 repository's site file, next to the files that site file expects: attnviz/listen.conf and attnviz/upstream.conf
-(written here), attnviz/affinity.js, attnviz/app/links.js and attnviz/link-too-long.html (the repository's). Nothing is
+(written here), attnviz/affinity.js, attnviz/links.js and attnviz/link-too-long.html (the repository's). Nothing is
 installed or started system-wide.
 """
 
