@@ -22,9 +22,9 @@ import threading
 import time
 from urllib.parse import urlencode
 
-from bench.loadclient import Control, SimulatedUser
-from bench.procstat import rss_mb
-from tests.browser.helpers import StreamlitServer
+from testkit.procstat import rss_mb
+from testkit.server import StreamlitServer
+from testkit.wire import Control, SimulatedUser
 
 CJK = "".join(chr(0x4E00 + 7 * i) for i in range(512))
 CRAFTED = {"s": CJK, "dim": "64", "h": "8", "pr": "random", "sc": "additive", "nh": "256", "cmp": "concat_tanh"}

@@ -10,7 +10,8 @@ from urllib.parse import quote
 from playwright.sync_api import Browser, Page, sync_playwright
 
 from bench.scenarios import SCENARIOS, start_server
-from tests.browser.helpers import CHROMIUM_ARGS, CHROMIUM_PATH, PLOTLY_SELECTOR, StreamlitServer, goto, wait_ready
+from testkit.browser import CHROMIUM_ARGS, CHROMIUM_PATH, PLOTLY_SELECTOR, goto, wait_ready
+from testkit.server import StreamlitServer
 
 TEMPERATURE_LABEL = "Temperature T"
 WORDS = ["the", "cat", "sat", "on", "a", "mat", "and", "a", "dog", "ran", "to", "it"]

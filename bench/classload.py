@@ -44,11 +44,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import parse_qs, quote
 
-from bench.loadclient import ScriptError
-from bench.procstat import cpu_seconds, machine, rss_mb
-from bench.proxyclient import DisconnectedError, ProxyUser
-from tests.browser.helpers import HOST, StreamlitServer, free_port
-from tests.deploy.nginx_proxy import NginxProxy
+from testkit.nginx import NginxProxy
+from testkit.procstat import cpu_seconds, machine, rss_mb
+from testkit.proxyclient import DisconnectedError, ProxyUser
+from testkit.server import HOST, StreamlitServer, free_port
+from testkit.wire import ScriptError
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"

@@ -5,7 +5,7 @@
 
 Each line is one message of the rerun that moving the scenario's control starts (the simulated student of the load
 benchmark): an element with its kind, size and text, a layout block, or a session message. The elements floor page
-(`bench/elements_page.py`) must send the same kinds as the self-attention page; `tests/browser/test_bench_pages.py`
+(`bench/elements_page.py`) must send the same kinds as the self-attention page; `bench/tests/test_elements_page.py`
 checks it.
 """
 
@@ -17,8 +17,8 @@ import random
 
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-from bench.loadclient import SimulatedUser
 from bench.scenarios import SCENARIOS, Scenario, start_server
+from testkit.wire import SimulatedUser
 
 
 def kind(msg: ForwardMsg) -> str:

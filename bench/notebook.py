@@ -22,7 +22,7 @@ from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
 
 from attnviz.models.hf import from_transformers
 from attnviz.notebook import Chart, html_document, to_html
-from tests.browser.helpers import CHROMIUM_ARGS, CHROMIUM_PATH
+from testkit.browser import CHROMIUM_ARGS, CHROMIUM_PATH
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TOKENS = 1024

@@ -21,17 +21,9 @@ from urllib.parse import parse_qs, urlsplit
 
 from playwright.sync_api import sync_playwright
 
-from tests.browser.helpers import (
-    CHROMIUM_ARGS,
-    CHROMIUM_PATH,
-    HOST,
-    NOT_RUNNING,
-    RECONNECT_MOMENTS,
-    StreamlitServer,
-    free_port,
-    kill_serving_replica,
-)
-from tests.deploy.nginx_proxy import NginxProxy
+from testkit.browser import CHROMIUM_ARGS, CHROMIUM_PATH, NOT_RUNNING, RECONNECT_MOMENTS, kill_serving_replica
+from testkit.nginx import NginxProxy
+from testkit.server import HOST, StreamlitServer, free_port
 
 
 def main() -> None:

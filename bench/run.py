@@ -20,10 +20,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.loadclient import SimulatedUser, run_load
-from bench.procstat import cpu_seconds, machine, rss_mb
+from bench.loadclient import run_load
 from bench.scenarios import SCENARIOS, Scenario, start_server
-from tests.browser.helpers import StreamlitServer
+from testkit.procstat import cpu_seconds, machine, rss_mb
+from testkit.server import StreamlitServer
+from testkit.wire import SimulatedUser
 
 RESULTS = Path(__file__).resolve().parent / "results"
 USERS = (1, 10, 30)

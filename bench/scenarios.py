@@ -6,8 +6,8 @@ import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from bench.loadclient import Control
-from tests.browser.helpers import StreamlitServer
+from testkit.server import StreamlitServer
+from testkit.wire import Control
 
 # Thousands of distinct values: a simulated student rarely repeats a state, so no cache keyed by the page state
 # can turn this into a cache benchmark; every rerun recomputes the attention and rebuilds the figures.

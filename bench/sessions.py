@@ -18,10 +18,10 @@ import asyncio
 import random
 import time
 
-from bench.loadclient import Control, SimulatedUser
-from bench.procstat import machine, rss_mb
 from bench.scenarios import SCENARIOS
-from tests.browser.helpers import StreamlitServer
+from testkit.procstat import machine, rss_mb
+from testkit.server import StreamlitServer
+from testkit.wire import Control, SimulatedUser
 
 _WORDS = "the cat sat on a mat while dogs ran past old trees near quiet rivers and children read books about stars"
 WORDS = _WORDS.split()

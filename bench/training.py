@@ -41,12 +41,12 @@ from typing import Any
 
 from attnviz.app.training.jobs import NICENESS, training_command
 from attnviz.models.learned.train import FINAL_EVAL_EXAMPLES, TrainSettings, load_run
-from bench.cgroups import ControlGroup
 from bench.loadclient import run_load
-from bench.procstat import children, cpu_seconds, machine
-from bench.proxyclient import ProxyUser
 from bench.scenarios import SCENARIOS, start_server
-from tests.browser.helpers import StreamlitServer
+from testkit.cgroups import ControlGroup
+from testkit.procstat import children, cpu_seconds, machine
+from testkit.proxyclient import ProxyUser
+from testkit.server import StreamlitServer
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"

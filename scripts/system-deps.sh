@@ -4,7 +4,7 @@
 set -euo pipefail
 missing=()
 [ -x /usr/bin/chromium ] || missing+=(chromium)
-# Debian's nginx: the proxy tests run it as the current user on 127.0.0.1 (tests/deploy/nginx_proxy.py), with its
+# Debian's nginx: the proxy tests run it as the current user on 127.0.0.1 (testkit/nginx.py), with its
 # JavaScript module (njs), which issues and checks the affinity cookie, and openssl for a test certificate.
 [ -x /usr/sbin/nginx ] || missing+=(nginx)
 [ -e /usr/lib/nginx/modules/ngx_http_js_module.so ] || missing+=(libnginx-mod-http-js)

@@ -189,7 +189,7 @@ async def _fuzz_over_the_websocket(url: str, page: str) -> list[tuple[int, dict[
     """Send WEBSOCKET_CASES hostile links to one session of `page`, as a tab whose address changes; the problems."""
     from urllib.parse import urlencode
 
-    from bench.loadclient import Control, ScriptError, SimulatedUser
+    from testkit.wire import Control, ScriptError, SimulatedUser
 
     _, fields = PAGES[page]
     user = SimulatedUser(url, URL_PATHS[page], "", Control("-", "double", (1.0,)), random.Random(0))
@@ -215,7 +215,7 @@ async def _fuzz_over_the_websocket(url: str, page: str) -> list[tuple[int, dict[
 @pytest.fixture(scope="module")
 def app_server():
     """`app.py` served by the launcher, shared by this module's websocket tests."""
-    from tests.browser.helpers import StreamlitServer
+    from testkit.server import StreamlitServer
 
     with StreamlitServer("app.py", log_name="fuzz-websocket") as server:
         yield server

@@ -1,5 +1,6 @@
 """The package's layers (README, "Development"): imports point down only, lazy ones included; no import circles; the
-core loads neither Plotly nor Streamlit.
+core loads neither Plotly nor Streamlit. Around the package: tests/ and bench/ share testkit/ and never import each
+other, and testkit imports neither.
 
     lint-imports                     # the contracts in pyproject.toml
     python -m pytest tests/test_layers.py
@@ -7,6 +8,7 @@ core loads neither Plotly nor Streamlit.
 
 from __future__ import annotations
 
+import ast
 import shutil
 import subprocess
 import sys
@@ -61,7 +63,7 @@ def test_the_layer_contracts_hold():
     assert "3 kept, 0 broken" in done.stdout
 
 
-@pytest.mark.parametrize("package", ["attnviz", "bench"])
+@pytest.mark.parametrize("package", ["attnviz", "bench", "testkit"])
 def test_no_import_circles(package):
     assert circles(package) == []
 
@@ -82,6 +84,67 @@ def test_a_circle_is_found():
             assert circles("circled") == [["circled.a", "circled.b"]]
         finally:
             sys.path.remove(folder)
+
+
+def imported_modules(path: Path, root: Path = ROOT) -> set[str]:
+    """Every module the file at `path` imports, as absolute names: imports inside functions too, relative ones resolved
+    against the file's package, and the constant names given to importlib.import_module or __import__."""
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    package = parts[:-1]  # a module's package, or for an __init__.py its own package
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            module = ".".join([*base, *([node.module] if node.module else [])])
+            found |= {module} if node.module else {f"{module}.{alias.name}" for alias in node.names}
+        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            if name in ("import_module", "__import__") and isinstance(node.args[0].value, str):
+                found.add(node.args[0].value)
+    return found
+
+
+def forbidden_imports(folder: str, forbidden: set[str], root: Path = ROOT) -> list[str]:
+    """`path: module` for each import under `folder` of a module in one of the `forbidden` top-level packages."""
+    return [
+        f"{path.relative_to(root)}: {module}"
+        for path in sorted((root / folder).rglob("*.py"))
+        for module in sorted(imported_modules(path, root))
+        if module.split(".")[0] in forbidden
+    ]
+
+
+@pytest.mark.parametrize(
+    ("folder", "forbidden"),
+    [("tests", {"bench"}), ("bench", {"tests"}), ("testkit", {"tests", "bench"})],
+)
+def test_tests_and_bench_never_import_each_other(folder, forbidden):
+    """What both need (the server runner, the nginx fixture, the websocket clients) is in testkit (issue 37)."""
+    assert (ROOT / folder).is_dir()
+    assert forbidden_imports(folder, forbidden) == []
+
+
+def test_a_forbidden_import_is_found(tmp_path):
+    """The check itself: top-level, lazy and importlib imports of `tests` are seen; bench's own bench.tests, reached
+    by a relative import, is not `tests`."""
+    (tmp_path / "bench" / "tools").mkdir(parents=True)
+    (tmp_path / "bench" / "ok.py").write_text("from bench import run\nfrom .tests import helpers\n")
+    (tmp_path / "bench" / "tools" / "a.py").write_text(
+        "import tests.browser\n"
+        "from .. import tests\n"
+        "def f():\n    from tests.deploy import x\n"
+        "def g():\n    import importlib\n    importlib.import_module('tests.loop')\n"
+        "def h():\n    return __import__('tests')\n"
+    )
+    assert imported_modules(tmp_path / "bench" / "ok.py", tmp_path) == {"bench", "bench.tests"}
+    assert forbidden_imports("bench", {"tests"}, tmp_path) == [
+        "bench/tools/a.py: tests",
+        "bench/tools/a.py: tests.browser",
+        "bench/tools/a.py: tests.deploy",
+        "bench/tools/a.py: tests.loop",
+    ]
 
 
 @pytest.mark.parametrize(

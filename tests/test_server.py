@@ -360,7 +360,7 @@ def test_a_class_server_drops_clear_cache_and_git_requests_from_clients(toolbar:
     loop. With the class's toolbar (`make run`), both messages are dropped; with Streamlit's default toolbar (`make
     dev`) they still work, which shows that the check can fail. A `git` first on the server's PATH notes each call
     and runs the real one."""
-    from tests.browser.helpers import StreamlitServer
+    from testkit.server import StreamlitServer
 
     real_git, calls = shutil.which("git"), tmp_path / "git-calls"
     assert real_git is not None
@@ -602,7 +602,7 @@ def send_in_pieces(port: int, target: str, piece: int = 4096) -> bytes:
 def test_a_server_started_by_the_launcher_serves_a_page_with_a_long_link() -> None:
     """A shared link of 300,000 characters (the app writes up to 512 Ki) arriving over the network in pieces: the
     page is served. Streamlit's HTTP server alone refused any request head over 16 KiB that came in pieces."""
-    from tests.browser.helpers import StreamlitServer
+    from testkit.server import StreamlitServer
 
     with StreamlitServer("app.py", log_name="long-links") as app:
         assert app.port is not None

@@ -16,9 +16,9 @@ import time
 from pathlib import Path
 
 from attnviz.app.training.pacing import process_cpu_s
-from bench.cgroups import ControlGroup
-from bench.proxyclient import ProxyUser
-from tests.browser.helpers import StreamlitServer
+from testkit.cgroups import ControlGroup
+from testkit.proxyclient import ProxyUser
+from testkit.server import StreamlitServer
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -9,16 +9,15 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, Playwright, sync_playwright
 
-from .helpers import (
+from testkit.browser import (
     CHROMIUM_ARGS,
     CHROMIUM_PATH,
-    LOG_DIR,
     SCREENSHOT_DIR,
     ConsoleRecorder,
-    StreamlitServer,
     install_rerun_tracker,
     screenshot,
 )
+from testkit.server import LOG_DIR, StreamlitServer
 
 BROWSER_DIR = Path(__file__).resolve().parent
 DEFAULT_TIMEOUT_MS = 30_000

@@ -12,7 +12,9 @@ from collections.abc import Callable
 
 from playwright.sync_api import Page
 
-from .helpers import ConsoleRecorder, StreamlitServer, exceptions, goto, screenshot, wait_for_plotly
+from testkit.browser import ConsoleRecorder, exceptions, goto, screenshot, wait_for_plotly
+from testkit.server import StreamlitServer
+
 from .test_proxy import BASE_PATH_PROBE, SHARE_LINK, open_page
 
 SMOKE_URL = os.environ.get("ATTNVIZ_SMOKE_URL", "").rstrip("/")

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser
 
-from .helpers import REPO_ROOT, StreamlitServer, goto, wait_ready
+from testkit.browser import goto, wait_ready
+from testkit.server import REPO_ROOT, StreamlitServer
 
 FAILING_PAGE = Path(__file__).with_name("failing_page.py")
 SECRET = "/srv/secret/path.py"

@@ -6,8 +6,9 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from attnviz.i18n import LANGUAGES, t
+from testkit.browser import ConsoleRecorder, exceptions, screenshot, wait_for_figures, wait_rerun
+from testkit.server import StreamlitServer
 
-from .helpers import ConsoleRecorder, StreamlitServer, exceptions, screenshot, wait_for_figures, wait_rerun
 from .test_pages import assert_clean, open_app, query_of, weights_z
 
 PAGES = [("", "home", 1), ("Self_attention", "self", 1), ("Cross_attention", "cross", 1)]

@@ -14,10 +14,10 @@ from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from websockets.sync.client import connect
 
 from attnviz.app.ui.chart_drawn import MOST_MS, trigger_state
-from bench.proxyclient import ProxyUser
+from testkit.browser import exceptions, goto, plotly_figures
+from testkit.proxyclient import ProxyUser
+from testkit.server import StreamlitServer
 from tests.loop import run_in_own_loop
-
-from .helpers import StreamlitServer, exceptions, goto, plotly_figures
 
 BROWSER = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/140.0 Safari/537.36"
 BELOW = {"Self_attention": "Show your work", "Pretrained_model": "Head view"}  # the first thing below the chart
@@ -283,7 +283,7 @@ def test_a_first_paint_without_a_chart_gets_the_rest_once_its_run_is_over(new_pa
 def test_the_class_load_tests_simulated_browser_asks_for_the_rest_after_any_first_paint(
     server: StreamlitServer,
 ) -> None:
-    """`bench.proxyclient.ProxyUser` stands for a browser in the class load test, so it must send the watcher's
+    """`testkit.proxyclient.ProxyUser` stands for a browser in the class load test, so it must send the watcher's
     trigger whenever a run was a first paint. That is on opening a link, and also after a reconnect, when the tab
     had changed nothing and its first run in the new session sends no values. Without the trigger, a control changed
     then is lost: the session is still in its first paint, and the control is not drawn (the class load test lost a

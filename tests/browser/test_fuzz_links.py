@@ -15,9 +15,9 @@ from urllib.parse import urlencode
 import pytest
 from playwright.sync_api import Page
 
+from testkit.browser import ConsoleRecorder, exceptions, goto, wait_ready, wait_rerun
+from testkit.server import StreamlitServer
 from tests.test_fuzz_links import PAGES, URL_PATHS, generated_links
-
-from .helpers import ConsoleRecorder, StreamlitServer, exceptions, goto, wait_ready, wait_rerun
 
 CASES = int(os.environ.get("BROWSER_FUZZ_CASES", "40"))
 # What a link's text must never become on the page: a link or image to the injected addresses, an image the payload

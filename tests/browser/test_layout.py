@@ -7,8 +7,9 @@ import pytest
 from playwright.sync_api import Page
 
 from attnviz.i18n import t
+from testkit.browser import exceptions, goto, screenshot, wait_for_figures, wait_for_plotly
+from testkit.server import StreamlitServer
 
-from .helpers import StreamlitServer, exceptions, goto, screenshot, wait_for_figures, wait_for_plotly
 from .test_pages import set_number
 
 DESK, PHONE, PROJECTOR = {"width": 1400, "height": 1000}, {"width": 390, "height": 844}, {"width": 1280, "height": 720}

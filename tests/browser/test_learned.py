@@ -7,7 +7,8 @@ import time
 
 from playwright.sync_api import Page
 
-from .helpers import StreamlitServer, exceptions, goto, plotly_figures, wait_for_plotly
+from testkit.browser import exceptions, goto, plotly_figures, wait_for_plotly
+from testkit.server import StreamlitServer
 
 STEPS = 120  # long enough (~5 s) to see the progress, short enough for CI
 

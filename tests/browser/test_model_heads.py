@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from playwright.sync_api import Page
 
-from .helpers import StreamlitServer, exceptions, goto, plotly_figures, wait_for_plotly, wait_rerun
+from testkit.browser import exceptions, goto, plotly_figures, wait_for_plotly, wait_rerun
+from testkit.server import StreamlitServer
 
 _THUMBNAIL_JS = """([layer, head]) => {
   const gd = document.querySelector('.js-plotly-plot');

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from playwright.sync_api import Page
 
-from .helpers import exceptions, goto, slider_thumb, wait_for_plotly, wait_rerun
+from testkit.browser import exceptions, goto, slider_thumb, wait_for_plotly, wait_rerun
 
 EQUAL = "Equal to the ordinary computation"
 

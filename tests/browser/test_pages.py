@@ -15,11 +15,9 @@ from playwright.sync_api import Locator, Page, expect
 
 from attnviz.i18n import t
 from attnviz.models.bert import load_minilm
-
-from .helpers import (
+from testkit.browser import (
     EXCEPTION_SELECTOR,
     ConsoleRecorder,
-    StreamlitServer,
     exceptions,
     goto,
     screenshot,
@@ -28,6 +26,7 @@ from .helpers import (
     wait_ready,
     wait_rerun,
 )
+from testkit.server import StreamlitServer
 
 Figures = list[dict[str, Any]]
 

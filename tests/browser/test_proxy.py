@@ -29,21 +29,10 @@ from playwright.sync_api import Page, expect
 from attnviz.app.links import state_file
 from attnviz.app.server import UPLOAD_BYTES
 from attnviz.i18n import t
-from bench.uploads import ISSUE_SIZE, run_flood
-from tests.deploy.nginx_proxy import NginxProxy
-
-from .helpers import (
-    APP_SELECTOR,
-    HOST,
-    ConsoleRecorder,
-    StreamlitServer,
-    active_sessions,
-    exceptions,
-    free_port,
-    goto,
-    screenshot,
-    wait_for_plotly,
-)
+from testkit.browser import APP_SELECTOR, ConsoleRecorder, exceptions, goto, screenshot, wait_for_plotly
+from testkit.nginx import NginxProxy
+from testkit.server import HOST, StreamlitServer, active_sessions, free_port
+from testkit.uploads import ISSUE_SIZE, run_flood
 
 # A preset's second batch row on the self-attention page: a link that carries state, not just a page name.
 SHARE_LINK = "Self_attention?p=unit_sentences&b=1"

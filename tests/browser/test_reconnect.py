@@ -15,7 +15,7 @@ import pytest
 from playwright.sync_api import Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from .helpers import (
+from testkit.browser import (
     NOT_RUNNING,
     RECONNECT_MOMENTS,
     ConsoleRecorder,
@@ -24,6 +24,7 @@ from .helpers import (
     kill_serving_replica,
     wait_for_plotly,
 )
+
 from .test_proxy import Cluster, start_cluster, wait_until  # noqa: F401 (start_cluster: a fixture)
 
 LABEL = "Temperature T"

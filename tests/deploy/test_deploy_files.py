@@ -25,7 +25,7 @@ import pytest
 import yaml
 
 from attnviz.app.links import STATE_FILE_MAX_BYTES
-from tests.deploy.nginx_proxy import JS_MODULE, REPO_ROOT, SITE_CONF, NginxProxy, nginx_binary, user_directive
+from testkit.nginx import JS_MODULE, REPO_ROOT, SITE_CONF, NginxProxy, nginx_binary, user_directive
 
 DEPLOY = REPO_ROOT / "deploy"
 ENTRYPOINT = DEPLOY / "docker" / "entrypoint.sh"
@@ -215,7 +215,7 @@ def test_dockerignore_lets_in_the_app(path: str) -> None:
     "path",
     [
         "tests/test_app.py",
-        "tests/browser/helpers.py",
+        "testkit/server.py",
         ".venv/bin/python",
         "venv/lib/site.py",
         "bench/run.py",

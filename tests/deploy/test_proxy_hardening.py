@@ -32,7 +32,7 @@ from typing import Any, TypeVar
 import pytest
 
 from attnviz.app.links import LINK_MAX_CHARS, LINK_MAX_FIELDS
-from tests.deploy.nginx_proxy import HOST, REPO_ROOT, SITE_CONF, NginxProxy, StandInReplica
+from testkit.nginx import HOST, REPO_ROOT, SITE_CONF, NginxProxy, StandInReplica
 
 T = TypeVar("T")
 

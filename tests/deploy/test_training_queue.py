@@ -17,9 +17,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from bench.proxyclient import ProxyUser
-from tests.browser.helpers import StreamlitServer, free_port
-from tests.deploy.nginx_proxy import HOST, NginxProxy
+from testkit.nginx import HOST, NginxProxy
+from testkit.proxyclient import ProxyUser
+from testkit.server import StreamlitServer, free_port
 
 ATTACKER = "127.0.0.66"
 STUDENTS = [f"127.0.0.{10 + index}" for index in range(10)]

@@ -1,6 +1,6 @@
 """A simulated browser tab that reaches the app through the proxy, as a student's browser does.
 
-`bench/loadclient.py`'s `SimulatedUser` speaks Streamlit's websocket protocol straight to one server. Behind nginx
+testkit.wire's `SimulatedUser` speaks Streamlit's websocket protocol straight to one server. Behind nginx
 (deploy/nginx/attnviz.conf) a browser does more, and `ProxyUser` does it too:
 
 1. It GETs the page first (`/Self_attention?T=0.5`): nginx issues and signs the `attnviz_affinity` cookie, and the
@@ -39,7 +39,7 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import WebSocketException
 
 from attnviz.app.ui.chart_drawn import DRAWN_KEY, trigger_state
-from bench.loadclient import FINISHED_OK, Control, ScriptError, SimulatedUser
+from testkit.wire import FINISHED_OK, Control, ScriptError, SimulatedUser
 
 AFFINITY_COOKIE = "attnviz_affinity"
 XSRF_COOKIE = "_streamlit_xsrf"

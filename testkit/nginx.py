@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[1]
 SITE_CONF = REPO_ROOT / "deploy" / "nginx" / "attnviz.conf"
 COMPOSE_DIR = REPO_ROOT / "deploy" / "nginx" / "compose"
 AFFINITY_JS = COMPOSE_DIR / "affinity.js"

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from bench.run import cost_ratios
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _row(round_: int, slot: int, page: str, cpu: float) -> dict[str, object]:
@@ -34,3 +40,13 @@ def test_each_round_gives_one_ratio_from_its_own_windows() -> None:
         _row(2, 2, "minimal", 10.0),
     ]
     assert cost_ratios(paired, "self") == [pytest.approx(1.5), pytest.approx(1.2)]
+
+
+def test_the_benchmark_and_the_load_tools_load_without_playwright() -> None:
+    """Only the browser benchmarks need Playwright (bench.browser, loaded when asked for): the rest, and this test's
+    module, are collected on a machine without it."""
+    modules = "bench.run, bench.loadclient, bench.classload, bench.uploads, bench.sessions, bench.training"
+    code = f"import sys, {modules}; print(sorted(m for m in sys.modules if m.split('.')[0] == 'playwright'))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[]"
