@@ -916,10 +916,11 @@ class Trainer:
                     return index, pid, found[0]
         return None
 
-    def alive(self, server: int, training: int) -> bool:
+    def alive(self, training: int) -> bool:
+        """Whether the training's process still runs (not gone, not a zombie its replica has yet to reap)."""
         try:
-            return training in children(server, "attnviz.learned.train")
-        except OSError:  # the replica is gone
+            return Path(f"/proc/{training}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+        except OSError:
             return False
 
     async def live(self) -> None:
@@ -948,21 +949,25 @@ class Trainer:
                 index, server, training = found
                 record["replica"] = self.run.cluster.upstream(self.run.cluster.replicas[index])
                 record["started_s"] = round(self.run.now(), 1)
-                while self.run.now() < config.seconds and await asyncio.to_thread(self.alive, server, training):
+                while self.run.now() < config.seconds and await asyncio.to_thread(self.alive, training):
                     await asyncio.sleep(0.5)
                 if self.run.now() >= config.seconds:
                     record["outcome"] = "running at the end"
                     return
                 record["ended_s"] = round(self.run.now(), 1)
+                await asyncio.sleep(2.0)  # the server reads the checkpoint the training printed last
                 user.forget_page()
                 await user.open(config.action_timeout)  # the same cookie: the same replica, if it lives
-                done = "Train" not in user.buttons and not user.exceptions
-                if done:
-                    record["outcome"] = "finished"
+                record["checked_on"] = (await asyncio.to_thread(self.run.cluster.replica_of)).get(user.affinity)
+                if "Train" not in user.buttons and not user.timers and not user.exceptions:
+                    record["outcome"] = "finished"  # the run's charts: no button, no progress fragment
+                elif user.timers:
+                    record["outcome"] = "still training, as its page says"
                 elif self.run.cluster.replicas[index].pid != server:
                     record["outcome"] = "lost with its replica"
                 else:
-                    record["outcome"] = "ended unfinished: " + "; ".join(user.alerts)[:200]
+                    record["outcome"] = "ended unfinished"
+                    record["page"] = {"link": user.query, "said": user.alerts, "exceptions": user.exceptions[:1]}
             except (DisconnectedError, ScriptError, TimeoutError) as exc:
                 record["outcome"] = f"error: {type(exc).__name__}: {exc}"[:200]
                 await asyncio.sleep(1.0)
