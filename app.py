@@ -11,8 +11,9 @@ page_frame("home", "🔍", link_warnings=True)
 
 st.header(tr("home.soft_addressing"))
 st.markdown(tr("home.soft_addressing_text"))
+# One formula per line: each fits a phone's width (390 px) without scrolling
+st.latex(r"f(\mathbf q) = \sum_{i} \alpha(\mathbf q, \mathbf k_i)\, \mathbf v_i")
 st.latex(
-    r"f(\mathbf q) = \sum_{i} \alpha(\mathbf q, \mathbf k_i)\, \mathbf v_i, \qquad "
     r"\alpha(\mathbf q, \mathbf k_i) = \frac{\exp a(\mathbf q, \mathbf k_i)}{\sum_j \exp a(\mathbf q, \mathbf k_j)}"
 )
 
@@ -21,13 +22,9 @@ example = PRESETS["waist_weight"]
 trace = example.run()
 weights = trace.weights[0].tolist()
 st.markdown(tr("home.example_text") + r" $a(q, k) = -\tfrac{1}{2}(q - k)^2$:")
-st.latex(r"a(57, 51) = -18,\quad a(57, 56) = -0.5,\quad a(57, 58) = -0.5")
-st.latex(
-    r"\alpha(57, 51) = \frac{e^{-18}}{e^{-18} + 2e^{-0.5}} \approx "
-    + number_tex(weights[0], 2)
-    + r",\qquad \alpha(57, 56) = \alpha(57, 58) \approx "
-    + f"{weights[1]:.4f}"
-)
+st.latex(r"\begin{gathered} a(57, 51) = -18, \\ a(57, 56) = a(57, 58) = -0.5 \end{gathered}")
+st.latex(r"\alpha(57, 51) = \frac{e^{-18}}{e^{-18} + 2e^{-0.5}} \approx " + number_tex(weights[0], 2))
+st.latex(r"\alpha(57, 56) = \alpha(57, 58) \approx " + f"{weights[1]:.4f}")
 st.latex(r"f(57) \approx 0 \times 40 + \tfrac12 \times 43 + \tfrac12 \times 48 = " + f"{float(trace.output[0]):.4g}")
 chart(
     figures.weights_heatmap(

@@ -8,7 +8,12 @@ to 4 s. So every rerun is priced first, from the sizes alone:
 - **compute**: every (head, query, key) pair costs the trace's own work (score, scale, mask, softmax, weight), plus
   each element of the score's per-pair intermediate (additive: its hidden units; concat: [q; k]; concat_tanh: [q; k]
   and its hidden units; Gaussian: q - k), plus the multiply-adds of concat_tanh's per-pair product W [q; k];
-- **drawing**: the heatmap cells sent to the browser.
+- **drawing**: the heatmap cells sent to the browser;
+- **bytes**: what one rerun sends as charts, RERUN_BYTES at most. Thirty students opening a link to a 512-token
+  cross-attention page with 8 heads and a comparison received 21 MB each (a 3.5 MB heatmap, five of them, the first
+  sent twice by the first paint). A page plans its heatmaps' pooling to fit (`draw_factors`), at the largest size a
+  cell was measured to take in a chart's JSON with its hover text (BYTES_PER_CELL); a chart that would still go past
+  the budget is not sent (attnviz/ui/common.py says so on the page).
 
 The constants were measured on a 2-core machine (`python -m bench.model`-style timings of `multi_head_attend`,
 one thread): ~20 ns per pair, ~3 ns per intermediate element, ~0.1 ns per multiply-add; and, from whole page runs
@@ -23,7 +28,7 @@ turn at the server's gate (attnviz/gate.py), so that large reruns sent back to b
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 NS_PER_PAIR = 20.0
@@ -34,6 +39,9 @@ BUDGET_SECONDS = 0.25
 DRAW_CELLS = 512 * 512  # one 512 x 512 heatmap: what the pages drew at their largest before (~2.6 MB)
 # The largest per-pair intermediate computed at once, in floats (scores.py splits the queries to stay under it).
 CHUNK_FLOATS = 4 * 2**20
+RERUN_BYTES = 4 * 2**20  # the charts one rerun may send: a 512 x 512 heatmap (1.7-3.5 MB) fits whole
+FILE_BYTES = 8 * 2**20  # an offline file's charts, tables and worked steps, besides Plotly's 4.6 MB of code
+BYTES_PER_CELL = 14  # a heatmap cell in a chart's JSON with its hover text, at its largest (measured: 6.6-13.4)
 
 
 def pair_elements(score: str, head_dim: int, num_hiddens: int) -> int:
@@ -177,6 +185,25 @@ def fit_rows(points: int, epochs: int, budget: float = BUDGET_SECONDS) -> int:
 def pool_factor(cells: int, limit: int = DRAW_CELLS) -> int:
     """The smallest k such that max-pooling k x k blocks brings `cells` within `limit` (1: draw as it is)."""
     return max(1, math.ceil(math.sqrt(cells / limit)))
+
+
+def draw_factors(shapes: Sequence[tuple[int, ...]], budget: int = RERUN_BYTES, limit: int = DRAW_CELLS) -> list[int]:
+    """For the heatmaps one rerun draws, of `shapes` (..., rows, columns: a grid of heads has a leading count), the k
+    of each (k x k blocks drawn as one cell; 1: drawn as it is) so that each draws at most `limit` cells and together
+    they send at most `budget` bytes: the chart drawing the most cells is pooled further first."""
+    counts = [math.prod(shape) for shape in shapes]
+    factors = [pool_factor(count, limit) for count in counts]
+
+    def drawn(i: int) -> int:
+        *lead, rows, columns = shapes[i]
+        return math.prod(lead) * -(-rows // factors[i]) * -(-columns // factors[i])
+
+    while shapes and sum(drawn(i) for i in range(len(shapes))) * BYTES_PER_CELL > budget:
+        largest = max(range(len(shapes)), key=drawn)
+        if factors[largest] >= max(shapes[largest][-2:]):  # one cell each: nothing left to pool
+            break
+        factors[largest] += 1
+    return factors
 
 
 # The pretrained model: every layer and head for n tokens, and the page's views of them. From whole page runs

@@ -352,11 +352,13 @@ def html_document(
     intro: str = "",
     link: str | None = None,
     full: bool = True,
+    max_bytes: int | None = None,
 ) -> str:
     """One HTML document of `items` in order: each chart with its numbers as tables, each worked computation;
     under `heading` and the text `intro` when given, and `link`, the address that opens the same state in
     the app (as text: the file refers to nothing). `full=False`: the fragment a notebook output holds. Both carry
-    Plotly's JavaScript inlined, so nothing is fetched."""
+    Plotly's JavaScript inlined, so nothing is fetched. `max_bytes`: what the items may take besides Plotly's code
+    (UTF-8); an item past it is left out, and the document says which."""
     parts = [_STYLE]
     if heading:
         parts.append(f"<h1>{html.escape(heading)}</h1>")
@@ -366,11 +368,17 @@ def html_document(
         parts.append(f"<p>{html.escape(t('display.link', lang))} <code>{html.escape(link)}</code></p>")
     if any(isinstance(item, Chart) for item in items):
         parts.append(f"<script>{plotly.offline.get_plotlyjs()}</script>")
+    used = 0
     for item in items:
-        if isinstance(item, Chart):
-            parts.append(_chart(item, lang) + _tables(item, lang))
-        else:
-            parts.append(_worked(item, lang))
+        part = _chart(item, lang) + _tables(item, lang) if isinstance(item, Chart) else _worked(item, lang)
+        size = len(part.encode("utf-8"))
+        if max_bytes is not None and used + size > max_bytes:
+            name = item.name if isinstance(item, Chart) else item.heading
+            note = t("display.left_out", lang, name=name, limit=f"{max_bytes / 2**20:g}")
+            part = f"<p><em>{html.escape(note)}</em></p>"
+            size = 0
+        used += size
+        parts.append(part)
     body = f'<div class="attnviz">{"".join(parts)}</div>'
     if not full:
         return body

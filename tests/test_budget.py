@@ -7,6 +7,7 @@ compared with concat_tanh) took 12 s and 730 MB per rerun and sent 20 MB of char
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import replace
 
 import pytest
@@ -14,12 +15,23 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 from attnviz import scores
-from attnviz.budget import BUDGET_SECONDS, DRAW_CELLS, Request, fit_rows, fit_seconds, plan, pool_factor
+from attnviz.budget import (
+    BUDGET_SECONDS,
+    BYTES_PER_CELL,
+    DRAW_CELLS,
+    RERUN_BYTES,
+    Request,
+    draw_factors,
+    fit_rows,
+    fit_seconds,
+    plan,
+    pool_factor,
+)
 from attnviz.kernel import fit_bandwidth, leave_one_out_loss
 from attnviz.pipeline import AttentionInputs, attention_request, first_rows, run_attention
 from attnviz.state import AttentionState
 from attnviz.ui import kernel_page
-from tests.test_app import KERNEL, ROOT, SELF
+from tests.test_app import CROSS, KERNEL, ROOT, SELF
 
 CJK = "".join(chr(0x4E00 + 7 * i) for i in range(512))
 CRAFTED = {"s": CJK, "dim": "64", "h": "8", "pr": "random", "sc": "additive", "nh": "256", "cmp": "concat_tanh"}
@@ -64,6 +76,84 @@ def test_the_largest_grid_is_pooled_to_the_drawing_limit():
     assert pool_factor(8 * 64 * 64) == 1
     factor = pool_factor(8 * 512 * 512)
     assert factor == 3 and 8 * (512 / factor) ** 2 <= DRAW_CELLS < 8 * (512 / (factor - 1)) ** 2
+
+
+def _drawn(shape: tuple[int, ...], factor: int) -> int:
+    *lead, rows, columns = shape
+    count = -(-rows // factor) * -(-columns // factor)
+    return count * (lead[0] if lead else 1)
+
+
+@pytest.mark.parametrize(
+    "shapes",
+    [
+        [(512, 512)],
+        [(8, 512, 512), (512, 512)],
+        [(8, 512, 512), (512, 512), (512, 512), (512, 64), (512, 512), (512, 512), (512, 512)],
+        [(3, 7), (1, 5000)],
+    ],
+)
+def test_the_heatmaps_of_one_rerun_are_pooled_to_fit_its_bytes(shapes):
+    factors = draw_factors(shapes)
+    drawn = [_drawn(shape, factor) for shape, factor in zip(shapes, factors, strict=True)]
+    assert sum(drawn) * BYTES_PER_CELL <= RERUN_BYTES
+    assert all(count <= DRAW_CELLS for count in drawn)
+    assert all(factor >= pool_factor(math.prod(shape)) for shape, factor in zip(shapes, factors, strict=True))
+
+
+def test_a_heatmap_that_fits_is_drawn_as_it_is_and_more_of_them_are_pooled():
+    assert draw_factors([(512, 512)]) == [1]  # one 512-token head: every cell
+    assert draw_factors([(20, 20)] * 5) == [1] * 5
+    five = draw_factors([(512, 512)] * 5)
+    assert all(factor > 1 for factor in five)
+
+
+CROSS_512 = {
+    "m": "sentence",
+    "s": " ".join(["cat", "sat", "on", "mat"] * 128),
+    "src": " ".join(["la", "vie", "en", "or"] * 128),
+    "h": "8",
+    "cmp": "dot",
+    "cr": "row",
+}
+
+
+@pytest.mark.parametrize(
+    ("lang", "pooled", "thinned"), [("en", "Drawn in blocks of", "Every "), ("zh-Hans", "按 ", "每隔")]
+)
+def test_a_512_token_page_with_heads_and_a_comparison_sends_at_most_the_rerun_budget(lang, pooled, thinned):
+    at = AppTest.from_file(str(ROOT / CROSS), default_timeout=120)
+    for key, value in {**CROSS_512, "lang": lang}.items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception and not at.error
+    specs = [c.proto.spec for c in at.get("plotly_chart")]
+    assert sum(len(spec) for spec in specs) <= RERUN_BYTES  # was 10.5 MB: 3.5 MB per heatmap
+    titles = [json.loads(spec)["layout"].get("title", {}).get("text", "") for spec in specs]
+    assert sum("−" in title for title in titles) == 1  # the comparison's three charts are drawn, thinned
+    captions = [c.value for c in at.caption]
+    assert any(c.startswith(pooled) for c in captions) and any(c.startswith(thinned) for c in captions)
+    assert not any("MB) is not drawn" in i.value or "未绘制" in i.value for i in at.info)
+
+
+def test_a_chart_past_the_rerun_budget_is_not_sent_and_the_page_says_so():
+    def app() -> None:
+        import numpy as np
+        import plotly.graph_objects as go
+
+        from attnviz.ui.common import chart
+
+        rng = np.random.default_rng(0)
+        for number in range(4):  # 1.2 MB each (as JSON): the fourth goes past 4 MiB
+            chart(go.Figure(go.Heatmap(z=rng.random((300, 300)))), f"big{number}", table="none")
+        chart(go.Figure(go.Bar(y=[1, 2, 3])), "small", table="none")  # a small chart is always drawn
+
+    at = AppTest.from_function(app, default_timeout=60).run()
+    assert not at.exception
+    assert len(at.get("plotly_chart")) == 4 and sum(len(c.proto.spec) for c in at.get("plotly_chart")) <= RERUN_BYTES
+    assert any("is not drawn" in i.value and "4 MB" in i.value for i in at.info)
+    at.run()  # the next run has a budget of its own
+    assert len(at.get("plotly_chart")) == 4
 
 
 @pytest.mark.parametrize(

@@ -216,3 +216,23 @@ def test_a_file_that_cannot_get_a_turn_says_so(monkeypatch, lang):
     finally:
         release.set()
     assert t("gate.busy", lang, ahead=1) in busy and "<script" not in busy and made == []
+
+
+def test_a_file_holds_at_most_its_byte_budget_and_names_what_it_left_out():
+    import numpy as np
+    import plotly.graph_objects as go
+    import plotly.offline
+
+    from attnviz.budget import FILE_BYTES
+    from attnviz.ui.plotly_element import figure_json
+
+    rng = np.random.default_rng(0)
+    charts = [Chart(figure_json(go.Figure(go.Heatmap(z=rng.random((300, 300)))))[0], f"heads_{n}") for n in range(9)]
+    plotly_code = len(plotly.offline.get_plotlyjs().encode())
+    for lang, left_out in (("en", "Left out: heads_"), ("zh-Hans", "已省略：heads_")):
+        page = html_document(charts, lang=lang, title="t", heading="h", max_bytes=FILE_BYTES)
+        size = len(page.encode())
+        assert FILE_BYTES < 9 * 1.2e6 and size <= plotly_code + FILE_BYTES + 10_000  # 11 MB of charts asked for
+        shown = sum(f"heads_{n}" in page and f"{left_out}{n}" not in page for n in range(9))
+        assert 0 < shown < 9 and page.count(left_out) == 9 - shown
+        assert page.index(f"{left_out}8") > page.index("heads_0")  # the first charts are kept, in order

@@ -10,11 +10,12 @@ from typing import Any
 
 import plotly.graph_objects as go
 import streamlit as st
+import torch
 import torch.nn.functional as F
 
 from attnviz import figures
 from attnviz.bert_views import pooled_labels
-from attnviz.budget import BUDGET_SECONDS, DRAW_CELLS, Plan, plan, pool_factor
+from attnviz.budget import BUDGET_SECONDS, DRAW_CELLS, RERUN_BYTES, Plan, draw_factors, plan
 from attnviz.explain import explain_attention
 from attnviz.exports import python_snippet, weights_csv
 from attnviz.fields import field
@@ -90,39 +91,68 @@ def _predicted(
     return None
 
 
+def _pool(values: torch.Tensor, factor: int) -> torch.Tensor:
+    """(..., Q, K) as max-pooled factor x factor blocks (adaptive pooling: the last block may be smaller)."""
+    size = (-(-values.shape[-2] // factor), -(-values.shape[-1] // factor))
+    flat = values.float().reshape(-1, *values.shape[-2:])
+    return F.adaptive_max_pool2d(flat, size).reshape(*values.shape[:-2], *size)
+
+
+def _pooled_caption(factor: int, cells: int, grid: bool) -> None:
+    """Say that a heatmap is drawn in blocks, and why: the heads' grid's size, or this change's bytes."""
+    if grid and cells / factor**2 > DRAW_CELLS / 4:  # the grid's own limit decided it
+        st.caption(tr("budget.pooled", factor=factor, cells=f"{cells:,}", limit=f"{DRAW_CELLS:,}"))
+    else:
+        st.caption(tr("budget.pooled_bytes", factor=factor, limit=RERUN_BYTES // 2**20))
+
+
 def _weights_charts(
-    session: PageSession, state: AttentionState, trace: MultiHeadTrace, inputs: AttentionInputs, side: Any = None
+    session: PageSession,
+    state: AttentionState,
+    trace: MultiHeadTrace,
+    inputs: AttentionInputs,
+    factors: list[int],
+    side: Any = None,
 ) -> list:
     """The weights (one head), or every head and their mean; their tables go in the numbers section. The colour
-    range's control sits above them, or in `side` (beside the chart, on a projector)."""
+    range's control sits above them, or in `side` (beside the chart, on a projector). `factors`: each chart's pooling
+    (attnviz/budget.py: `draw_factors`), one head's, or the grid's and the mean's."""
     q_labels, k_labels, lang, page = inputs.query_labels, inputs.key_labels, current_language(), session.page
     colour_range_picker(session, field(attention_fields(page), "crange"), where=side or st)
-    mask = trace.heads[0].mask.numpy()
+    mask = trace.heads[0].mask
     if trace.num_heads == 1:
-        head = trace.heads[0]
+        head, factor = trace.heads[0], factors[0]
+        weights, scores, q_shown, k_shown = head.weights, head.scores, q_labels, k_labels
+        if factor > 1:  # max-pooled blocks keep a sharp pattern visible; the full numbers are in the CSV
+            weights, scores, mask = _pool(weights, factor), _pool(scores, factor), _pool(mask, factor).bool()
+            q_shown, k_shown = pooled_labels(q_labels, weights.shape[0]), pooled_labels(k_labels, weights.shape[1])
+            _pooled_caption(factor, head.weights.numel(), grid=False)
         title = tr("attention.weights_title", score=tr(f"score.{state.score}.label"))
-        weights = functools.partial(
+        drawn = functools.partial(
             figures.weights_heatmap,
-            head.weights.numpy(),
-            scores=head.scores.numpy(),
-            mask=mask,
-            query_labels=q_labels,
-            key_labels=k_labels,
+            weights.numpy(),
+            scores=scores.numpy(),
+            mask=mask.numpy(),
+            query_labels=q_shown,
+            key_labels=k_shown,
             title=title,
             palette=palette(),
             colour_range=state.crange,
             lang=lang,
         )
-        return [chart(weights, f"{page}_attention_weights", table="elsewhere")]
+        return [chart(drawn, f"{page}_attention_weights", table="elsewhere")]
     titles = [tr("attention.head_n", n=h + 1) for h in range(trace.num_heads)]
-    weights, grid_mask, grid_q, grid_k = trace.weights, trace.heads[0].mask, q_labels, k_labels
-    factor = pool_factor(weights.numel())
-    if factor > 1:  # max-pooled blocks keep a sharp pattern visible; the full numbers are in the mean and the CSV
-        size = (-(-weights.shape[-2] // factor), -(-weights.shape[-1] // factor))
-        weights = F.adaptive_max_pool2d(weights, size)
-        grid_mask = F.adaptive_max_pool2d(grid_mask.float().unsqueeze(0), size).squeeze(0).bool()
-        grid_q, grid_k = pooled_labels(q_labels, size[0]), pooled_labels(k_labels, size[1])
-        st.caption(tr("budget.pooled", factor=factor, cells=f"{trace.weights.numel():,}", limit=f"{DRAW_CELLS:,}"))
+
+    def shown(values: torch.Tensor, factor: int) -> tuple[torch.Tensor, torch.Tensor, list[str], list[str]]:
+        if factor == 1:
+            return values, mask, q_labels, k_labels
+        pooled = _pool(values, factor)
+        rows, columns = pooled.shape[-2:]
+        return pooled, _pool(mask, factor).bool(), pooled_labels(q_labels, rows), pooled_labels(k_labels, columns)
+
+    weights, grid_mask, grid_q, grid_k = shown(trace.weights, factors[0])
+    if factors[0] > 1:
+        _pooled_caption(factors[0], trace.weights.numel(), grid=True)
     grid = figures.heads_grid(
         weights.numpy(),
         mask=grid_mask.numpy(),
@@ -133,20 +163,34 @@ def _weights_charts(
         colour_range=state.crange,
         lang=lang,
     )
+    mean_weights, mean_mask, mean_q, mean_k = shown(trace.mean_weights, factors[1])
     mean = figures.weights_heatmap(
-        trace.mean_weights.numpy(),
-        mask=mask,
-        query_labels=q_labels,
-        key_labels=k_labels,
+        mean_weights.numpy(),
+        mask=mean_mask.numpy(),
+        query_labels=mean_q,
+        key_labels=mean_k,
         title=tr("attention.mean_title"),
         palette=palette(),
         colour_range=state.crange,
         lang=lang,
     )
-    return [
-        chart(grid, f"{page}_attention_heads", table="elsewhere"),
-        chart(mean, f"{page}_attention_mean", table="elsewhere"),
-    ]
+    charts = [chart(grid, f"{page}_attention_heads", table="elsewhere")]
+    if factors[1] > 1:
+        _pooled_caption(factors[1], trace.mean_weights.numel(), grid=False)
+    return [*charts, chart(mean, f"{page}_attention_mean", table="elsewhere")]
+
+
+def heatmap_shapes(trace: MultiHeadTrace, raw: bool, compare: bool) -> list[tuple[int, ...]]:
+    """The heatmaps a rerun draws, in order (attnviz/budget.py: `draw_factors`): one head's weights, or every head's
+    grid and their mean; with the numbers section open (`raw`), the raw scores and the output; with a comparison,
+    its three charts."""
+    rows, columns = trace.mean_weights.shape[-2:]
+    shapes: list[tuple[int, ...]] = [(rows, columns)]
+    if trace.num_heads > 1:
+        shapes.insert(0, tuple(trace.weights.shape))
+    if raw:
+        shapes += [(rows, columns), tuple(trace.output.shape[-2:])]
+    return shapes + [(rows, columns)] * 3 if compare else shapes
 
 
 def _batch_rows(page: str, state: AttentionState) -> None:
@@ -217,9 +261,15 @@ def _projection_matrices(trace: MultiHeadTrace, head: int) -> None:
 
 
 def _numbers_section(
-    session: PageSession, state: AttentionState, trace: MultiHeadTrace, inputs: AttentionInputs, shown: list[go.Figure]
+    session: PageSession,
+    state: AttentionState,
+    trace: MultiHeadTrace,
+    inputs: AttentionInputs,
+    shown: list[go.Figure],
+    factors: list[int],
 ) -> None:
-    """The folded section: the charts' tables, raw scores, outputs and the projection matrices."""
+    """The folded section: the charts' tables, raw scores, outputs and the projection matrices. `factors`: of the
+    scores and the output, every factor-th row (and score column) drawn, to stay within the rerun's bytes."""
     raw = lazy_expander(tr("attention.raw"), key=session.part("open", "raw"))
     if raw is None:
         return
@@ -229,14 +279,19 @@ def _numbers_section(
         for fig in shown:
             chart_tables(fig)
         out_cols = [f"o{j + 1}" for j in range(trace.output.shape[-1])]
-        tables = (  # (values, columns, title, x axis, name): the raw scores of head 1, then the output
-            (head.scores, k_labels, tr("attention.raw_title_head1" if trace.num_heads > 1 else "attention.raw_title"),
-             tr("fig.keys"), f"{page}_raw_scores"),
-            (trace.output, out_cols, tr("attention.output_residual" if trace.residual else "attention.output"),
-             tr("fig.features"), f"{page}_outputs"),
+        rows, keys, outs = slice(None, None, factors[0]), slice(None, None, factors[0]), slice(None, None, factors[1])
+        tables = (  # (values, row labels, columns, title, x axis, name): the raw scores of head 1, then the output
+            (head.scores[rows, keys], q_labels[rows], k_labels[keys],
+             tr("attention.raw_title_head1" if trace.num_heads > 1 else "attention.raw_title"), tr("fig.keys"),
+             f"{page}_raw_scores"),
+            (trace.output[outs], q_labels[outs], out_cols,
+             tr("attention.output_residual" if trace.residual else "attention.output"), tr("fig.features"),
+             f"{page}_outputs"),
         )  # fmt: skip
-        for values, columns, title, x_title, name in tables:
-            fig = figures.matrix_heatmap(values.numpy(), row_labels=q_labels, col_labels=columns, title=title,
+        if max(factors) > 1:
+            st.caption(tr("budget.thinned", factor=max(factors), limit=RERUN_BYTES // 2**20))
+        for values, row_labels, columns, title, x_title, name in tables:
+            fig = figures.matrix_heatmap(values.numpy(), row_labels=row_labels, col_labels=columns, title=title,
                                          x_title=x_title, y_title=tr("fig.queries"), lang=lang)  # fmt: skip
             chart(fig, name, table="inline")
         if state.projections == "random":
@@ -248,9 +303,12 @@ def _numbers_section(
                     chart(matrix, f"{page}_{name}")
 
 
-def _comparison(page: str, state: AttentionState, trace: MultiHeadTrace, inputs: AttentionInputs) -> None:
+def _comparison(
+    page: str, state: AttentionState, trace: MultiHeadTrace, inputs: AttentionInputs, factor: int = 1
+) -> None:
     """The weights of a second score beside the chosen one, and their difference: three charts, two side by side
-    above the difference (the columns stack on a phone), or one above the other on a projector."""
+    above the difference (the columns stack on a phone), or one above the other on a projector. `factor` > 1: every
+    factor-th query and key is drawn (the difference stays exact where it is drawn)."""
     try:
         other = run_attention(state, inputs, score=state.compare)
     except ValueError as exc:
@@ -258,14 +316,17 @@ def _comparison(page: str, state: AttentionState, trace: MultiHeadTrace, inputs:
         st.error(tr("attention.comparison_error", score=score, error=error_text(exc)), icon="🚫")
         return
     st.subheader(tr("attention.side_by_side"))
+    every = slice(None, None, factor)
+    if factor > 1:
+        st.caption(tr("budget.thinned", factor=factor, limit=RERUN_BYTES // 2**20))
     panels = figures.comparison_charts(
-        trace.mean_weights.numpy(),
-        other.mean_weights.numpy(),
+        trace.mean_weights[every, every].numpy(),
+        other.mean_weights[every, every].numpy(),
         label_a=tr(f"score.{state.score}.label"),
         label_b=tr(f"score.{state.compare}.label"),
-        mask=trace.heads[0].mask.numpy(),
-        query_labels=inputs.query_labels,
-        key_labels=inputs.key_labels,
+        mask=trace.heads[0].mask[every, every].numpy(),
+        query_labels=inputs.query_labels[every],
+        key_labels=inputs.key_labels[every],
         palette=palette(),
         colour_range=state.crange,
         lang=current_language(),
@@ -335,14 +396,19 @@ def _compute_and_draw(
         guessed_row = _predicted(session, state, trace, q_labels, k_labels)
         if guessed_row is None:
             return None  # the weights stay hidden until the student's guess is in
-    shown = _weights_charts(session, state, trace, inputs, side)  # their tables are in the numbers section
+    compare = bool(state.compare and fit.compare)
+    raw = session.current(session.part("open", "raw"), bool, False)
+    factors = draw_factors(heatmap_shapes(trace, raw, compare))  # within the bytes one rerun may send
+    main, factors = factors[: 1 + (trace.num_heads > 1)], factors[1 + (trace.num_heads > 1) :]
+    raw_factors, compare_factor = (factors[:2] if raw else [1, 1]), max(factors[-3:]) if compare else 1
+    shown = _weights_charts(session, state, trace, inputs, main, side)  # their tables are in the numbers section
     if state.preset and state.mode == "numbers" and preset_batches(state.preset) > 1:
         _batch_rows(session.page, state)  # the preset's rows: not under a sentence the student switched to
-    _numbers_section(session, state, trace, inputs, shown)
+    _numbers_section(session, state, trace, inputs, shown, raw_factors)
 
     def below() -> None:  # full width, below the controls and the charts: three panels; a column per quantity
-        if state.compare and fit.compare:
-            _comparison(session.page, computed_state, trace, inputs)
+        if compare:
+            _comparison(session.page, computed_state, trace, inputs, compare_factor)
         if state.preset == "concat_linear":
             _note_attn_module(session.page, state, inputs)
         st.subheader(tr("attention.show_work"))

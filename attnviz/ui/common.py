@@ -16,6 +16,7 @@ from streamlit.delta_generator import DeltaGenerator
 from streamlit.errors import StreamlitAPIException
 from streamlit.runtime.scriptrunner_utils.script_run_context import ThreadState, get_script_run_ctx
 
+from attnviz.budget import RERUN_BYTES
 from attnviz.figures import chart_config, figure_tables
 from attnviz.plotting import FigureSpec, figure_specs
 from attnviz.ui import offline, settings
@@ -138,6 +139,34 @@ def _styled(fig: go.Figure) -> go.Figure:
     return fig
 
 
+SENT_KEY = "attnviz_chart_bytes"  # [this run, the bytes its charts sent]
+SMALL_CHART = 64 * 1024  # a chart this small is always sent (a curve, a bar chart, a short sentence's heatmap)
+
+
+def chart_bytes_sent() -> int:
+    """The bytes this run (of the page, or of a fragment) has sent as charts so far."""
+    run = _run()
+    sent = st.session_state.get(SENT_KEY)
+    return sent[1] if isinstance(sent, list) and sent[0] is run else 0
+
+
+def _run() -> object:
+    """This run of the script: its cursors, a new dict in every run (kept by the ledger, so never reused)."""
+    ctx = get_script_run_ctx()
+    return ctx.cursors if ctx is not None else None
+
+
+def _within_byte_budget(spec: str) -> bool:
+    """Count a chart's JSON against this run's budget (attnviz/budget.py: RERUN_BYTES); False when it would go past
+    it, and is then not sent. The pages pool their large heatmaps to fit (`draw_factors`), so this only stops what
+    no plan foresaw."""
+    sent = chart_bytes_sent()
+    if len(spec) > SMALL_CHART and sent + len(spec) > RERUN_BYTES:
+        return False
+    st.session_state[SENT_KEY] = [_run(), sent + len(spec)]
+    return True
+
+
 def chart(
     fig: go.Figure | Callable[[], go.Figure | FigureSpec],
     name: str,
@@ -170,6 +199,10 @@ def chart(
         assert callable(fig), "a shared figure is given as the function that builds it"
         figure = None
         spec, height = _shared_json((*shared, settings.presenting()), fig)
+    if not _within_byte_budget(spec):
+        mb = f"{len(spec) / 2**20:.1f}"
+        st.info(tr("budget.not_drawn", mb=mb, sent=f"{chart_bytes_sent() / 2**20:.1f}", limit=RERUN_BYTES // 2**20))
+        return figure
     plotly_json_chart(st._main, spec, height, config=chart_config(name), key=key, **select)
     offline.record_chart(spec, name)
 

@@ -5,7 +5,9 @@ While a page's share box is open, each run records what the page draws: every ch
 record only when it is clicked (Streamlit calls it on another thread, after the run), so a class moving sliders pays
 nothing for it, and a closed box records nothing.
 
-Making a file is large work (a 512-token page's file is ~20 MB of JSON and tables): it takes its turn at the process's
+A file holds at most FILE_BYTES of charts, tables and worked steps besides Plotly's code (attnviz/budget.py); what
+goes past it is left out, and the file names it. Making a file is large work (a 512-token page's file was ~20 MB of
+JSON and tables before the budgets): it takes its turn at the process's
 gate (attnviz/gate.py) like a large rerun, so a class clicking it together, or a client asking for it again and
 again, takes at most the gate's share of the process; and a file already made for the same contents is served again
 from a cache bounded in bytes instead of being made twice. When the gate is too busy the file says so, in the page's
@@ -27,6 +29,7 @@ import streamlit as st
 from cachetools import LRUCache
 from streamlit.runtime.scriptrunner_utils.script_run_context import ThreadState, get_script_run_ctx
 
+from attnviz.budget import FILE_BYTES
 from attnviz.display import Chart, Worked, html_document
 from attnviz.explain import Step
 from attnviz.gate import GATE, ServerBusyError
@@ -133,7 +136,9 @@ def file_maker(title: str, intro: str, link: str | None, lang: str) -> Callable[
     full_title = f"{title} · attnviz"
 
     def document(contents: list[Chart | Worked]) -> bytes:
-        made = html_document(contents, lang=lang, title=full_title, heading=title, intro=intro, link=link)
+        made = html_document(
+            contents, lang=lang, title=full_title, heading=title, intro=intro, link=link, max_bytes=FILE_BYTES
+        )
         return made.encode("utf-8")
 
     def make() -> bytes:

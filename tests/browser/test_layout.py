@@ -74,6 +74,23 @@ def test_on_a_phone_the_worked_score_wraps_instead_of_scrolling(new_page, server
     assert exceptions(page) == []
 
 
+_DISPLAY_MATHS_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] .katex-display')]
+  .map((e) => ({text: e.textContent.slice(0, 50), scroll: e.scrollWidth, client: e.clientWidth}))"""
+
+
+@pytest.mark.parametrize("lang", ["en", "zh-Hans"])
+def test_on_a_phone_the_home_pages_formulas_fit_without_scrolling(new_page, server: StreamlitServer, lang: str) -> None:
+    """The definition of attention and the worked example's weights: each formula whole on a 390 px screen, not cut
+    off at the edge with the softmax's denominator out of sight."""
+    page: Page = new_page(viewport=PHONE)
+    goto(page, server.url_for("") + f"?lang={lang}")
+    wait_for_plotly(page, count=1)
+    formulas = page.evaluate(_DISPLAY_MATHS_JS)
+    assert len(formulas) >= 5, formulas
+    assert [f for f in formulas if f["scroll"] > f["client"] + 4] == [], formulas  # KaTeX overhangs a pixel or two
+    assert exceptions(page) == []
+
+
 _FIRST_CHART_JS = """() => {
   const chart = document.querySelector('[data-testid="stMain"] .js-plotly-plot');
   const box = chart.getBoundingClientRect();
