@@ -899,7 +899,7 @@ FIRST_TRAINING_SEED = 101  # the package ships seed 0 only
 class Trainer:
     """A client that keeps a training running: it presses Train on the Learned attention page with a seed the
     package does not ship (as bench/training.py does), and again with the next seed as soon as that training ends.
-    An ended training is checked on its replica: the same browser reopens the page, which must show the run."""
+    An ended training is checked on its replica: the page opened there must show the run."""
 
     def __init__(self, run: ClassRun) -> None:
         self.run = run
@@ -956,15 +956,19 @@ class Trainer:
                     return
                 record["ended_s"] = round(self.run.now(), 1)
                 await asyncio.sleep(2.0)  # the server reads the checkpoint the training printed last
-                user.forget_page()
-                await user.open(config.action_timeout)  # the same cookie: the same replica, if it lives
-                record["checked_on"] = (await asyncio.to_thread(self.run.cluster.replica_of)).get(user.affinity)
+                replica = self.run.cluster.replicas[index]
+                if replica.pid != server:
+                    record["outcome"] = "lost with its replica"
+                    continue
+                # Straight to the replica it ran on: the trainer's cookie may have been issued while the other one
+                # was down, and nginx sends it back there once it is up again.
+                await user.close()
+                user = ProxyUser(replica.url, "Learned_attention", f"sd={record['seed']}&n={TRAINING_STEPS}")
+                await user.open(config.action_timeout)
                 if "Train" not in user.buttons and not user.timers and not user.exceptions:
                     record["outcome"] = "finished"  # the run's charts: no button, no progress fragment
                 elif user.timers:
                     record["outcome"] = "still training, as its page says"
-                elif self.run.cluster.replicas[index].pid != server:
-                    record["outcome"] = "lost with its replica"
                 else:
                     record["outcome"] = "ended unfinished"
                     record["page"] = {"link": user.query, "said": user.alerts, "exceptions": user.exceptions[:1]}
