@@ -2,10 +2,11 @@
 
     python -m bench.classload --students 30 --minutes 5               # a full run: with and without adversaries
     python -m bench.classload --students 30 --minutes 1 --no-adversaries --kill-at 30
+    python -m bench.classload --students 30 --minutes 5 --quota 1 --training --name class-quota-training  # root
 
 Two app replicas (`python -m attnviz.app.server app.py`, one cookie secret) run on loopback behind nginx with the
-project's site file (deploy/nginx/attnviz.conf, through tests/deploy/nginx_proxy.py). Every client goes through the
-proxy as a browser does (bench/proxyclient.py): it GETs the page, gets nginx's affinity cookie, then opens the
+project's site file (deploy/nginx/attnviz.conf, through testkit/nginx.py). Every client goes through the
+proxy as a browser does (testkit/proxyclient.py): it GETs the page, gets nginx's affinity cookie, then opens the
 websocket with it.
 
 - Students spread over every page and move its real controls, thinking 1-3 s between actions. After each change the
@@ -17,8 +18,12 @@ websocket with it.
 - One replica is SIGKILLed midway and restarted 20 s later, as a supervisor would. Every student whose session was
   on it reconnects as a browser does and changes a control soon after; the change must reach the URL, and the page
   must come back from its link.
+- `--quota CORES`: each replica in a cgroup of its own with CORES cores of CPU quota, as a pod's CPU limit (its
+  restart and the trainings it starts too; testkit/cgroups.py, needs root). `--training`: a training always running
+  beside the class (a client presses Train on the Learned attention page, again as each training ends).
 
-Results: bench/results/<date>-class.md and .json. The method is in bench/README.md ("Class load test").
+Results: bench/results/<date>-class.md and .json (`--name`: <date>-<name>.*). The method is in bench/README.md
+("Class load test").
 """
 
 from __future__ import annotations
@@ -44,8 +49,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import parse_qs, quote
 
+from testkit.cgroups import ControlGroup
 from testkit.nginx import NginxProxy
-from testkit.procstat import cpu_seconds, machine, rss_mb
+from testkit.procstat import children, cpu_seconds, machine, rss_mb
 from testkit.proxyclient import DisconnectedError, ProxyUser
 from testkit.server import HOST, StreamlitServer, free_port
 from testkit.wire import ScriptError
@@ -123,6 +129,8 @@ class ClassConfig:
     seed: int = 0
     label: str = ""
     replica_env: dict[str, str] = field(default_factory=dict)  # extra environment of the replicas (experiments)
+    quota: float | None = None  # CPU cores of each replica's own cgroup, as a pod's CPU limit; None: no quota
+    training: bool = False  # a training always running: a client presses Train again as each one ends
 
 
 @dataclass(frozen=True)
@@ -150,18 +158,36 @@ class Change:
 # ----- the cluster -----------------------------------------------------------------------------------------------
 
 
-class Cluster:
-    """Two replicas of app.py sharing a cookie secret, and the real nginx in front of them."""
+class Replica(StreamlitServer):
+    """One replica; in its own CPU quota when it has a group (from its start on, restarts and trainings too)."""
 
-    def __init__(self, workdir: Path, log_prefix: str = "class", env: dict[str, str] | None = None) -> None:
+    group: ControlGroup | None = None
+
+    def command(self) -> list[str]:
+        argv = super().command()
+        return self.group.command(argv) if self.group is not None else argv
+
+
+class Cluster:
+    """Two replicas of app.py sharing a cookie secret, and the real nginx in front of them; with `quota`, each
+    replica in a cgroup of its own with that many cores of CPU quota, as a pod's CPU limit (needs root)."""
+
+    def __init__(
+        self, workdir: Path, log_prefix: str = "class", env: dict[str, str] | None = None, quota: float | None = None
+    ) -> None:
         self.workdir = workdir
         self.env = {**(env or {}), "STREAMLIT_SERVER_COOKIE_SECRET": secrets.token_hex(32)}
-        self.replicas = [StreamlitServer("app.py", env=self.env, log_name=f"{log_prefix}-{i}") for i in range(2)]
+        self.replicas = [Replica("app.py", env=self.env, log_name=f"{log_prefix}-{i}") for i in range(2)]
+        self.quota = quota
+        self.groups: list[ControlGroup] = []
         self.proxy: NginxProxy | None = None
 
     def start(self) -> Cluster:
-        """Start both replicas (each until /_stcore/health answers) and nginx."""
+        """Make the quotas' groups, start both replicas (each until /_stcore/health answers) and nginx."""
         for replica in self.replicas:
+            if self.quota is not None:
+                replica.group = ControlGroup(cpu_cores=self.quota).__enter__()
+                self.groups.append(replica.group)
             replica.start()
         self.proxy = NginxProxy([f"{HOST}:{r.port}" for r in self.replicas], free_port(), self.workdir / "nginx")
         self.proxy.start()
@@ -173,6 +199,9 @@ class Cluster:
             self.proxy.stop()
         for replica in self.replicas:
             replica.stop()
+        for group in self.groups:
+            group.remove()
+        self.groups = []
 
     @property
     def url(self) -> str:
@@ -208,13 +237,17 @@ class Cluster:
 
 
 class MemorySampler:
-    """RSS of each replica from /proc, every `interval` seconds, in a thread (the event loop may be busy)."""
+    """RSS of each replica from /proc, every `interval` seconds, in a thread (the event loop may be busy); with
+    `trainings`, also of the trainings each replica runs (child processes: its pod's memory holds them too)."""
 
-    def __init__(self, cluster: Cluster, interval: float = 0.25) -> None:
+    def __init__(self, cluster: Cluster, interval: float = 0.25, trainings: bool = False) -> None:
         self.cluster = cluster
         self.interval = interval
+        self.trainings = trainings
         self.samples: list[tuple[float, int, int, float]] = []  # (t, replica index, pid, MiB)
         self.cpu: dict[int, float] = {}  # pid -> CPU seconds at its last sample
+        self.training_cpu: dict[int, float] = {}  # training's pid -> CPU seconds at its last sample
+        self.with_training: list[tuple[int, float, float]] = []  # (replica index, its trainings' MiB, both MiB)
         self.t0 = time.perf_counter()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -232,6 +265,13 @@ class MemorySampler:
             with contextlib.suppress(OSError, RuntimeError):  # the process went away between the two reads
                 self.samples.append((time.perf_counter() - self.t0, index, pid, rss_mb(pid)))
                 self.cpu[pid] = cpu_seconds(pid)
+                if self.trainings:
+                    training = 0.0
+                    for child in children(pid, "attnviz.app.training.worker"):
+                        with contextlib.suppress(OSError, RuntimeError):
+                            training += rss_mb(child)
+                            self.training_cpu[child] = cpu_seconds(child)
+                    self.with_training.append((index, training, self.samples[-1][3] + training))
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
@@ -249,12 +289,17 @@ class MemorySampler:
             {"pid": pid, "peak_mb": round(max(mb for _, p, mb in mine if p == pid), 1)}
             for pid in pids  # one entry per process: the restarted replica has two
         ]
-        return {
+        summary = {
             "port": self.cluster.replicas[index].port,
             "killed": bool(kill and kill.get("index") == index),
             "peak_mb": round(max((mb for *_, mb in mine), default=0.0), 1),
             "lives": lives,
         }
+        if self.trainings:
+            both = [(training, total) for i, training, total in self.with_training if i == index]
+            summary["training_peak_mb"] = round(max((training for training, _ in both), default=0.0), 1)
+            summary["with_training_peak_mb"] = round(max((total for _, total in both), default=0.0), 1)
+        return summary
 
 
 # ----- students --------------------------------------------------------------------------------------------------
@@ -845,6 +890,107 @@ class Adversaries:
         return out
 
 
+# ----- a training alongside --------------------------------------------------------------------------------------
+
+TRAINING_STEPS = 300  # dates, the page's default: a minute or two beside a class, so that several end in a run
+FIRST_TRAINING_SEED = 101  # the package ships seed 0 only
+
+
+class Trainer:
+    """A client that keeps a training running: it presses Train on the Learned attention page with a seed the
+    package does not ship (as bench/training.py does), and again with the next seed as soon as that training ends.
+    An ended training is checked on its replica: the page opened there must show the run."""
+
+    def __init__(self, run: ClassRun) -> None:
+        self.run = run
+        self.seed = FIRST_TRAINING_SEED
+        self.records: list[dict[str, Any]] = []
+
+    def running(self) -> tuple[int, int, int] | None:
+        """(replica index, replica pid, training pid) of a training running now, or None."""
+        for index, replica in enumerate(self.run.cluster.replicas):
+            pid = replica.pid
+            with contextlib.suppress(OSError):
+                found = children(pid, "attnviz.app.training.worker") if pid else []
+                if found:
+                    return index, pid, found[0]
+        return None
+
+    def alive(self, training: int) -> bool:
+        """Whether the training's process still runs (not gone, not a zombie its replica has yet to reap)."""
+        try:
+            return Path(f"/proc/{training}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+        except OSError:
+            return False
+
+    async def live(self) -> None:
+        config = self.run.config
+        while self.run.now() < config.seconds:
+            record: dict[str, Any] = {"seed": self.seed, "steps": TRAINING_STEPS, "pressed_s": round(self.run.now(), 1)}
+            self.records.append(record)
+            self.seed += 1
+            user = ProxyUser(self.run.cluster.url, "Learned_attention", f"sd={record['seed']}&n={TRAINING_STEPS}")
+            try:
+                await user.open(config.action_timeout)
+                await user.click("Train", config.action_timeout)
+                await user.close()
+                found, deadline = None, self.run.now() + 60
+                while self.run.now() < min(deadline, config.seconds):  # its process
+                    if found := await asyncio.to_thread(self.running):
+                        break
+                    await asyncio.sleep(0.2)
+                if found is None:
+                    record["outcome"] = (
+                        "no training process within 60 s"
+                        if self.run.now() < config.seconds
+                        else "not started by the end"
+                    )
+                    continue
+                index, server, training = found
+                record["replica"] = self.run.cluster.upstream(self.run.cluster.replicas[index])
+                record["started_s"] = round(self.run.now(), 1)
+                while self.run.now() < config.seconds and await asyncio.to_thread(self.alive, training):
+                    await asyncio.sleep(0.5)
+                if self.run.now() >= config.seconds:
+                    record["outcome"] = "running at the end"
+                    return
+                record["ended_s"] = round(self.run.now(), 1)
+                await asyncio.sleep(2.0)  # the server reads the checkpoint the training printed last
+                replica = self.run.cluster.replicas[index]
+                if replica.pid != server:
+                    record["outcome"] = "lost with its replica"
+                    continue
+                # Straight to the replica it ran on: the trainer's cookie may have been issued while the other one
+                # was down, and nginx sends it back there once it is up again.
+                await user.close()
+                user = ProxyUser(replica.url, "Learned_attention", f"sd={record['seed']}&n={TRAINING_STEPS}")
+                await user.open(config.action_timeout)
+                if "Train" not in user.buttons and not user.timers and not user.exceptions:
+                    record["outcome"] = "finished"  # the run's charts: no button, no progress fragment
+                elif user.timers:
+                    record["outcome"] = "still training, as its page says"
+                else:
+                    record["outcome"] = "ended unfinished"
+                    record["page"] = {"link": user.query, "said": user.alerts, "exceptions": user.exceptions[:1]}
+            except (DisconnectedError, ScriptError, TimeoutError) as exc:
+                record["outcome"] = f"error: {type(exc).__name__}: {exc}"[:200]
+                await asyncio.sleep(1.0)
+            finally:
+                await user.close()
+
+    def summary(self) -> dict[str, Any]:
+        outcomes = Counter(r.get("outcome", "?").split(":")[0] for r in self.records)
+        spans = [r["ended_s"] - r["started_s"] for r in self.records if r.get("outcome") == "finished"]
+        return {
+            "pressed": len(self.records),
+            "started": sum(1 for r in self.records if "started_s" in r),
+            "finished": outcomes["finished"],
+            "outcomes": dict(outcomes),
+            "finished_in_s_median": round(statistics.median(spans), 1) if spans else None,
+            "trainings": self.records,
+        }
+
+
 # ----- one run ---------------------------------------------------------------------------------------------------
 
 
@@ -854,15 +1000,17 @@ class ClassRun:
     def __init__(self, config: ClassConfig, workdir: Path) -> None:
         self.config = config
         prefix = f"class-{'adv' if config.adversaries else 'base'}"
-        self.cluster = Cluster(workdir, log_prefix=prefix, env=config.replica_env)
+        self.cluster = Cluster(workdir, log_prefix=prefix, env=config.replica_env, quota=config.quota)
         self.t0 = time.perf_counter()
         self.kill_t: float | None = None
         self.kill: dict[str, Any] | None = None
         self.lost: list[dict[str, Any]] = []
         self.students: list[Student] = []
         self.adversaries: Adversaries | None = None
+        self.trainer: Trainer | None = None
         self.client_cpu_s = 0.0
         self.cpu: dict[str, float] = {}
+        self.quota: list[dict[str, float]] = []
         self.loadavg_before: list[str] = []
 
     def now(self) -> float:
@@ -920,6 +1068,9 @@ class ClassRun:
         if self.config.adversaries:
             self.adversaries = Adversaries(self)
             tasks.append(asyncio.create_task(self.adversaries.live()))
+        if self.config.training:
+            self.trainer = Trainer(self)
+            tasks.append(asyncio.create_task(self.trainer.live()))
         if self.config.kill_at is not None:
             tasks.append(asyncio.create_task(self.killer()))
         ticker = asyncio.create_task(self.ticker())
@@ -934,7 +1085,7 @@ class ClassRun:
         """Start the cluster, warm it up, run the class, let it settle; return the results."""
         config = self.config
         self.cluster.start()
-        sampler = MemorySampler(self.cluster)
+        sampler = MemorySampler(self.cluster, trainings=config.training)
         try:
             run_async(self.warm_up())
             warm = [round(rss_mb(r.pid), 1) for r in self.cluster.replicas if r.pid]
@@ -943,6 +1094,7 @@ class ClassRun:
             sampler.start(self.t0)
             client_cpu, busy = time.process_time(), machine_busy_seconds()
             replicas_cpu = {pid: cpu_seconds(pid) for pid in (r.pid for r in self.cluster.replicas) if pid}
+            quota_before = [group.cpu_stat() for group in self.cluster.groups]
             run_async(self.drive())
             sampler.sample()
             self.client_cpu_s = time.process_time() - client_cpu
@@ -950,8 +1102,15 @@ class ClassRun:
                 "machine_busy_s": round(machine_busy_seconds() - busy, 1),
                 "replicas_s": round(sum(sampler.cpu.values()) - sum(replicas_cpu.values()), 1),
                 "client_s": round(self.client_cpu_s, 1),
+                "training_s": round(sum(sampler.training_cpu.values()), 1),  # trainings started during the load
             }
-            self.cpu["others_s"] = round(self.cpu["machine_busy_s"] - self.cpu["replicas_s"] - self.cpu["client_s"], 1)
+            self.cpu["others_s"] = round(
+                self.cpu["machine_busy_s"] - self.cpu["replicas_s"] - self.cpu["client_s"] - self.cpu["training_s"], 1
+            )
+            self.quota = [
+                {key: round(after[key] - before.get(key, 0), 1) for key in after}
+                for before, after in zip(quota_before, (group.cpu_stat() for group in self.cluster.groups), strict=True)
+            ]  # each replica's group over the load: CFS periods, those throttled, seconds throttled
             end = [round(rss_mb(r.pid), 1) if r.pid else None for r in self.cluster.replicas]
             load_s = self.now()
             time.sleep(config.settle)
@@ -1013,6 +1172,7 @@ class ClassRun:
             # CPU seconds over the load: the whole machine, the replicas, this process (the clients), the rest (nginx
             # and anything else running on the machine: it should be small for honest figures)
             "cpu": self.cpu,
+            "quota": self.quota,
             "loadavg_before": self.loadavg_before,  # /proc/loadavg (1, 5, 15 min) after the warm-up
             "actions": actions,
             "students": {
@@ -1033,6 +1193,7 @@ class ClassRun:
             "sessions_after_settle": sessions_after,
             "proxy_status": status,
             "adversaries": self.adversaries.summary() if self.adversaries else None,
+            "training": self.trainer.summary() if self.trainer else None,
         }
 
 
@@ -1125,6 +1286,19 @@ def markdown(results: dict[str, Any]) -> str:
             else "no replica killed. "
         )
         + (f"Replicas' extra environment: {first['replica_env']}. " if first.get("replica_env") else "")
+        + (
+            f"CPU quota: each replica in a cgroup of its own with {first['quota']:g} "
+            f"core{'' if first['quota'] == 1 else 's'} (a pod's CPU limit), "
+            "its restart and its trainings included. "
+            if first.get("quota")
+            else "CPU quota: none. "
+        )
+        + (
+            f"Training: on, one always running (the Learned attention page's Train, dates, {TRAINING_STEPS} steps, "
+            f"seeds from {FIRST_TRAINING_SEED}, the next one pressed as each ends). "
+            if first.get("training")
+            else "Training: none. "
+        )
         + "Method: [bench/README.md, Class load test](../README.md#class-load-test).",
         "",
         "## Goals",
@@ -1270,14 +1444,48 @@ def markdown(results: dict[str, Any]) -> str:
                     f"| {kind} | {name} | {entry['count']} | {http} | {entry['runs']} | "
                     f"{entry['run_s_median']} / {entry['run_s_max']} | {entry['received_kb_max']} | {said} |"
                 )
+    trained = [r for r in runs if r.get("training")]
+    if trained:
+        lines += ["", "## The training alongside", ""]
+        lines += ["| run | Train pressed | started | finished | outcomes | finished in s (median) |"]
+        lines += ["|---|---|---|---|---|---|"]
+        for r in trained:
+            t = r["training"]
+            lines.append(
+                f"| {r['label']} | {t['pressed']} | {t['started']} | {t['finished']} | {t['outcomes']} | "
+                f"{t['finished_in_s_median'] if t['finished_in_s_median'] is not None else '—'} |"
+            )
+        lines += ["", "Peak RSS of each replica's trainings, and of the replica and its trainings together (MiB):", ""]
+        for r in trained:
+            lines.append(
+                f"- {r['label']}: "
+                + "; ".join(
+                    f":{m['port']} training {m.get('training_peak_mb')}, together {m.get('with_training_peak_mb')}"
+                    for m in r["memory"]["replicas"]
+                )
+            )
+    quota = [r for r in runs if r.get("quota")]
+    if quota:
+        lines += ["", "## The CPU quota over the load (each replica's group)", ""]
+        for r in quota:
+            lines.append(
+                f"- {r['label']}: "
+                + "; ".join(
+                    f"{q.get('throttled', 0):.0f} of {q.get('periods', 0):.0f} periods throttled, "
+                    f"{q.get('throttled_s', 0):.1f} s throttled"
+                    for q in r["quota"]
+                )
+            )
     lines += ["", "## CPU over the load (seconds, both cores together)", ""]
-    lines += ["| run | load s | machine busy | replicas | clients (this process) | others (nginx, the rest) |"]
-    lines += ["|---|---|---|---|---|---|"]
+    lines += [
+        "| run | load s | machine busy | replicas | trainings | clients (this process) | others (nginx, the rest) |"
+    ]
+    lines += ["|---|---|---|---|---|---|---|"]
     for r in runs:
         cpu = r["cpu"]
         lines.append(
             f"| {r['label']} | {r['load_seconds']} | {cpu.get('machine_busy_s')} | {cpu.get('replicas_s')} | "
-            f"{cpu.get('client_s')} | {cpu.get('others_s')} |"
+            f"{cpu.get('training_s', 0)} | {cpu.get('client_s')} | {cpu.get('others_s')} |"
         )
     lines += ["", "## Proxy responses (nginx access log, status: count)", ""]
     for r in runs:
@@ -1333,7 +1541,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--adversary", action="append", choices=("crafted", "long_sentence", "oversized"), help="only these (repeat)"
     )
+    parser.add_argument(
+        "--quota", type=float, metavar="CORES", help="each replica in a CPU quota of CORES cores (a cgroup; root)"
+    )
+    parser.add_argument("--training", action="store_true", help="a training always running (Learned attention)")
     parser.add_argument("--out", type=Path, default=RESULTS, help="folder for <date>-class.md and .json")
+    parser.add_argument("--name", default="class", help="results file names: <date>-<name>.md and .json")
     parser.add_argument("--workdir", type=Path, default=None, help="nginx's files (default: a temporary folder)")
     parser.add_argument(
         "--markdown-from", type=Path, help="only judge the recoveries again and write the .md from a results .json"
@@ -1368,11 +1581,17 @@ def main(argv: list[str] | None = None) -> None:
                 settle=args.settle,
                 seed=args.seed,
                 label=label,
+                quota=args.quota,
+                training=args.training,
             )
             if args.adversary:
                 config.adversary_kinds = tuple(args.adversary)
             config.replica_env = dict(item.split("=", 1) for item in args.replica_env)
-            print(f"{label}: {args.students} students, {seconds:g} s, kill at {kill_at}", flush=True)
+            print(
+                f"{label}: {args.students} students, {seconds:g} s, kill at {kill_at}, quota {args.quota}, "
+                f"training {args.training}",
+                flush=True,
+            )
             runs.append(run_class(config, workdir / label.replace(" ", "-")))
             print(json.dumps(checks(runs[-1])), flush=True)
     date = dt.date.today().isoformat()
@@ -1380,9 +1599,9 @@ def main(argv: list[str] | None = None) -> None:
         run["actions_per_student"] = dict(Counter(a["student"] for a in run.pop("actions")))
     results = {"date": date, "machine": machine(), "commit": commit(), "runs": runs}
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"{date}-class.json").write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
-    (args.out / f"{date}-class.md").write_text(markdown(results))
-    print(f"wrote {args.out / f'{date}-class.md'} and .json")
+    (args.out / f"{date}-{args.name}.json").write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
+    (args.out / f"{date}-{args.name}.md").write_text(markdown(results))
+    print(f"wrote {args.out / f'{date}-{args.name}.md'} and .json")
 
 
 if __name__ == "__main__":

@@ -89,6 +89,15 @@ class ControlGroup:
         moves = " && ".join(f"echo $$ > '{folder / 'cgroup.procs'}'" for folder in self.folders)
         return ["/bin/sh", "-c", f'{moves} && exec "$@"', "sh", *argv]
 
+    def cpu_stat(self) -> dict[str, float]:
+        """The group's CPU figures so far: CFS periods, those throttled (its whole quota spent), seconds throttled."""
+        folder = next((f for f in self.folders if (f / "cpu.stat").is_file()), None)
+        if folder is None:
+            return {}
+        stat = {k: int(v) for k, v in (line.split() for line in (folder / "cpu.stat").read_text().splitlines())}
+        seconds = stat.get("throttled_usec", 0) / 1e6 + stat.get("throttled_time", 0) / 1e9  # v2 / v1
+        return {"periods": stat.get("nr_periods", 0), "throttled": stat.get("nr_throttled", 0), "throttled_s": seconds}
+
     def pids(self) -> list[int]:
         """The processes in the group now."""
         if not self.folders:

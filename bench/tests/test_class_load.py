@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from bench.classload import ClassConfig, ClassRun, Student, checks, page_restored, run_async, run_class
+from bench.classload import ClassConfig, ClassRun, Replica, Student, checks, page_restored, run_async, run_class
+from testkit.cgroups import ControlGroup
 
 
 def _show(items: list[Any]) -> str:
@@ -63,6 +64,19 @@ def test_a_class_survives_adversaries_and_a_lost_replica(tmp_path: Path) -> None
     adversaries = result["adversaries"]
     assert all(adversaries[kind]["count"] >= 2 for kind in ("crafted", "long_sentence", "oversized")), adversaries
     assert all(adversaries[kind]["exceptions"] == 0 for kind in adversaries), f"an exception page: {adversaries}"
+
+
+def test_a_replica_with_a_quota_starts_inside_its_group_and_so_does_its_restart(tmp_path: Path) -> None:
+    """`--quota`: the replica's command moves itself into its group, then becomes the server (the same process, so
+    its pid is the server's), at every start; without a group the command is the plain one."""
+    replica = Replica("app.py")
+    plain = replica.command()
+    group = ControlGroup(cpu_cores=1.0)
+    group.folders = [tmp_path]  # where the group's files would be; nothing is written here
+    replica.group = group
+    wrapped = replica.command()
+    assert wrapped[:2] == ["/bin/sh", "-c"] and f"> '{tmp_path / 'cgroup.procs'}'" in wrapped[2]
+    assert "exec" in wrapped[2] and wrapped[-len(plain) :] == plain
 
 
 def test_a_page_counts_as_restored_apart_from_the_changes_and_what_follows_from_them() -> None:
