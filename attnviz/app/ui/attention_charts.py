@@ -4,17 +4,15 @@ and how they are pooled or thinned to stay within the bytes one rerun may send (
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from typing import Any
 
 import streamlit as st
 import torch
 import torch.nn.functional as F
 
-from attnviz.app.budget import DRAW_CELLS, RERUN_BYTES
-from attnviz.app.pipeline import (
-    AttentionInputs,
-    run_attention,
-)
+from attnviz.app.budget import DRAW_CELLS, RERUN_BYTES, draw_factors, pool_factor
+from attnviz.app.pipeline import AttentionInputs, run_attention
 from attnviz.app.state import AttentionState, attention_fields
 from attnviz.app.ui.common import chart
 from attnviz.app.ui.editors import colour_range_picker
@@ -33,12 +31,21 @@ def _pool(values: torch.Tensor, factor: int) -> torch.Tensor:
     return F.adaptive_max_pool2d(flat, size).reshape(*values.shape[:-2], *size)
 
 
-def _pooled_caption(factor: int, cells: int, grid: bool) -> None:
-    """Say that a heatmap is drawn in blocks, and why: the heads' grid's size, or this change's bytes."""
-    if grid and cells / factor**2 > DRAW_CELLS / 4:  # the grid's own limit decided it
+def _pooled(
+    values: torch.Tensor, mask: torch.Tensor, q_labels: list[str], k_labels: list[str], factor: int, grid: bool = False
+) -> tuple[torch.Tensor, torch.Tensor, list[str], list[str]]:
+    """A heatmap's weights (..., Q, K), its mask and its labels as drawn: as they are (`factor` 1), or in max-pooled
+    blocks, with a caption saying why: the heads' grid's own drawing limit, or this change's bytes."""
+    if factor == 1:
+        return values, mask, q_labels, k_labels
+    pooled = _pool(values, factor)
+    rows, columns = pooled.shape[-2:]
+    cells = values.numel()
+    if grid and factor == pool_factor(cells):  # the grid's drawing limit alone decided it
         st.caption(tr("budget.pooled", factor=factor, cells=f"{cells:,}", limit=f"{DRAW_CELLS:,}"))
     else:
         st.caption(tr("budget.pooled_bytes", factor=factor, limit=RERUN_BYTES // 2**20))
+    return pooled, _pool(mask, factor).bool(), pooled_labels(q_labels, rows), pooled_labels(k_labels, columns)
 
 
 def weights_charts(
@@ -55,13 +62,10 @@ def weights_charts(
     q_labels, k_labels, lang, page = inputs.query_labels, inputs.key_labels, current_language(), session.page
     colour_range_picker(session, field(attention_fields(page), "crange"), where=side or st)
     mask = trace.heads[0].mask
-    if trace.num_heads == 1:
+    if trace.num_heads == 1:  # max-pooled blocks keep a sharp pattern visible; the full numbers are in the CSV
         head, factor = trace.heads[0], factors[0]
-        weights, scores, q_shown, k_shown = head.weights, head.scores, q_labels, k_labels
-        if factor > 1:  # max-pooled blocks keep a sharp pattern visible; the full numbers are in the CSV
-            weights, scores, mask = _pool(weights, factor), _pool(scores, factor), _pool(mask, factor).bool()
-            q_shown, k_shown = pooled_labels(q_labels, weights.shape[0]), pooled_labels(k_labels, weights.shape[1])
-            _pooled_caption(factor, head.weights.numel(), grid=False)
+        weights, mask, q_shown, k_shown = _pooled(head.weights, mask, q_labels, k_labels, factor)
+        scores = _pool(head.scores, factor) if factor > 1 else head.scores
         title = tr("attention.weights_title", score=tr(f"score.{state.score}.label"))
         drawn = functools.partial(
             figures.weights_heatmap,
@@ -77,17 +81,7 @@ def weights_charts(
         )
         return [chart(drawn, f"{page}_attention_weights", table="elsewhere")]
     titles = [tr("attention.head_n", n=h + 1) for h in range(trace.num_heads)]
-
-    def shown(values: torch.Tensor, factor: int) -> tuple[torch.Tensor, torch.Tensor, list[str], list[str]]:
-        if factor == 1:
-            return values, mask, q_labels, k_labels
-        pooled = _pool(values, factor)
-        rows, columns = pooled.shape[-2:]
-        return pooled, _pool(mask, factor).bool(), pooled_labels(q_labels, rows), pooled_labels(k_labels, columns)
-
-    weights, grid_mask, grid_q, grid_k = shown(trace.weights, factors[0])
-    if factors[0] > 1:
-        _pooled_caption(factors[0], trace.weights.numel(), grid=True)
+    weights, grid_mask, grid_q, grid_k = _pooled(trace.weights, mask, q_labels, k_labels, factors[0], grid=True)
     grid = figures.heads_grid(
         weights.numpy(),
         mask=grid_mask.numpy(),
@@ -98,7 +92,8 @@ def weights_charts(
         colour_range=state.crange,
         lang=lang,
     )
-    mean_weights, mean_mask, mean_q, mean_k = shown(trace.mean_weights, factors[1])
+    charts = [chart(grid, f"{page}_attention_heads", table="elsewhere")]
+    mean_weights, mean_mask, mean_q, mean_k = _pooled(trace.mean_weights, mask, q_labels, k_labels, factors[1])
     mean = figures.weights_heatmap(
         mean_weights.numpy(),
         mask=mean_mask.numpy(),
@@ -109,23 +104,28 @@ def weights_charts(
         colour_range=state.crange,
         lang=lang,
     )
-    charts = [chart(grid, f"{page}_attention_heads", table="elsewhere")]
-    if factors[1] > 1:
-        _pooled_caption(factors[1], trace.mean_weights.numel(), grid=False)
     return [*charts, chart(mean, f"{page}_attention_mean", table="elsewhere")]
 
 
-def heatmap_shapes(trace: MultiHeadTrace, raw: bool, compare: bool) -> list[tuple[int, ...]]:
-    """The heatmaps a rerun draws, in order (attnviz/app/budget.py: `draw_factors`): one head's weights, or every head's
-    grid and their mean; with the numbers section open (`raw`), the raw scores and the output; with a comparison,
-    its three charts."""
-    rows, columns = trace.mean_weights.shape[-2:]
-    shapes: list[tuple[int, ...]] = [(rows, columns)]
-    if trace.num_heads > 1:
-        shapes.insert(0, tuple(trace.weights.shape))
-    if raw:
-        shapes += [(rows, columns), tuple(trace.output.shape[-2:])]
-    return shapes + [(rows, columns)] * 3 if compare else shapes
+@dataclass(frozen=True)
+class DrawPlan:
+    """How each heatmap of a rerun is drawn (k: k x k blocks, or every k-th row and column; 1: as it is)."""
+
+    weights: list[int]  # one head's weights, or every head's grid and their mean
+    raw: list[int]  # the numbers section's raw scores and output (1, 1 while it is closed)
+    compare: int  # the comparison's three charts
+
+
+def draw_plan(trace: MultiHeadTrace, raw: bool, compare: bool) -> DrawPlan:
+    """The heatmaps a rerun draws, pooled to stay within the bytes one rerun may send (attnviz/app/budget.py:
+    `draw_factors`): the weights, then with the numbers section open (`raw`) the raw scores and the output, then with
+    a comparison its three charts."""
+    square = tuple(trace.mean_weights.shape[-2:])
+    weights = [square] if trace.num_heads == 1 else [tuple(trace.weights.shape), square]
+    numbers = [square, tuple(trace.output.shape[-2:])] if raw else []
+    factors = draw_factors(weights + numbers + [square] * (3 * compare))
+    main, rest = factors[: len(weights)], factors[len(weights) :]
+    return DrawPlan(main, rest[:2] if raw else [1, 1], max(rest[len(numbers) :], default=1))
 
 
 def comparison_section(

@@ -10,7 +10,7 @@ from typing import Any
 import plotly.graph_objects as go
 import streamlit as st
 
-from attnviz.app.budget import BUDGET_SECONDS, RERUN_BYTES, Plan, draw_factors, plan
+from attnviz.app.budget import BUDGET_SECONDS, RERUN_BYTES, Plan, plan
 from attnviz.app.exports import python_snippet, weights_csv
 from attnviz.app.pipeline import (
     AttentionInputs,
@@ -22,7 +22,7 @@ from attnviz.app.pipeline import (
     total_variation,
 )
 from attnviz.app.state import AttentionState, encode_attention, preset_batches
-from attnviz.app.ui.attention_charts import comparison_section, heatmap_shapes, weights_charts
+from attnviz.app.ui.attention_charts import comparison_section, draw_plan, weights_charts
 from attnviz.app.ui.common import arrow_table, chart, chart_tables, lazy_expander
 from attnviz.app.ui.editors import selected_row
 from attnviz.app.ui.messages import show_error
@@ -260,17 +260,15 @@ def _compute_and_draw(
             return None  # the weights stay hidden until the student's guess is in
     compare = bool(state.compare and fit.compare)
     raw = session.current(session.part("open", "raw"), bool, False)
-    factors = draw_factors(heatmap_shapes(trace, raw, compare))  # within the bytes one rerun may send
-    main, factors = factors[: 1 + (trace.num_heads > 1)], factors[1 + (trace.num_heads > 1) :]
-    raw_factors, compare_factor = (factors[:2] if raw else [1, 1]), max(factors[-3:]) if compare else 1
-    shown = weights_charts(session, state, trace, inputs, main, side)  # their tables are in the numbers section
+    drawn = draw_plan(trace, raw, compare)
+    shown = weights_charts(session, state, trace, inputs, drawn.weights, side)  # their tables: the numbers section
     if state.preset and state.mode == "numbers" and preset_batches(state.preset) > 1:
         _batch_rows(session.page, state)  # the preset's rows: not under a sentence the student switched to
-    _numbers_section(session, state, trace, inputs, shown, raw_factors)
+    _numbers_section(session, state, trace, inputs, shown, drawn.raw)
 
     def below() -> None:  # full width, below the controls and the charts: three panels; a column per quantity
         if compare:
-            comparison_section(session.page, computed_state, trace, inputs, compare_factor)
+            comparison_section(session.page, computed_state, trace, inputs, drawn.compare)
         if state.preset == "concat_linear":
             _note_attn_module(session.page, state, inputs)
         st.subheader(tr("attention.show_work"))
