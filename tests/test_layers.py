@@ -161,3 +161,11 @@ def test_the_core_loads_neither_plotly_nor_streamlit(code):
     done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "[]"
+
+
+def test_every_page_loads_pandas_with_the_frame_not_lazily_in_a_script_thread():
+    """Two sessions' first runs importing pandas at once (Streamlit does it lazily) left one with a partially
+    initialised module; the frame every page imports first loads it under the import lock."""
+    check = "import sys, attnviz.app.ui.common; print('pandas' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.stdout.strip() == "True", done.stderr[-2000:]

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 import cachetools
+import pandas  # noqa: F401  (see below)
 import plotly.graph_objects as go
 import pyarrow as pa
 import streamlit as st
@@ -25,6 +26,9 @@ from attnviz.app.ui.settings import md_escape, tr
 from attnviz.figures.attention import chart_config, figure_tables
 from attnviz.figures.plotting import FigureSpec, figure_specs
 
+# pandas is imported here, with the module every page imports first, and not lazily by Streamlit inside two script
+# threads at once: that race gave a restarted replica's first two model-page sessions "partially initialized module
+# 'pandas'" (the class load test's reconnect check). Importing common is serialised by the import lock.
 PAGES = (  # (script, icon, catalogue name): the sidebar's links, in the interface language
     ("app.py", "🔍", "home"),
     ("pages/1_Self_attention.py", "🔁", "self"),
