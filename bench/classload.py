@@ -18,6 +18,8 @@ websocket with it.
 - One replica is SIGKILLed midway and restarted 20 s later, as a supervisor would. Every student whose session was
   on it reconnects as a browser does and changes a control soon after; the change must reach the URL, and the page
   must come back from its link.
+- `--memory MIB`: each replica's cgroup limited to MIB MiB, as a pod's memory limit (its trainings included): the
+  kernel kills what goes past it, and the report counts it.
 - `--quota CORES`: each replica in a cgroup of its own with CORES cores of CPU quota, as a pod's CPU limit (its
   restart and the trainings it starts too; testkit/cgroups.py, needs root). `--training`: a training always running
   beside the class (a client presses Train on the Learned attention page, again as each training ends).
@@ -130,6 +132,7 @@ class ClassConfig:
     label: str = ""
     replica_env: dict[str, str] = field(default_factory=dict)  # extra environment of the replicas (experiments)
     quota: float | None = None  # CPU cores of each replica's own cgroup, as a pod's CPU limit; None: no quota
+    memory: float | None = None  # MiB of memory in each replica's own cgroup, as a pod's memory limit; None: none
     training: bool = False  # a training always running: a client presses Train again as each one ends
 
 
@@ -173,20 +176,25 @@ class Cluster:
     replica in a cgroup of its own with that many cores of CPU quota, as a pod's CPU limit (needs root)."""
 
     def __init__(
-        self, workdir: Path, log_prefix: str = "class", env: dict[str, str] | None = None, quota: float | None = None
+        self,
+        workdir: Path,
+        log_prefix: str = "class",
+        env: dict[str, str] | None = None,
+        quota: float | None = None,
+        memory: float | None = None,
     ) -> None:
         self.workdir = workdir
         self.env = {**(env or {}), "STREAMLIT_SERVER_COOKIE_SECRET": secrets.token_hex(32)}
         self.replicas = [Replica("app.py", env=self.env, log_name=f"{log_prefix}-{i}") for i in range(2)]
-        self.quota = quota
+        self.quota, self.memory = quota, memory
         self.groups: list[ControlGroup] = []
         self.proxy: NginxProxy | None = None
 
     def start(self) -> Cluster:
         """Make the quotas' groups, start both replicas (each until /_stcore/health answers) and nginx."""
         for replica in self.replicas:
-            if self.quota is not None:
-                replica.group = ControlGroup(cpu_cores=self.quota).__enter__()
+            if self.quota is not None or self.memory is not None:
+                replica.group = ControlGroup(cpu_cores=self.quota, memory_mb=self.memory).__enter__()
                 self.groups.append(replica.group)
             replica.start()
         self.proxy = NginxProxy([f"{HOST}:{r.port}" for r in self.replicas], free_port(), self.workdir / "nginx")
@@ -1000,7 +1008,9 @@ class ClassRun:
     def __init__(self, config: ClassConfig, workdir: Path) -> None:
         self.config = config
         prefix = f"class-{'adv' if config.adversaries else 'base'}"
-        self.cluster = Cluster(workdir, log_prefix=prefix, env=config.replica_env, quota=config.quota)
+        self.cluster = Cluster(
+            workdir, log_prefix=prefix, env=config.replica_env, quota=config.quota, memory=config.memory
+        )
         self.t0 = time.perf_counter()
         self.kill_t: float | None = None
         self.kill: dict[str, Any] | None = None
@@ -1011,6 +1021,7 @@ class ClassRun:
         self.client_cpu_s = 0.0
         self.cpu: dict[str, float] = {}
         self.quota: list[dict[str, float]] = []
+        self.memory_groups: list[dict[str, float]] = []
         self.loadavg_before: list[str] = []
 
     def now(self) -> float:
@@ -1111,6 +1122,7 @@ class ClassRun:
                 {key: round(after[key] - before.get(key, 0), 1) for key in after}
                 for before, after in zip(quota_before, (group.cpu_stat() for group in self.cluster.groups), strict=True)
             ]  # each replica's group over the load: CFS periods, those throttled, seconds throttled
+            self.memory_groups = [group.memory_stat() for group in self.cluster.groups]  # peak, OOM kills
             end = [round(rss_mb(r.pid), 1) if r.pid else None for r in self.cluster.replicas]
             load_s = self.now()
             time.sleep(config.settle)
@@ -1173,6 +1185,7 @@ class ClassRun:
             # and anything else running on the machine: it should be small for honest figures)
             "cpu": self.cpu,
             "quota": self.quota,
+            "memory_groups": self.memory_groups,
             "loadavg_before": self.loadavg_before,  # /proc/loadavg (1, 5, 15 min) after the warm-up
             "actions": actions,
             "students": {
@@ -1292,6 +1305,12 @@ def markdown(results: dict[str, Any]) -> str:
             "its restart and its trainings included. "
             if first.get("quota")
             else "CPU quota: none. "
+        )
+        + (
+            f"Memory limit: each replica's cgroup limited to {first['memory']:g} MiB (a pod's memory limit), "
+            "its trainings included. "
+            if first.get("memory")
+            else ""
         )
         + (
             f"Training: on, one always running (the Learned attention page's Train, dates, {TRAINING_STEPS} steps, "
@@ -1476,6 +1495,18 @@ def markdown(results: dict[str, Any]) -> str:
                     for q in r["quota"]
                 )
             )
+    limited = [r for r in runs if r["config"].get("memory")]
+    if limited:
+        lines += ["", "## The memory limit over the load (each replica's group, its trainings included)", ""]
+        for r in limited:
+            lines.append(
+                f"- {r['label']}: "
+                + "; ".join(
+                    f"peak {m.get('peak_mib', float('nan')):.0f} MiB of {r['config']['memory']:g}, "
+                    f"{m.get('oom_kills', 0)} killed by the kernel"
+                    for m in r["memory_groups"]
+                )
+            )
     lines += ["", "## CPU over the load (seconds, both cores together)", ""]
     lines += [
         "| run | load s | machine busy | replicas | trainings | clients (this process) | others (nginx, the rest) |"
@@ -1544,6 +1575,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--quota", type=float, metavar="CORES", help="each replica in a CPU quota of CORES cores (a cgroup; root)"
     )
+    parser.add_argument(
+        "--memory", type=float, metavar="MIB", help="each replica in a memory limit of MIB MiB (a cgroup; root)"
+    )
     parser.add_argument("--training", action="store_true", help="a training always running (Learned attention)")
     parser.add_argument("--out", type=Path, default=RESULTS, help="folder for <date>-class.md and .json")
     parser.add_argument("--name", default="class", help="results file names: <date>-<name>.md and .json")
@@ -1582,6 +1616,7 @@ def main(argv: list[str] | None = None) -> None:
                 seed=args.seed,
                 label=label,
                 quota=args.quota,
+                memory=args.memory,
                 training=args.training,
             )
             if args.adversary:
