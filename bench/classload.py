@@ -1281,6 +1281,15 @@ def _ms(value: float | None) -> str:
     return "—" if value is None else f"{value:.0f}"
 
 
+def _per_replica(
+    runs: list[dict[str, Any]],
+    entries: Callable[[dict[str, Any]], list[dict[str, Any]]],
+    describe: Callable[[dict[str, Any], dict[str, Any]], str],
+) -> list[str]:
+    """One line per run: each replica's entry described, separated by semicolons."""
+    return [f"- {r['label']}: " + "; ".join(describe(r, entry) for entry in entries(r)) for r in runs]
+
+
 def markdown(results: dict[str, Any]) -> str:
     """The results of the runs as a Markdown report."""
     runs: list[dict[str, Any]] = results["runs"]
@@ -1355,6 +1364,17 @@ def markdown(results: dict[str, Any]) -> str:
         [" / ".join(f"{mb:.0f}" for mb in v["peak_rss_mb"]) + " MiB" for v in verdicts],
         all(not v["over_limit"] for v in verdicts),
     )
+    limit = runs[0]["memory"]["limit_mb"]
+    if any(r["config"].get("training") for r in runs):
+        together = [[m.get("with_training_peak_mb") or 0.0 for m in r["memory"]["replicas"]] for r in runs]
+        row(
+            f"each replica with its trainings under the limit ({limit:.0f} MiB; peaks added, an upper bound)",
+            [" / ".join(f"{mb:.0f}" for mb in v) + " MiB" for v in together],
+            all(mb < limit for v in together for mb in v),
+        )
+    if any(r["config"].get("memory") for r in runs):
+        kills = [sum(g.get("oom_kills", 0) for g in r["memory_groups"]) for r in runs]
+        row("processes the kernel killed at the memory limit: 0", [str(k) for k in kills], not any(kills))
     p95 = [r["students"]["latency"]["p95_ms"] for r in runs]
     row("student p95 under 1 s", [f"{_ms(v)} ms" for v in p95], all(v is not None and v < 1000 for v in p95))
     if base and adv:
@@ -1475,38 +1495,36 @@ def markdown(results: dict[str, Any]) -> str:
                 f"{t['finished_in_s_median'] if t['finished_in_s_median'] is not None else '—'} |"
             )
         lines += ["", "Peak RSS of each replica's trainings, and of the replica and its trainings together (MiB):", ""]
-        for r in trained:
-            lines.append(
-                f"- {r['label']}: "
-                + "; ".join(
-                    f":{m['port']} training {m.get('training_peak_mb')}, together {m.get('with_training_peak_mb')}"
-                    for m in r["memory"]["replicas"]
-                )
-            )
-    quota = [r for r in runs if r.get("quota")]
-    if quota:
-        lines += ["", "## The CPU quota over the load (each replica's group)", ""]
-        for r in quota:
-            lines.append(
-                f"- {r['label']}: "
-                + "; ".join(
-                    f"{q.get('throttled', 0):.0f} of {q.get('periods', 0):.0f} periods throttled, "
-                    f"{q.get('throttled_s', 0):.1f} s throttled"
-                    for q in r["quota"]
-                )
-            )
-    limited = [r for r in runs if r["config"].get("memory")]
-    if limited:
-        lines += ["", "## The memory limit over the load (each replica's group, its trainings included)", ""]
-        for r in limited:
-            lines.append(
-                f"- {r['label']}: "
-                + "; ".join(
-                    f"peak {m.get('peak_mib', float('nan')):.0f} MiB of {r['config']['memory']:g}, "
-                    f"{m.get('oom_kills', 0)} killed by the kernel"
-                    for m in r["memory_groups"]
-                )
-            )
+        lines += _per_replica(
+            trained,
+            lambda r: r["memory"]["replicas"],
+            lambda r, m: (
+                f":{m['port']} training {m.get('training_peak_mb')}, together {m.get('with_training_peak_mb')}"
+            ),
+        )
+    groups = (
+        (
+            "The CPU quota over the load (each replica's group)",
+            [r for r in runs if r.get("quota")],
+            lambda r: r["quota"],
+            lambda r, q: (
+                f"{q.get('throttled', 0):.0f} of {q.get('periods', 0):.0f} periods throttled, "
+                f"{q.get('throttled_s', 0):.1f} s throttled"
+            ),
+        ),
+        (
+            "The memory limit over the load (each replica's group, its trainings included)",
+            [r for r in runs if r["config"].get("memory")],
+            lambda r: r["memory_groups"],
+            lambda r, m: (
+                f"peak {m.get('peak_mib', float('nan')):.0f} MiB of {r['config']['memory']:g}, "
+                f"{m.get('oom_kills', 0)} killed by the kernel"
+            ),
+        ),
+    )
+    for title, selected, entries, describe in groups:
+        if selected:
+            lines += ["", f"## {title}", "", *_per_replica(selected, entries, describe)]
     lines += ["", "## CPU over the load (seconds, both cores together)", ""]
     lines += [
         "| run | load s | machine busy | replicas | trainings | clients (this process) | others (nginx, the rest) |"
