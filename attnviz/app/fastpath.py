@@ -22,6 +22,9 @@ What is spared, each against the core's plain step:
 - identity projections leave the inputs as they are (x @ I is x), and one head is the whole width: no split, stack,
   concatenation or mean over one head;
 - a scale or a temperature of 1 multiplies or divides nothing.
+Tensor operations a computation makes, the core's and this path's (tests/torchcalls.py; indexing and getters left
+out): the self page's default trace 58 and 22, the kernel page's query points and curve 34 and 28, the modern page's
+grouped-query layer (4 heads over 2, RoPE, a window) 190 and 158.
 """
 
 from __future__ import annotations
