@@ -5,7 +5,6 @@ import pytest
 import reference as ref
 import torch
 from torch import nn
-from torchcalls import TorchCalls
 
 import attnviz
 
@@ -240,8 +239,8 @@ def test_identity_one_head_equals_attend(score):
 @pytest.mark.parametrize("heads", [1, 2])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_identity_projections_give_exactly_the_product_with_the_identity_matrices(heads, dtype):
-    """The identity projections leave the inputs as they are instead of multiplying by I: the same numbers, bit for
-    bit, as the product with the matrices the trace shows."""
+    """The identity projections give the same numbers, bit for bit, as the product with the matrices the trace
+    shows, and those are I."""
     q, k, v = (t.to(dtype) for t in _inputs(d=4, seed=3))
     mh = attnviz.multi_head_attend(q, k, v, num_heads=heads, projections="identity", causal=True, temperature=0.7)
     assert all(mh.W_q.dtype == dtype and torch.equal(m, torch.eye(4, dtype=dtype)) for m in (mh.W_q, mh.W_k, mh.W_o))
@@ -250,52 +249,14 @@ def test_identity_projections_give_exactly_the_product_with_the_identity_matrice
     )
     assert torch.equal(mh.weights, per_head.weights)
     assert torch.equal(mh.output, per_head.concat @ mh.W_o.T)
-
-
-def test_multi_head_attend_checks_its_inputs_once_not_again_per_head(monkeypatch):
-    """Each torch call lets another thread take Python's lock (bench/README.md, item 19): the inputs are checked
-    finite once, by multi_head_attend, and each head's attention does not check its slice again."""
-    import attnviz.core._validate as validate
-
-    checked: list[tuple[int, ...]] = []
-    all_finite = validate._all_finite
-    monkeypatch.setattr(validate, "_all_finite", lambda t: checked.append(tuple(t.shape)) or all_finite(t))
-    q, k, v = _inputs(d=4, seed=5)
-    for heads, projections, checks in ((1, "identity", 3), (2, "identity", 3), (2, "random", 6)):
-        checked.clear()
-        attnviz.multi_head_attend(q, k, v, num_heads=heads, projections=projections)
-        assert len(checked) == checks, (heads, projections)  # the inputs, then what W_q, W_k, W_v made
-    checked.clear()
-    attnviz.attend(q, k, v)
-    assert len(checked) == 3  # attend on its own still checks what it is given
-
-
-# Torch calls that let go of Python's lock on every call (the tensor operations; indexing and getters such as dim()
-# do not), which the page's default computation no longer makes: a speed pin (marked perf), read with bench/
-_REPLACED = {"isfinite", "all", "squeeze", "unsqueeze", "mean", "masked_fill", "zeros_like", "__invert__", "gt"}
-
-
-@pytest.mark.perf
-@pytest.mark.parametrize("score", ["scaled_dot", "additive"])
-def test_a_page_trace_makes_no_torch_call_that_indexing_replaces(score):
-    """The self and cross pages' default: one sequence (no batch axis), one head, identity projections, no valid
-    lengths. Adding and dropping the batch axis is indexing, the inputs are checked by NumPy, one head's mean is that
-    head, and the softmax masks with `where`: none of the calls in `_REPLACED` is made. (Each trace has identity
-    matrices of its own: a shared one let an edit of one trace's W_q show in every later trace.)"""
-    q, k, v = torch.randn(6, 8), torch.randn(7, 8), torch.randn(7, 8)
-    with TorchCalls() as calls:
-        trace = attnviz.multi_head_attend(q, k, v, score=score, temperature=0.8)
-    assert not _REPLACED & set(calls.names), sorted(_REPLACED & set(calls.names))
-    assert tuple(trace.weights.shape) == (1, 6, 7) and tuple(trace.heads[0].weights.shape) == (6, 7)
-    assert torch.equal(trace.mean_weights, trace.weights.mean(dim=0))
-    assert torch.equal(trace.W_q, torch.eye(8)) and trace.W_q is not attnviz.multi_head_attend(q, k, v).W_q
+    assert mh.W_q is not attnviz.multi_head_attend(q, k, v).W_q  # each trace its own I: an edit of one changes no other
 
 
 @pytest.mark.parametrize("heads", [1, 2])
 @pytest.mark.parametrize("score", ["scaled_dot", "additive", "cosine"])
 def test_an_unbatched_trace_is_the_batched_trace_of_one_row(heads, score):
     """Without a batch axis, every tensor of the trace and of each head's trace is the batched computation's row 0,
-    bit for bit (the axis is now added and taken by indexing)."""
+    bit for bit."""
     q, k, v = torch.randn(5, 4), torch.randn(6, 4), torch.randn(6, 4)
     options = dict(num_heads=heads, score=score, causal=True, temperature=1.7)
     one = attnviz.multi_head_attend(q, k, v, valid_lens=[2, 6, 1, 3, 6], **options)

@@ -12,11 +12,11 @@ import torch
 from torch import Tensor
 
 from attnviz.app.budget import Request
+from attnviz.app.fastpath import multi_head_attend, nadaraya_watson
 from attnviz.app.state import AttentionState, KernelState, Matrix
 from attnviz.core.errors import AttnvizError, Name
 from attnviz.core.fields import MAX_CELL
-from attnviz.core.kernel import nadaraya_watson
-from attnviz.core.multihead import MultiHeadTrace, multi_head_attend
+from attnviz.core.multihead import MultiHeadTrace
 from attnviz.core.text import MAX_TOKENS, embed_tokens, tokenize
 from attnviz.core.trace import AttentionTrace
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numpy as np
 import torch
 from torch import Tensor
 
@@ -28,30 +27,9 @@ def as_float_tensor(data: Any, name: str) -> Tensor:
     return tensor
 
 
-# Up to this many numbers NumPy computes without letting go of Python's lock (it lets go above 500), where each torch
-# call lets go: under a class's load each hand-over between threads costs more than the arithmetic (bench/README.md,
-# items 19 and 27). So small checks and sums are NumPy's.
-NUMPY_KEEPS_LOCK = 500
-_NUMPY_DTYPES = (torch.float32, torch.float64)
-
-
-def small_numpy(tensor: Tensor) -> np.ndarray | None:
-    """The tensor's numbers as a NumPy array sharing its memory, when NumPy computes on them without letting go of
-    Python's lock (at most NUMPY_KEEPS_LOCK float32 or float64 numbers on the CPU); else None: use torch."""
-    small = tensor.numel() <= NUMPY_KEEPS_LOCK and tensor.dtype in _NUMPY_DTYPES
-    if small and tensor.device.type == "cpu" and not tensor.is_neg():
-        return tensor.detach().numpy()
-    return None
-
-
-def _all_finite(tensor: Tensor) -> bool:
-    array = small_numpy(tensor)
-    return bool(np.isfinite(array).all()) if array is not None else bool(torch.isfinite(tensor).all())
-
-
 def check_finite(tensor: Tensor, name: str) -> None:
     """Raise an AttnvizError naming the first NaN or infinite entry of `tensor`."""
-    if _all_finite(tensor):
+    if bool(torch.isfinite(tensor).all()):
         return
     index = tuple(int(i) for i in (~torch.isfinite(tensor)).nonzero()[0])
     value = tensor[index].item()
@@ -79,9 +57,3 @@ def check_positive(value: Any, name: str) -> float:
 def common_dtype(*tensors: Tensor) -> torch.dtype:
     """The floating dtype all `tensors` should share (float64 wins over float32)."""
     return torch.float64 if any(t.dtype == torch.float64 for t in tensors) else torch.float32
-
-
-def in_dtype(tensor: Tensor, dtype: torch.dtype) -> Tensor:
-    """`tensor` in `dtype`, without a call into torch when it already is: each call lets another thread take
-    Python's lock, which under a class's load costs more than small arithmetic (bench/README.md, item 19)."""
-    return tensor if tensor.dtype == dtype else tensor.to(dtype)

@@ -2,50 +2,52 @@
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import replace
+from typing import Any, NamedTuple
 
 import torch
 from torch import Tensor, nn
 
-from attnviz.core._validate import (
-    as_float_tensor,
-    check_finite,
-    check_nonempty,
-    check_positive,
-    common_dtype,
-    in_dtype,
-)
+from attnviz.core._validate import as_float_tensor, check_finite, check_nonempty, check_positive, common_dtype
 from attnviz.core.errors import AttnvizError, short
 from attnviz.core.masking import causal_mask, lens_to_mask, softmax_where
 from attnviz.core.scores import LearnedScore, additive_scores, check_params, get_score, seeded_module
 from attnviz.core.trace import AttentionTrace
 
 
+def _input(data: Any, name: str) -> Tensor:
+    """One of attend's inputs as a floating tensor, 2-D or 3-D, not empty, finite; else an AttnvizError."""
+    tensor = as_float_tensor(data, name)
+    if tensor.dim() not in (2, 3):
+        axes = "(Q, d)" if name == "queries" else "(K, d)" if name == "keys" else "(K, v)"
+        raise AttnvizError(
+            "input_shape", name=name, axes=axes, rest=axes[1:-1], shape=tuple(tensor.shape), dims=tensor.dim()
+        )
+    check_nonempty(tensor, name)
+    check_finite(tensor, name)
+    return tensor
+
+
 def prepare_inputs(queries: Any, keys: Any, values: Any) -> tuple[Tensor, Tensor, Tensor, bool]:
     """Validate (Q, d)/(K, d_k)/(K, v) or batched inputs; return 3-D tensors and whether they were batched."""
-    tensors = []
-    for name, data in (("queries", queries), ("keys", keys), ("values", values)):
-        tensor = as_float_tensor(data, name)
-        if tensor.dim() not in (2, 3):
-            axes = "(Q, d)" if name == "queries" else "(K, d)" if name == "keys" else "(K, v)"
-            raise AttnvizError(
-                "input_shape", name=name, axes=axes, rest=axes[1:-1], shape=tuple(tensor.shape), dims=tensor.dim()
-            )
-        check_nonempty(tensor, name)
-        check_finite(tensor, name)
-        tensors.append(tensor)
-    q, k, v = tensors
+    q, k, v = _input(queries, "queries"), _input(keys, "keys"), _input(values, "values")
+    return match_inputs(q, k, v)
+
+
+def match_inputs(q: Tensor, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor, Tensor, bool]:
+    """Inputs already read and checked one by one (2-D or 3-D, finite) as (B, Q, d), (B, K, d_k), (B, K, v) of
+    one floating dtype, and whether they were batched; an AttnvizError when their sizes do not fit together."""
     if not q.dim() == k.dim() == v.dim():
         raise AttnvizError("input_dims", queries=tuple(q.shape), keys=tuple(k.shape), values=tuple(v.shape))
     batched = q.dim() == 3
     if not batched:
-        q, k, v = q[None], k[None], v[None]  # indexing keeps Python's lock; unsqueeze lets it go (item 27)
+        q, k, v = q[None], k[None], v[None]  # (T, d) -> (1, T, d)
     if not q.shape[0] == k.shape[0] == v.shape[0]:
         raise AttnvizError("batch_sizes", queries=q.shape[0], keys=k.shape[0], values=v.shape[0])
     if k.shape[1] != v.shape[1]:
         raise AttnvizError("kv_items", keys=k.shape[1], values=v.shape[1])
     dtype = common_dtype(q, k, v)
-    return in_dtype(q, dtype), in_dtype(k, dtype), in_dtype(v, dtype), batched
+    return q.to(dtype), k.to(dtype), v.to(dtype), batched
 
 
 def build_mask(
@@ -65,11 +67,20 @@ def build_mask(
     return mask
 
 
-def _resolve_score(
-    score: Any, q: Tensor, k: Tensor, params: dict[str, Any]
-) -> tuple[str, dict, Tensor, float, dict[str, Tensor]]:
-    """Compute raw scores (B, Q, K); return the score name, its parameters, the scores, the scale and a learned
-    score's intermediates for show-your-work (`LearnedScore.score_and_features`)."""
+class Scored(NamedTuple):
+    """What a score function made of (B, Q, d) queries and (B, K, d_k) keys."""
+
+    name: str  # the score's name, as the trace shows it
+    params: dict[str, Any]  # its checked parameters
+    scores: Tensor  # (B, Q, K) raw a(q, k)
+    scale: float  # 1/sqrt(d) for a scaled score, else 1
+    features: dict[
+        str, Tensor
+    ]  # a learned score's intermediates for show-your-work (`LearnedScore.score_and_features`)
+
+
+def score_pairs(score: Any, q: Tensor, k: Tensor, params: dict[str, Any]) -> Scored:
+    """Score every query against every key with `score`: a registered name with its `params`, or a score module."""
     if isinstance(score, nn.Module):
         if params:
             raise AttnvizError("module_params", params=short(", ".join(sorted(params))))
@@ -84,7 +95,7 @@ def _resolve_score(
                     scores, features = score.score(q, k), {}
         except RuntimeError as exc:
             raise AttnvizError("module_fit", score=name, query=q.shape[-1], key=k.shape[-1]) from exc
-        return name, dict(getattr(score, "params", {})), scores, 1.0, features
+        return Scored(name, dict(getattr(score, "params", {})), scores, 1.0, features)
     spec = get_score(score)
     checked = check_params(params, spec.params, f"score {spec.name!r}")
     if spec.same_dim and q.shape[-1] != k.shape[-1]:
@@ -95,7 +106,18 @@ def _resolve_score(
             scores, features = module.score_and_features(q, k)
     else:
         scores, features = spec.fn(q, k, **checked), {}
-    return spec.name, checked, scores, spec.scale(q.shape[-1]), features
+    return Scored(spec.name, checked, scores, spec.scale(q.shape[-1]), features)
+
+
+def finite_logits(logits: Tensor) -> Tensor:
+    """`logits` with ±inf clamped to the dtype's largest finite numbers, as the trace shows them."""
+    big = torch.finfo(logits.dtype).max
+    return torch.nan_to_num(logits, posinf=big, neginf=-big)
+
+
+def lens_tensor(valid_lens: Any) -> Tensor | None:
+    """Valid lengths as the trace keeps them: a tensor of whole numbers, or None."""
+    return None if valid_lens is None else torch.as_tensor(valid_lens).to(torch.long)
 
 
 def attend(
@@ -116,77 +138,37 @@ def attend(
     `mask` (Q, K) or (B, Q, K) bool, True where a query may attend, narrows what valid lengths and `causal` allow
     (a sliding window, a prefix); `bias` (Q, K) or (B, Q, K) is added to the scaled scores before the softmax
     (ALiBi's distance penalty)."""
-    q, k, v, batched = prepare_inputs(queries, keys, values)
-    return attend_prepared(
-        q,
-        k,
-        v,
-        batched,
-        score=score,
-        valid_lens=valid_lens,
-        causal=causal,
-        temperature=temperature,
-        mask=mask,
-        bias=bias,
-        **score_params,
-    )
-
-
-def attend_prepared(
-    q: Tensor,
-    k: Tensor,
-    v: Tensor,
-    batched: bool,
-    *,
-    score: Any = "scaled_dot",
-    valid_lens: Any = None,
-    causal: bool = False,
-    temperature: float = 1.0,
-    mask: Any = None,
-    bias: Any = None,
-    **score_params: Any,
-) -> AttentionTrace:
-    """`attend` for inputs that `prepare_inputs` has already made (B, Q, d), (B, K, d_k), (B, K, v) of one floating
-    dtype and checked finite: `multi_head_attend` checks its inputs once, not once more per head. Every torch call
-    lets another thread take Python's lock, and under a class's load each costs the server far more than its
-    arithmetic (bench/README.md, item 19)."""
+    q, k, v, batched = prepare_inputs(queries, keys, values)  # (B, Q, d), (B, K, d_k), (B, K, v)
     temperature = check_positive(temperature, "temperature")
-    batch, num_queries, num_keys = q.shape[0], q.shape[1], k.shape[1]
-    allowed = build_mask(valid_lens, bool(causal), batch, num_queries, num_keys, batched)
-    if mask is not None:
-        allowed = allowed & _pairwise(mask, "mask", batch, num_queries, num_keys).to(torch.bool)
-    name, params, scores, scale, features = _resolve_score(score, q, k, score_params)
-    scaled = scores * scale if scale != 1.0 else scores  # (B, Q, K); x * 1 is x, and a torch call spared (item 27)
-    added = None
-    if bias is not None:
-        added = _pairwise(bias, "bias", batch, num_queries, num_keys).to(scaled.dtype)
+    allowed = allowed_pairs(valid_lens, causal, mask, q, k, batched)  # (B, Q, K)
+    scored = score_pairs(score, q, k, score_params)
+    scaled = scored.scores * scored.scale  # (B, Q, K)
+    added = None if bias is None else pair_bias(bias, scaled)  # (B, Q, K)
+    if added is not None:
         check_finite(added, "bias")
-        scaled = scaled + added  # (B, Q, K) + (B, Q, K)
-    mask = allowed
-    big = torch.finfo(scaled.dtype).max
-    logits = torch.nan_to_num(scaled / temperature if temperature != 1.0 else scaled, posinf=big, neginf=-big)
-    weights = softmax_where(scaled, mask, temperature)  # (B, Q, K)
+        scaled = scaled + added
+    weights = softmax_where(scaled, allowed, temperature)  # (B, Q, K)
     output = weights @ v  # (B, Q, K) @ (B, K, v) -> (B, Q, v)
-    lens = None if valid_lens is None else torch.as_tensor(valid_lens).to(torch.long)
-    unbatch = (lambda t: t) if batched else (lambda t: t[0])  # the batch axis of one row, without a torch call
-    return AttentionTrace(
-        queries=unbatch(q),
-        keys=unbatch(k),
-        values=unbatch(v),
-        scores=unbatch(scores),
-        logits=unbatch(logits),
-        mask=unbatch(mask),
-        weights=unbatch(weights),
-        output=unbatch(output),
-        score=name,
-        score_params=params,
-        scale=scale,
+    trace = AttentionTrace(
+        queries=q,
+        keys=k,
+        values=v,
+        scores=scored.scores,
+        logits=finite_logits(scaled / temperature),
+        mask=allowed,
+        weights=weights,
+        output=output,
+        score=scored.name,
+        score_params=scored.params,
+        scale=scored.scale,
         temperature=temperature,
         causal=bool(causal),
-        valid_lens=lens,
-        bias=None if added is None else unbatch(added),
-        features={key: unbatch(tensor) for key, tensor in features.items()},
+        bias=added,
+        features=scored.features,
     )
+    if not batched:
+        trace = trace.batch_row(0)  # (1, Q, K) -> (Q, K), and so on
+    return replace(trace, valid_lens=lens_tensor(valid_lens))
 
 
 def _pairwise(data: Any, name: str, batch: int, num_queries: int, num_keys: int) -> Tensor:
@@ -197,6 +179,21 @@ def _pairwise(data: Any, name: str, batch: int, num_queries: int, num_keys: int)
     if tensor.dim() == 3 and tensor.shape[0] not in (1, batch):
         raise AttnvizError("batch_rows", name=name, count=tensor.shape[0], batch=batch)
     return tensor.expand(batch, num_queries, num_keys)
+
+
+def allowed_pairs(valid_lens: Any, causal: bool, mask: Any, q: Tensor, k: Tensor, batched: bool) -> Tensor:
+    """(B, Q, K) bool, True where a query may attend: valid lengths, the causal mask and `mask` (or None) combined,
+    for queries (B, Q, d) and keys (B, K, d_k)."""
+    batch, num_queries, num_keys = q.shape[0], q.shape[1], k.shape[1]
+    allowed = build_mask(valid_lens, bool(causal), batch, num_queries, num_keys, batched)
+    if mask is not None:
+        allowed = allowed & _pairwise(mask, "mask", batch, num_queries, num_keys).to(torch.bool)
+    return allowed
+
+
+def pair_bias(bias: Any, scores: Tensor) -> Tensor:
+    """A (Q, K) or (B, Q, K) bias as (B, Q, K) in the dtype of the (B, Q, K) `scores` it is added to."""
+    return _pairwise(bias, "bias", *scores.shape).to(scores.dtype)
 
 
 class DotProductAttention(nn.Module):
@@ -273,7 +270,7 @@ def _module_trace(
         score=name,
         score_params=dict(params),
         scale=scale,
-        valid_lens=None if valid_lens is None else torch.as_tensor(valid_lens).to(torch.long),
+        valid_lens=lens_tensor(valid_lens),
     )
 
 
@@ -281,8 +278,14 @@ __all__ = [
     "AdditiveAttention",
     "DotProductAttention",
     "LearnedScore",
+    "Scored",
+    "allowed_pairs",
     "attend",
-    "attend_prepared",
     "build_mask",
+    "finite_logits",
+    "lens_tensor",
+    "match_inputs",
+    "pair_bias",
     "prepare_inputs",
+    "score_pairs",
 ]

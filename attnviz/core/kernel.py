@@ -9,7 +9,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from attnviz.core._validate import as_float_tensor, check_finite, check_nonempty, check_positive, common_dtype, in_dtype
+from attnviz.core._validate import as_float_tensor, check_finite, check_nonempty, check_positive, common_dtype
 from attnviz.core.errors import AttnvizError, Name, short
 from attnviz.core.masking import softmax_where
 from attnviz.core.scores import BANDWIDTH, ParamSpec, squared_distances
@@ -81,7 +81,7 @@ def _as_points(data: Any, name: str) -> tuple[Tensor, bool]:
         raise AttnvizError("points_shape", name=name, shape=tuple(tensor.shape))
     check_nonempty(tensor, name)
     check_finite(tensor, name)
-    return (tensor[:, None], True) if tensor.dim() == 1 else (tensor, False)  # indexing: no torch call (item 27)
+    return (tensor[:, None], True) if tensor.dim() == 1 else (tensor, False)  # (n,) -> (n, 1)
 
 
 def nadaraya_watson(
@@ -90,15 +90,23 @@ def nadaraya_watson(
     """Predict f(q) = Σᵢ K((q − kᵢ)/σ) vᵢ / Σⱼ K((q − kⱼ)/σ), traced like `attend` (unbatched)."""
     spec = get_kernel(kernel)
     sigma = check_positive(bandwidth, "bandwidth")
-    q, _ = _as_points(queries, "queries")
-    k, _ = _as_points(keys, "keys")
-    v, values_1d = _as_points(values, "values")
+    q, _ = _as_points(queries, "queries")  # (Q, d)
+    k, _ = _as_points(keys, "keys")  # (K, d)
+    v, values_1d = _as_points(values, "values")  # (K, v)
+    return kernel_regression(q, k, v, spec, sigma, values_1d)
+
+
+def kernel_regression(
+    q: Tensor, k: Tensor, v: Tensor, spec: KernelSpec, sigma: float, values_1d: bool = False
+) -> AttentionTrace:
+    """`nadaraya_watson` on points already read and checked finite: (Q, d) queries, (K, d) keys, (K, v) values;
+    `values_1d` gives the output the values' 1-D shape, (Q,)."""
     if q.shape[-1] != k.shape[-1]:
         raise AttnvizError("features", query=q.shape[-1], key=k.shape[-1])
     if k.shape[0] != v.shape[0]:
         raise AttnvizError("kv_items", keys=k.shape[0], values=v.shape[0])
     dtype = common_dtype(q, k, v)
-    q, k, v = in_dtype(q, dtype), in_dtype(k, dtype), in_dtype(v, dtype)
+    q, k, v = q.to(dtype), k.to(dtype), v.to(dtype)
     distances = squared_distances(q[None], k[None])[0].sqrt()  # (Q, K)
     u = distances / sigma
     kernel_values = spec.fn(u)  # (Q, K), >= 0

@@ -64,20 +64,15 @@ def softmax_where(logits: Tensor, mask: Tensor | None, temperature: float = 1.0)
     The row maximum is subtracted *before* dividing by the temperature, so huge scores and tiny
     temperatures never overflow: the largest allowed entry always becomes exp(0) = 1.
     """
-    # Each torch call lets another thread take Python's lock, which under a class's load costs more than the
-    # arithmetic (bench/README.md, items 19 and 27): so one `where` masks where `~` and `masked_fill` did, and a
-    # temperature of 1 divides nothing.
     lowest = torch.finfo(logits.dtype).min
-    filled = logits if mask is None else torch.where(mask, logits, lowest)
-    shifted = filled - filled.amax(dim=-1, keepdim=True)  # <= 0 on allowed entries
-    if temperature != 1.0:
-        shifted = shifted / temperature
+    filled = logits if mask is None else torch.where(mask, logits, lowest)  # (..., Q, K)
+    shifted = (filled - filled.amax(dim=-1, keepdim=True)) / temperature  # <= 0 on allowed entries
     exps = torch.exp(shifted)
     if mask is not None:
-        exps = torch.where(mask, exps, 0.0)
+        exps = torch.where(mask, exps, 0.0)  # masked keys get no weight
     # totals >= 1 on any row with an allowed key (its largest entry is exp(0)); a row with none sums to 0 and
     # stays 0 (0 / 1), and a row made NaN by infinite scores becomes 0 too.
-    totals = exps.sum(dim=-1, keepdim=True)
+    totals = exps.sum(dim=-1, keepdim=True)  # (..., Q, 1)
     return torch.nan_to_num(exps / totals.clamp_min(1.0), nan=0.0)
 
 

@@ -88,20 +88,36 @@ def projections(d_model: int, num_heads: int, kv_heads: int, head_dim: int, seed
     return {name: torch.randn(rows, d_model, generator=generator) for name, rows in sizes.items()}
 
 
-def modern_attention(
+@dataclass(frozen=True)
+class Layer:
+    """One layer's inputs to its heads' attention: tokens, positions and projections applied."""
+
+    tokens: Tensor  # (T, d_model) as given
+    encoding: Tensor | None  # (T, d_model) the sinusoidal P added to them, or None
+    mats: dict[str, Tensor]  # W_q (H * d_h, d_model), W_k and W_v (G * d_h, d_model)
+    queries: Tensor  # (H, T, d_h) after RoPE, when it is on
+    keys: Tensor  # (G, T, d_h)
+    values: Tensor  # (G, T, d_h)
+    groups: tuple[int, ...]  # query head -> key/value head
+    slopes: Tensor | None  # (H,) ALiBi's, or None
+    bias: Tensor | None  # (H, T, T) ALiBi's, or None
+    mask: Tensor  # (T, T) bool
+
+
+def layer_inputs(
     x: Any,
     *,
-    num_heads: int = 1,
-    kv_heads: int | None = None,
-    head_dim: int = 4,
-    positions: str = "none",
-    mask: Any = None,
-    valid_len: int | None = None,
-    seed: int = 0,
-    weights: dict[str, Tensor] | None = None,
-) -> ModernTrace:
-    """Self-attention of the tokens x (T, d_model) with `positions` (one of POSITIONS), a (T, T) `mask` (causal when
-    None), a valid length (keys from it on are padding), and H query heads over G key/value heads (G = H: MHA)."""
+    num_heads: int,
+    kv_heads: int | None,
+    head_dim: int,
+    positions: str,
+    mask: Any,
+    seed: int,
+    weights: dict[str, Tensor] | None,
+) -> Layer:
+    """`modern_attention`'s first half, with its arguments but the valid length (their defaults are its): the tokens
+    x (T, d_model) checked, their positions encoded, projected and split into H query heads and G key/value heads,
+    with the (T, T) mask (causal when None) and ALiBi's bias."""
     tokens = as_float_tensor(x, "x").to(torch.float32)
     if tokens.dim() != 2 or 0 in tokens.shape:
         raise AttnvizError("shape", name="x", expected="(T, d_model)", shape=tuple(tokens.shape))
@@ -128,21 +144,59 @@ def modern_attention(
         q, k = apply_rope(q), apply_rope(k)  # values are not turned: they carry content, not position
     slopes = alibi_slopes(num_heads) if positions == "alibi" else None
     bias = alibi_bias(num_heads, length) if positions == "alibi" else None
-    traces, stacked, outputs = grouped_query_attention(q, k, v, mask=allowed, bias=bias, valid_lens=valid_len)
+    return Layer(tokens, encoding, mats, q, k, v, groups, slopes, bias, allowed)
+
+
+def layer_trace(
+    layer: Layer, heads: list[AttentionTrace], weights: Tensor, outputs: Tensor, positions: str
+) -> ModernTrace:
+    """The layer's trace from each query head's trace, their weights (H, T, T) and outputs (H, T, d_h):
+    `modern_attention`'s second half."""
+    length = layer.tokens.shape[0]
     return ModernTrace(
-        inputs=tokens,
-        encoding=encoding,
-        W_q=mats["W_q"],
-        W_k=mats["W_k"],
-        W_v=mats["W_v"],
-        queries=q,
-        keys=k,
-        values=v,
-        heads=traces,
-        groups=groups,
-        slopes=slopes,
-        mask=allowed,
-        weights=stacked,
-        output=outputs.transpose(0, 1).reshape(length, num_heads * head_dim),  # (H, T, d_h) -> (T, H d_h)
+        inputs=layer.tokens,
+        encoding=layer.encoding,
+        W_q=layer.mats["W_q"],
+        W_k=layer.mats["W_k"],
+        W_v=layer.mats["W_v"],
+        queries=layer.queries,
+        keys=layer.keys,
+        values=layer.values,
+        heads=heads,
+        groups=layer.groups,
+        slopes=layer.slopes,
+        mask=layer.mask,
+        weights=weights,
+        output=outputs.transpose(0, 1).reshape(length, -1),  # (H, T, d_h) -> (T, H d_h)
         positions=positions,
     )
+
+
+def modern_attention(
+    x: Any,
+    *,
+    num_heads: int = 1,
+    kv_heads: int | None = None,
+    head_dim: int = 4,
+    positions: str = "none",
+    mask: Any = None,
+    valid_len: int | None = None,
+    seed: int = 0,
+    weights: dict[str, Tensor] | None = None,
+) -> ModernTrace:
+    """Self-attention of the tokens x (T, d_model) with `positions` (one of POSITIONS), a (T, T) `mask` (causal when
+    None), a valid length (keys from it on are padding), and H query heads over G key/value heads (G = H: MHA)."""
+    layer = layer_inputs(
+        x,
+        num_heads=num_heads,
+        kv_heads=kv_heads,
+        head_dim=head_dim,
+        positions=positions,
+        mask=mask,
+        seed=seed,
+        weights=weights,
+    )
+    heads, stacked, outputs = grouped_query_attention(
+        layer.queries, layer.keys, layer.values, mask=layer.mask, bias=layer.bias, valid_lens=valid_len
+    )
+    return layer_trace(layer, heads, stacked, outputs, positions)

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
 from torch import Tensor, nn
 
-from attnviz.core._validate import check_finite, in_dtype
-from attnviz.core.attention import DotProductAttention, attend_prepared, prepare_inputs
+from attnviz.core._validate import check_finite
+from attnviz.core.attention import DotProductAttention, attend, prepare_inputs
 from attnviz.core.errors import AttnvizError, Name, short
 from attnviz.core.scores import _init_linear
 from attnviz.core.trace import AttentionTrace
@@ -40,6 +40,12 @@ class MultiHeadTrace:
     def num_heads(self) -> int:
         """Number of heads."""
         return len(self.heads)
+
+    def batch_row(self, index: int) -> MultiHeadTrace:
+        """Batch row `index` of a batched trace, as an unbatched trace (every tensor with its batch axis taken)."""
+        tensors = ("queries", "keys", "values", "weights", "mean_weights", "concat", "delta", "output")
+        taken = {name: getattr(self, name)[index] for name in tensors}
+        return replace(self, **taken, heads=[head.batch_row(index) for head in self.heads])
 
 
 def _identity(size: int, dtype: torch.dtype) -> Tensor:
@@ -73,7 +79,7 @@ def projection_matrices(
             raise AttnvizError("given_projections", sizes=sizes, shapes=short(shapes, 200))
     else:
         raise AttnvizError("projections_kind", value=short(repr(projections)))
-    return {name: in_dtype(m, dtype) for name, m in mats.items()}
+    return {name: m.to(dtype) for name, m in mats.items()}
 
 
 def head_counts(*sizes: int, limit: int) -> list[int]:
@@ -94,6 +100,65 @@ def split_heads(x: Tensor, num_heads: int) -> Tensor:
     return x.reshape(batch, length, num_heads, width // num_heads).transpose(1, 2)
 
 
+def check_heads(num_heads: Any, *sizes: tuple[str, int]) -> None:
+    """Raise an AttnvizError unless `num_heads` is a whole number >= 1 that splits each (name, size) evenly."""
+    if isinstance(num_heads, bool) or not isinstance(num_heads, int) or num_heads < 1:
+        raise AttnvizError("whole_from", name="num_heads", low=1, value=short(repr(num_heads)))
+    for name, size in sizes:
+        if size % num_heads:
+            raise AttnvizError("heads", heads=num_heads, name=Name(name), size=size)
+
+
+def project(x: Tensor, W: Tensor, name: str) -> Tensor:
+    """x @ Wᵀ, (B, T, in) -> (B, T, out), checked finite: large inputs can overflow."""
+    projected = x @ W.T  # (B, T, in) @ (in, out) -> (B, T, out)
+    check_finite(projected, f"projected {name}")
+    return projected
+
+
+def batched_lens(valid_lens: Any, batched: bool) -> Any:
+    """Valid lengths of one sequence with the batch axis added, (1,) or (1, Q), as the heads' batched inputs take
+    them; batched inputs' lengths as they are."""
+    if valid_lens is None or batched:
+        return valid_lens
+    lens = torch.as_tensor(valid_lens)
+    return lens.reshape(1) if lens.dim() == 0 else lens[None]
+
+
+def join_heads(
+    inputs: tuple[Tensor, Tensor, Tensor],
+    mats: dict[str, Tensor],
+    heads: list[AttentionTrace],
+    *,
+    weights: Tensor,
+    mean_weights: Tensor,
+    concat: Tensor,
+    delta: Tensor,
+    residual: bool,
+    projections: str | Mapping[str, Tensor],
+) -> MultiHeadTrace:
+    """The batched trace of multi-head attention on `inputs` (B, Q, d), (B, K, d_k), (B, K, v), from the heads'
+    traces, their weights (B, h, Q, K) and mean (B, Q, K), their outputs side by side `concat` (B, Q, v) and
+    `delta` = concat @ W_oᵀ (B, Q, v); the queries are added to delta when `residual` (their widths must match)."""
+    q, k, v = inputs
+    if residual and delta.shape[-1] != q.shape[-1]:
+        raise AttnvizError("residual", query=q.shape[-1], value=v.shape[-1])
+    return MultiHeadTrace(
+        queries=q,
+        keys=k,
+        values=v,
+        heads=heads,
+        weights=weights,
+        mean_weights=mean_weights,
+        concat=concat,
+        delta=delta,
+        output=q + delta if residual else delta,  # (B, Q, d) + (B, Q, v), d == v
+        residual=bool(residual),
+        projections=projections if isinstance(projections, str) else "given",
+        **mats,
+    )
+
+
 def multi_head_attend(
     queries: Any,
     keys: Any,
@@ -110,74 +175,44 @@ def multi_head_attend(
     **score_params: Any,
 ) -> MultiHeadTrace:
     """Multi-head attention with identity or seeded random projections, every head traced."""
-    q, k, v, batched = prepare_inputs(queries, keys, values)
-    if isinstance(num_heads, bool) or not isinstance(num_heads, int) or num_heads < 1:
-        raise AttnvizError("whole_from", name="num_heads", low=1, value=short(repr(num_heads)))
-    d_q, d_v = q.shape[-1], v.shape[-1]
-    for name, size in (("query_size", d_q), ("key_size", k.shape[-1]), ("value_size", d_v)):
-        if size % num_heads:
-            raise AttnvizError("heads", heads=num_heads, name=Name(name), size=size)
-    # Each torch call below lets another thread take Python's lock; under a class's load that costs the server more
-    # than the arithmetic of eight tokens (bench/README.md, item 19). So what changes nothing is not called: the
-    # identity projections leave the inputs as they are (x @ I is x), and one head is the whole width.
-    identity = projections == "identity"
-    mats = projection_matrices(d_q, k.shape[-1], d_v, projections, proj_seed, dtype=q.dtype)
-    if identity:
-        q_proj, k_proj, v_proj = q, k, v
-    else:
-        q_proj, k_proj, v_proj = q @ mats["W_q"].T, k @ mats["W_k"].T, v @ mats["W_v"].T  # (B, T, width)
-        for name, projected in (("queries", q_proj), ("keys", k_proj), ("values", v_proj)):
-            check_finite(projected, f"projected {name}")
-    if valid_lens is not None and not batched:
-        lens = torch.as_tensor(valid_lens)
-        valid_lens = lens.reshape(1) if lens.dim() == 0 else lens.unsqueeze(0)
-    if num_heads == 1:
-        per_head = [(q_proj, k_proj, v_proj)]
-    else:
-        q_heads, k_heads, v_heads = (split_heads(t, num_heads) for t in (q_proj, k_proj, v_proj))  # (B, h, T, s)
-        per_head = [(q_heads[:, h], k_heads[:, h], v_heads[:, h]) for h in range(num_heads)]
+    q, k, v, batched = prepare_inputs(queries, keys, values)  # (B, Q, d), (B, K, d_k), (B, K, v)
+    d_q, d_k, d_v = q.shape[-1], k.shape[-1], v.shape[-1]
+    check_heads(num_heads, ("query_size", d_q), ("key_size", d_k), ("value_size", d_v))
+    mats = projection_matrices(d_q, d_k, d_v, projections, proj_seed, dtype=q.dtype)
+    q_proj, k_proj, v_proj = (
+        project(q, mats["W_q"], "queries"),
+        project(k, mats["W_k"], "keys"),
+        project(v, mats["W_v"], "values"),
+    )
+    q_heads, k_heads, v_heads = (split_heads(t, num_heads) for t in (q_proj, k_proj, v_proj))  # (B, h, T, s)
+    lens = batched_lens(valid_lens, batched)
     heads = [
-        attend_prepared(
-            q_head,
-            k_head,
-            v_head,
-            True,
+        attend(
+            q_heads[:, h],  # (B, Q, s): head h's features
+            k_heads[:, h],
+            v_heads[:, h],
             score=score,
-            valid_lens=valid_lens,
+            valid_lens=lens,
             causal=causal,
             temperature=temperature,
             **score_params,
         )
-        for q_head, k_head, v_head in per_head
+        for h in range(num_heads)
     ]
-    if num_heads == 1:
-        weights, concat = heads[0].weights[:, None], heads[0].output  # (B, 1, Q, K), (B, Q, v)
-        mean = heads[0].weights  # the mean of one head is that head
-    else:
-        weights = torch.stack([t.weights for t in heads], dim=1)  # (B, h, Q, K)
-        concat = torch.cat([t.output for t in heads], dim=-1)  # (B, Q, v)
-        mean = weights.mean(dim=1)  # (B, Q, K)
-    delta = concat if identity else concat @ mats["W_o"].T
-    if residual and delta.shape[-1] != d_q:
-        raise AttnvizError("residual", query=d_q, value=d_v)
-    output = q + delta if residual else delta
-    unbatch = (lambda t: t) if batched else (lambda t: t[0])  # the batch axis of one row, without a torch call
-    if not batched:
-        heads = [t.batch_row(0) for t in heads]
-    return MultiHeadTrace(
-        queries=unbatch(q),
-        keys=unbatch(k),
-        values=unbatch(v),
-        heads=heads,
-        weights=unbatch(weights),
-        mean_weights=unbatch(mean),
-        concat=unbatch(concat),
-        delta=unbatch(delta),
-        output=unbatch(output),
-        residual=bool(residual),
-        projections=projections if isinstance(projections, str) else "given",
-        **mats,
+    weights = torch.stack([head.weights for head in heads], dim=1)  # h × (B, Q, K) -> (B, h, Q, K)
+    concat = torch.cat([head.output for head in heads], dim=-1)  # h × (B, Q, s) -> (B, Q, v)
+    trace = join_heads(
+        (q, k, v),
+        mats,
+        heads,
+        weights=weights,
+        mean_weights=weights.mean(dim=1),  # (B, h, Q, K) -> (B, Q, K)
+        concat=concat,
+        delta=concat @ mats["W_o"].T,  # (B, Q, v) @ (v, v) -> (B, Q, v)
+        residual=residual,
+        projections=projections,
     )
+    return trace if batched else trace.batch_row(0)
 
 
 def self_attention(x: Any, **kwargs: Any) -> MultiHeadTrace:

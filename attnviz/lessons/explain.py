@@ -4,19 +4,24 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, NamedTuple
 
-import torch
-
-from attnviz.core._validate import small_numpy
 from attnviz.core.errors import AttnvizError, short
 from attnviz.core.multihead import head_rows
-from attnviz.core.scores import SCORES, seeded_module
+from attnviz.core.scores import SCORES
 from attnviz.core.trace import AttentionTrace
 from attnviz.i18n import DEFAULT_LANGUAGE, t
-
-MAX_TERMS = 6  # coordinates written out in a worked sum before eliding with "…"
-MAX_VECTOR = 8  # entries of an intermediate vector written out before "…"
+from attnviz.lessons.working import (
+    LINE,
+    MAX_TERMS,
+    MAX_VECTOR,
+    factor,
+    number_tex,
+    number_text,
+    products,
+    score_working,
+    vector,
+)
 
 
 @dataclass(frozen=True)
@@ -34,27 +39,6 @@ class Step:
 
 def _numbered(steps: list[Step]) -> list[Step]:
     return [replace(step, number=index) for index, step in enumerate(steps, start=1)]
-
-
-def number_text(x: float, digits: int = 4) -> str:
-    """A number as text, `digits` significant digits; never "-0"."""
-    if not math.isfinite(x):
-        return str(x)
-    text = f"{x:.{digits}g}"
-    return "0" if float(text) == 0 else text
-
-
-def number_tex(x: float, digits: int = 4) -> str:
-    """A number as LaTeX: scientific notation as a × 10^{b} (LaTeX would set "1.3e-08" as "1.3e − 08")."""
-    text = number_text(x, digits)
-    mantissa, e, exponent = text.partition("e")
-    return rf"{mantissa} \times 10^{{{int(exponent)}}}" if e else text
-
-
-def factor(x: float, tex: bool = True) -> str:
-    """A factor in a product (LaTeX, or text), in brackets when negative: 0.5 × (-0.2), never 0.5 × -0.2."""
-    text = number_tex(x) if tex else number_text(x)
-    return f"({text})" if text.startswith("-") else text
 
 
 _num = number_text
@@ -77,93 +61,116 @@ def _tex_label(text: str) -> str:
     return r"\text{" + "".join(specials.get(ch, ch) for ch in text[:20]) + "}"
 
 
-def _products(a: list[float], b: list[float], tex: bool = True) -> str:
-    """a_1 × b_1 + a_2 × b_2 + … written out (LaTeX, or text), negative factors in brackets, MAX_TERMS of them."""
-    times, more = (r"\times", r"\dots") if tex else ("×", "…")
-    terms = [f"{factor(x, tex)} {times} {factor(y, tex)}" for x, y in zip(a[:MAX_TERMS], b[:MAX_TERMS], strict=False)]
-    if len(a) > MAX_TERMS:
-        terms.append(more)
-    return " + ".join(terms)
+class _QueryRow(NamedTuple):
+    """One query row of an unbatched trace, as lists, and the labels and language its steps are written in."""
+
+    trace: AttentionTrace
+    row: int
+    query_label: str
+    key_labels: list[str]
+    lang: str
+    scores: list[float]
+    logits: list[float]
+    allowed: list[bool]
+    weights: list[float]
+
+    def tr(self, key: str, **params: object) -> str:
+        return t(key, self.lang, **params)
 
 
-def _vector(values: list[float], tex: bool = True) -> str:
-    """[v_1, v_2, …] (LaTeX, or text), MAX_VECTOR entries of it. In LaTeX, a line may break after each comma
-    (`\allowbreak`): KaTeX breaks inline maths only after = and +, and eight numbers are wider than a phone."""
-    number, comma = (number_tex, r",\allowbreak ") if tex else (number_text, ", ")
-    more = (comma + r"\dots") if tex else ", …"
-    return "[" + comma.join(number(x) for x in values[:MAX_VECTOR]) + (more if len(values) > MAX_VECTOR else "") + "]"
+def _score_step(query: _QueryRow, score_module: Any) -> Step:
+    """Step 1: each key's score a(q, k_j), the first one worked out."""
+    spec = SCORES.get(query.trace.score)
+    working = score_working(query.trace, query.row, 0, score_module)  # its lines, each its own formula
+    return Step(
+        query.tr("explain.score", query=query.query_label),
+        spec.formula if spec else r"a(\mathbf q, \mathbf k)",
+        note=query.tr("explain.first_key") + "\n\n".join(f" ${line}$" for line in working.split(LINE)),
+        columns=[query.tr("explain.key"), query.tr("explain.score_column")],
+        rows=[[k, s] for k, s in zip(query.key_labels, query.scores, strict=True)],
+        note_is_latex=True,
+    )
 
 
-def score_working(trace: AttentionTrace, row: int, key: int, score_module: Any = None) -> str:
-    """The score a(q, k_j) of one (query, key) pair written out with numbers (LaTeX): a is what the score function
-    returns, before any scale or temperature, the same number as the tables' "score a(q, k)" column. A trained
-    model's score passes its own `score_module`; else a learned score's weights are rebuilt from the trace's seed."""
-    q, k = trace.queries[row].tolist(), trace.keys[key].tolist()
-    s = number_tex(float(trace.scores[row, key]))
-    j = key + 1
-    a = rf"a(\mathbf q, \mathbf k_{{{j}}})"
-    if trace.score in ("dot", "scaled_dot"):
-        return rf"{a} = \mathbf q \cdot \mathbf k_{{{j}}} = {_products(q, k)} = {s}"
-    if trace.score == "cosine":
-        nq, nk = math.sqrt(sum(x * x for x in q)), math.sqrt(sum(x * x for x in k))
-        dot = sum(x * y for x, y in zip(q, k, strict=True))
-        return rf"{a} = \frac{{{number_tex(dot)}}}{{{number_tex(nq)} \times {number_tex(nk)}}} = {s}"
-    if trace.score == "gaussian":
-        sq = sum((x - y) ** 2 for x, y in zip(q, k, strict=True))
-        sigma = trace.score_params.get("bandwidth", 1.0)
-        lhs = rf"{a} = -\frac{{\lVert \mathbf q - \mathbf k_{{{j}}} \rVert^2}}{{2\sigma^2}}"
-        return rf"{lhs} = -\frac{{{number_tex(sq)}}}{{2 \times {number_tex(sigma)}^2}} = {s}"
+def _scale_step(query: _QueryRow) -> Step:
+    """Step 2: the logits z_j, the scores scaled and divided by the temperature (ALiBi's bias added first)."""
+    trace, tr = query.trace, query.tr
     spec = SCORES.get(trace.score)
-    if spec is not None and spec.module is not None:  # its weights, rebuilt from the trace's seed, as attend built them
-        module = score_module
-        if module is None:
-            sizes = trace.queries.shape[-1], trace.keys.shape[-1]
-            module = seeded_module(trace.score, *sizes, trace.score_params, trace.queries.dtype)
-        hidden = _summed(trace.features, "W_q q", row, "W_k k", key)
-        worked = _learned_working(trace.score, module, trace.queries[row], trace.keys[key], j, hidden)
-        return f"{worked}{LINE}{a} = {s}"
-    return rf"{a} = {s}"
+    scale_tex = r"\frac{1}{\sqrt{d}}" if spec and spec.scaled else "1"
+    scale, temperature = _num(trace.scale), _num(trace.temperature)
+    if trace.bias is not None:  # ALiBi: a penalty per key added before the softmax
+        return Step(
+            tr("explain.scale_bias"),
+            rf"z_j = \left(a(\mathbf q, \mathbf k_j) \times {scale_tex} + b_j\right) \,/\, T",
+            note=tr("explain.bias_note", scale=scale, temperature=temperature),
+            columns=[tr("explain.key"), tr("explain.bias"), tr("explain.logit")],
+            rows=[
+                [k, b, z]
+                for k, b, z in zip(query.key_labels, trace.bias[query.row].tolist(), query.logits, strict=True)
+            ],
+        )
+    note = tr("explain.scale_note", scale=scale, temperature=temperature)
+    if math.isfinite(query.logits[0]):  # the first key worked out, as step 1 worked out its score
+        first = {"a": factor(query.scores[0], tex=False), "scale": scale, "temperature": temperature}
+        note += " " + tr("explain.scale_first", **first, z=_num(query.logits[0]))
+    return Step(
+        tr("explain.scale"),
+        rf"z_j = a(\mathbf q, \mathbf k_j) \times {scale_tex} \,/\, T",
+        note=note,
+        columns=[tr("explain.key"), tr("explain.logit")],  # the score is step 1's column
+        rows=[[k, z] for k, z in zip(query.key_labels, query.logits, strict=True)],
+    )
 
 
-LINE = " \n "  # between the lines of a worked score (each becomes its own formula)
+def _mask_step(query: _QueryRow) -> Step:
+    """Step 3: which keys the query may attend to."""
+    tr = query.tr
+    blocked = [k for k, ok in zip(query.key_labels, query.allowed, strict=True) if not ok]
+    return Step(
+        tr("explain.mask"),
+        r"z_j \leftarrow -\infty \ \text{" + tr("explain.mask_formula") + r"} e^{z_j} = 0",
+        note=tr("explain.masked", keys=", ".join(blocked)) if blocked else tr("explain.none_masked"),
+        columns=[tr("explain.key"), tr("explain.allowed")],
+        rows=[
+            [k, tr("explain.yes") if ok else tr("explain.no_masked")]
+            for k, ok in zip(query.key_labels, query.allowed, strict=True)
+        ],
+    )
 
 
-def _summed(features: dict[str, Any], first: str, row: int, second: str, key: int) -> list[float] | None:
-    """features[first][row] + features[second][key] as the score computed them (in their float type), or None when
-    the trace does not carry them. NumPy adds a few numbers without letting go of Python's lock; torch would."""
-    if first not in features or second not in features:
-        return None
-    a, b = features[first][row], features[second][key]
-    small_a, small_b = small_numpy(a), small_numpy(b)
-    if small_a is not None and small_b is not None and a.dtype == b.dtype:
-        return (small_a + small_b).tolist()
-    return (a + b).tolist()
+def _softmax_step(query: _QueryRow) -> Step:
+    """Step 4: the softmax over the allowed keys, its maximum subtracted first."""
+    tr = query.tr
+    finite = [z for z, ok in zip(query.logits, query.allowed, strict=True) if ok]
+    top = max(finite) if finite else 0.0
+    exps = [math.exp(z - top) if ok else 0.0 for z, ok in zip(query.logits, query.allowed, strict=True)]
+    total = sum(exps)
+    return Step(
+        tr("explain.softmax"),
+        r"\alpha_j = \frac{e^{z_j - m}}{\sum_{i} e^{z_i - m}}, \quad m = \max_i z_i",
+        note=tr("explain.softmax_note", top=_num(top), total=_num(total)) if finite else tr("explain.all_masked"),
+        columns=[tr("explain.key"), "e^(z − m)", tr("explain.weight")],
+        rows=[[k, e, w] for k, e, w in zip(query.key_labels, exps, query.weights, strict=True)],
+    )
 
 
-def _learned_working(name: str, module: Any, q: Any, k: Any, j: int, hidden: list[float] | None = None) -> str:
-    """A learned score's intermediates for one pair (LaTeX lines joined by LINE), with the weights they use. The
-    additive score's W_q q + W_k k is `hidden` when the trace carried it; else it is computed here."""
-    with torch.no_grad():
-        if name == "general":
-            wk = module.W(k).tolist()
-            return rf"\mathbf W \mathbf k_{{{j}}} = {_vector(wk)}"
-        if name == "additive":
-            if hidden is None:
-                hidden = (module.W_q(q) + module.W_k(k)).tolist()
-            squashed = [math.tanh(x) for x in hidden]
-            w_v = module.w_v.weight[0].tolist()
-            return (
-                rf"\mathbf W_q \mathbf q + \mathbf W_k \mathbf k_{{{j}}} = {_vector(hidden)}{LINE}"
-                rf"\tanh(\cdot) = {_vector(squashed)}{LINE}\mathbf w_v = {_vector(w_v)}"
-            )
-        if name == "concat":
-            weights, bias = module.W.weight[0].tolist(), float(module.W.bias[0])
-            return rf"\mathbf w = {_vector(weights)}, \quad b = {number_tex(bias)}"
-        if name == "concat_tanh":
-            hidden = module.W(torch.cat([q, k])).tolist()
-            squashed = [math.tanh(x) for x in hidden]
-            return rf"\tanh(\mathbf W [\mathbf q; \mathbf k_{{{j}}}] + \mathbf b) = {_vector(squashed)}"
-    return ""
+def _sum_step(query: _QueryRow) -> Step:
+    """Step 5: the output, the values weighted by the query's weights."""
+    output, values, weights = query.trace.output[query.row].tolist(), query.trace.values.tolist(), query.weights
+    terms = [f"{_num(w)} × v{j + 1}" for j, w in enumerate(weights) if w > 0][:MAX_TERMS]
+    more = " + …" if sum(w > 0 for w in weights) > MAX_TERMS else ""
+    shown = ", ".join(_num(x) for x in output[:16]) + (", …" if len(output) > 16 else "")
+    return Step(
+        query.tr("explain.weighted_sum"),
+        rf"\mathbf o_{{{_tex_label(query.query_label)}}} = \sum_j \alpha_j \mathbf v_j",
+        note=f"o = {' + '.join(terms) or '0'}{more} = [{shown}]",
+        columns=[
+            query.tr("explain.key"),
+            query.tr("explain.weight"),
+            *[f"v[{i + 1}]" for i in range(min(len(output), 8))],
+        ],
+        rows=[[k, w, *v[:8]] for k, w, v in zip(query.key_labels, weights, values, strict=True)],
+    )
 
 
 def explain_row(
@@ -176,100 +183,20 @@ def explain_row(
 ) -> list[Step]:
     """Score, scale, mask, softmax and weighted sum of values for query `row` of an unbatched trace, in `lang`
     (a trained model's learned score passes its `score_module`, whose weights step 1 then uses)."""
-
-    def tr(key: str, **params: object) -> str:
-        return t(key, lang, **params)
-
     if trace.batched:
         raise ValueError("explain_row takes an unbatched trace (one sequence, one head)")
     num_queries = trace.weights.shape[0]
     if not 0 <= row < num_queries:
         raise AttnvizError("index_range", name="row", high=num_queries - 1, value=short(row))
-    spec = SCORES.get(trace.score)
-    formula = spec.formula if spec else r"a(\mathbf q, \mathbf k)"
-    scores = trace.scores[row].tolist()
-    logits = trace.logits[row].tolist()
-    allowed = trace.mask[row].tolist()
-    weights = trace.weights[row].tolist()
-    q_label = _tex_label(query_label)
-    working = score_working(trace, row, 0, score_module)  # its lines, each its own formula
+    rows = (trace.scores[row], trace.logits[row], trace.mask[row], trace.weights[row])
+    query = _QueryRow(trace, row, query_label, key_labels, lang, *(tensor.tolist() for tensor in rows))
     steps = [
-        Step(
-            tr("explain.score", query=query_label),
-            formula,
-            note=tr("explain.first_key") + "\n\n".join(f" ${line}$" for line in working.split(LINE)),
-            columns=[tr("explain.key"), tr("explain.score_column")],
-            rows=[[k, s] for k, s in zip(key_labels, scores, strict=True)],
-            note_is_latex=True,
-        )
+        _score_step(query, score_module),
+        _scale_step(query),
+        _mask_step(query),
+        _softmax_step(query),
+        _sum_step(query),
     ]
-    scale_tex = r"\frac{1}{\sqrt{d}}" if spec and spec.scaled else "1"
-    scale_note = tr("explain.scale_note", scale=_num(trace.scale), temperature=_num(trace.temperature))
-    if math.isfinite(logits[0]):  # the first key worked out, as step 1 worked out its score
-        numbers = {
-            "a": factor(scores[0], tex=False),
-            "scale": _num(trace.scale),
-            "temperature": _num(trace.temperature),
-        }
-        scale_note += " " + tr("explain.scale_first", **numbers, z=_num(logits[0]))
-    if trace.bias is None:
-        scale_step = Step(
-            tr("explain.scale"),
-            rf"z_j = a(\mathbf q, \mathbf k_j) \times {scale_tex} \,/\, T",
-            note=scale_note,
-            columns=[tr("explain.key"), tr("explain.logit")],  # the score is step 1's column
-            rows=[[k, z] for k, z in zip(key_labels, logits, strict=True)],
-        )
-    else:  # ALiBi: a penalty per key added before the softmax
-        bias = trace.bias[row].tolist()
-        scale_step = Step(
-            tr("explain.scale_bias"),
-            rf"z_j = \left(a(\mathbf q, \mathbf k_j) \times {scale_tex} + b_j\right) \,/\, T",
-            note=tr("explain.bias_note", scale=_num(trace.scale), temperature=_num(trace.temperature)),
-            columns=[tr("explain.key"), tr("explain.bias"), tr("explain.logit")],
-            rows=[[k, b, z] for k, b, z in zip(key_labels, bias, logits, strict=True)],
-        )
-    steps.append(scale_step)
-    blocked = [k for k, ok in zip(key_labels, allowed, strict=True) if not ok]
-    steps.append(
-        Step(
-            tr("explain.mask"),
-            r"z_j \leftarrow -\infty \ \text{" + tr("explain.mask_formula") + r"} e^{z_j} = 0",
-            note=tr("explain.masked", keys=", ".join(blocked)) if blocked else tr("explain.none_masked"),
-            columns=[tr("explain.key"), tr("explain.allowed")],
-            rows=[
-                [k, tr("explain.yes") if ok else tr("explain.no_masked")]
-                for k, ok in zip(key_labels, allowed, strict=True)
-            ],
-        )
-    )
-    finite = [z for z, ok in zip(logits, allowed, strict=True) if ok]
-    top = max(finite) if finite else 0.0
-    exps = [math.exp(z - top) if ok else 0.0 for z, ok in zip(logits, allowed, strict=True)]
-    total = sum(exps)
-    steps.append(
-        Step(
-            tr("explain.softmax"),
-            r"\alpha_j = \frac{e^{z_j - m}}{\sum_{i} e^{z_i - m}}, \quad m = \max_i z_i",
-            note=tr("explain.softmax_note", top=_num(top), total=_num(total)) if finite else tr("explain.all_masked"),
-            columns=[tr("explain.key"), "e^(z − m)", tr("explain.weight")],
-            rows=[[k, e, w] for k, e, w in zip(key_labels, exps, weights, strict=True)],
-        )
-    )
-    output = trace.output[row].tolist()
-    values = trace.values.tolist()
-    terms = [f"{_num(w)} × v{j + 1}" for j, w in enumerate(weights) if w > 0][:MAX_TERMS]
-    more = " + …" if sum(w > 0 for w in weights) > MAX_TERMS else ""
-    shown = ", ".join(_num(x) for x in output[:16]) + (", …" if len(output) > 16 else "")
-    steps.append(
-        Step(
-            tr("explain.weighted_sum"),
-            rf"\mathbf o_{{{q_label}}} = \sum_j \alpha_j \mathbf v_j",
-            note=f"o = {' + '.join(terms) or '0'}{more} = [{shown}]",
-            columns=[tr("explain.key"), tr("explain.weight"), *[f"v[{i + 1}]" for i in range(min(len(output), 8))]],
-            rows=[[k, w, *v[:8]] for k, w, v in zip(key_labels, weights, values, strict=True)],
-        )
-    )
     return _numbered(steps)
 
 
@@ -330,69 +257,88 @@ def explain_kernel_row(
     return _numbered(steps)
 
 
+def _plain_vector(values: list[float]) -> str:
+    return vector(values, tex=False)  # the notes below are plain text
+
+
+def _project_step(trace: Any, head: int, row: int, lang: str) -> Step:
+    """Step 0: the query's and the first key's features of this head, W_q x, W_k x_1 and W_v x_1, the first one
+    worked out."""
+    projected = trace.heads[head]  # its inputs are this head's features of W_q x, W_k x_j and W_v x_j
+    features = head_rows(trace.W_q.shape[0], head, trace.num_heads)
+    start = features.start
+    x = trace.queries[row].tolist()
+    q, k, v = (projected.queries[row].tolist(), projected.keys[0].tolist(), projected.values[0].tolist())
+    note = t(
+        "explain.project_note",
+        lang,
+        x=_plain_vector(x),
+        n=start + 1,
+        first=products(trace.W_q[start].tolist(), x, tex=False),
+        q1=number_text(q[0]),
+        q=_plain_vector(q),
+        k=_plain_vector(k),
+        v=_plain_vector(v),
+        key_x=_plain_vector(trace.keys[0].tolist()),
+        value_x=_plain_vector(trace.values[0].tolist()),
+        features=f"{start + 1}–{features.stop}",
+    )
+    formula = (
+        r"\mathbf q = \mathbf W_q \mathbf x, \quad \mathbf k_j = \mathbf W_k \mathbf x_j, \quad "
+        r"\mathbf v_j = \mathbf W_v \mathbf x_j"
+    )
+    return Step(t("explain.project", lang), formula, note=note)
+
+
+def _combine_step(trace: Any, row: int, lang: str) -> Step:
+    """The heads' outputs side by side, joined by W_o into ΔE."""
+    concat, delta = trace.concat[row].tolist(), trace.delta[row].tolist()
+    note = t("explain.combine_note", lang, concat=_plain_vector(concat), delta=_plain_vector(delta))
+    formula = r"\Delta\mathbf e = \mathbf W_o [\mathbf o^{(1)}; \dots; \mathbf o^{(h)}]"
+    return Step(t("explain.combine", lang), formula, note=note)
+
+
+def _residual_step(trace: Any, row: int, lang: str) -> Step:
+    """The residual: the query's own input plus ΔE."""
+    own, delta, out = trace.queries[row].tolist(), trace.delta[row].tolist(), trace.output[row].tolist()
+    terms = ", ".join(
+        f"{number_text(a)} + {factor(b, tex=False)}" for a, b in zip(own[:MAX_VECTOR], delta, strict=False)
+    )
+    note = t(
+        "explain.residual_note",
+        lang,
+        e=_plain_vector(own),
+        delta=_plain_vector(delta),
+        terms=terms,
+        out=_plain_vector(out),
+    )
+    return Step(t("explain.residual", lang), r"\mathbf e' = \mathbf e + \Delta\mathbf e", note=note)
+
+
 def explain_attention(
     trace: Any, head: int, row: int, query_label: str, key_labels: list[str], lang: str = DEFAULT_LANGUAGE
 ) -> list[Step]:
     """Show-your-work for one query row of an unbatched multi-head trace (attnviz.core.multihead.MultiHeadTrace):
     step 0 projects the inputs with W_q, W_k, W_v (when they are not the identity, or there are several heads), the
     head's steps 1-5 follow, then the heads are joined by W_o and, when it is on, the residual is added."""
-
-    def tr(key: str, **params: object) -> str:
-        return t(key, lang, **params)
-
-    def vec(values: list[float]) -> str:  # the notes are plain text
-        return _vector(values, tex=False)
-
     steps = explain_row(trace.heads[head], row, query_label, key_labels, lang)
     projected = trace.projections != "identity" or trace.num_heads > 1
-    before: list[Step] = []
-    if projected:
-        projected_head = trace.heads[head]  # its inputs are this head's features of W_q x, W_k x_j and W_v x_j
-        features = head_rows(trace.W_q.shape[0], head, trace.num_heads)
-        start = features.start
-        x, x_key, x_value = trace.queries[row].tolist(), trace.keys[0].tolist(), trace.values[0].tolist()
-        w_q = trace.W_q[start].tolist()
-        q, k, v = (
-            projected_head.queries[row].tolist(),
-            projected_head.keys[0].tolist(),
-            projected_head.values[0].tolist(),
-        )
-        note = tr(
-            "explain.project_note",
-            x=vec(x),
-            n=start + 1,
-            first=_products(w_q, x, tex=False),
-            q1=number_text(q[0]),
-            q=vec(q),
-            k=vec(k),
-            v=vec(v),
-            key_x=vec(x_key),
-            value_x=vec(x_value),
-            features=f"{start + 1}–{features.stop}",
-        )
-        formula = (
-            r"\mathbf q = \mathbf W_q \mathbf x, \quad \mathbf k_j = \mathbf W_k \mathbf x_j, \quad "
-            r"\mathbf v_j = \mathbf W_v \mathbf x_j"
-        )
-        before.append(Step(tr("explain.project"), formula, note=note))
-    after: list[Step] = []
-    if projected:
-        concat, delta = trace.concat[row].tolist(), trace.delta[row].tolist()
-        note = tr("explain.combine_note", concat=vec(concat), delta=vec(delta))
-        formula = r"\Delta\mathbf e = \mathbf W_o [\mathbf o^{(1)}; \dots; \mathbf o^{(h)}]"
-        after.append(Step(tr("explain.combine"), formula, note=note))
+    before = [replace(_project_step(trace, head, row, lang), number=0)] if projected else []
+    after = [_combine_step(trace, row, lang)] if projected else []
     if trace.residual:
-        own, delta, out = trace.queries[row].tolist(), trace.delta[row].tolist(), trace.output[row].tolist()
-        terms = ", ".join(
-            f"{number_text(a)} + {factor(b, tex=False)}" for a, b in zip(own[:MAX_VECTOR], delta, strict=False)
-        )
-        note = tr(
-            "explain.residual_note",
-            e=vec(own),
-            delta=vec(delta),
-            terms=terms,
-            out=vec(out),
-        )
-        after.append(Step(tr("explain.residual"), r"\mathbf e' = \mathbf e + \Delta\mathbf e", note=note))
-    numbered = [replace(step, number=0) for step in before] + steps
-    return numbered + [replace(step, number=len(steps) + i) for i, step in enumerate(after, start=1)]
+        after.append(_residual_step(trace, row, lang))
+    return before + steps + [replace(step, number=len(steps) + i) for i, step in enumerate(after, start=1)]
+
+
+# The number formats and the worked score line live in attnviz.lessons.working; pages and tests import them from here.
+__all__ = [
+    "LINE",
+    "Step",
+    "explain_attention",
+    "explain_kernel_row",
+    "explain_row",
+    "factor",
+    "number_tex",
+    "number_text",
+    "score_working",
+]

@@ -7,11 +7,12 @@ from dataclasses import dataclass, replace
 
 import torch
 
+from attnviz.app.fastpath import modern_attention
 from attnviz.app.modern_state import ModernState
 from attnviz.app.ui.session import PageSession
 from attnviz.app.ui.settings import md_escape
 from attnviz.core.errors import AttnvizError
-from attnviz.core.modern import ModernTrace, modern_attention
+from attnviz.core.modern import ModernTrace
 from attnviz.core.sparse import scheme_mask
 
 SESSION = PageSession("modern")
