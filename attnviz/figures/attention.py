@@ -458,7 +458,6 @@ def kernel_regression_figure(
     `points` = (x, y) marks chosen queries and their predictions; `extra_curve` = (y, name) adds a dashed curve
     over the query grid `x_query` (e.g. the prediction with a learned σ).
     """
-    w = {name: word(name, lang) for name in ("key_x", "value_y", "true_y", "prediction", "query_x", "queries")}
     title = word("nadaraya_watson", lang) if title is None else title
     keys, values = as_vector(x_train, "x_train"), as_vector(y_train, "y_train")  # (n,) each
     queries, predictions = as_vector(x_query, "x_query"), as_vector(y_pred, "y_pred")  # (m,) each
@@ -472,31 +471,17 @@ def kernel_regression_figure(
     empty = empty[order]
     predictions = np.where(empty, np.float32(np.nan), predictions).astype(np.float32)  # NaN: a gap in the line
     dots = {"color": ORANGE, "size": 7, "opacity": 0.8}
-    data = [_scatter(keys, values, word("training_data", lang), w["key_x"], w["value_y"], marker=dots)]
-    if y_true is not None:
-        truth = as_vector(y_true, "y_true")
-        if truth.shape != queries.shape:
-            raise ValueError("y_true must have one value per query")
-        dashed = {"color": BLACK, "dash": "dash", "width": 2}
-        truth_name = word("true_function", lang)
-        data.append(_scatter(queries, truth[order], truth_name, "x", w["true_y"], mode="lines", line=dashed))
-    solid = {"color": BLUE, "width": 3}
-    prediction = w["prediction"]
-    data.append(_scatter(queries, predictions, prediction, w["query_x"], prediction, mode="lines", line=solid))
-    if extra_curve is not None:
-        curve = as_vector(extra_curve[0], "extra_curve y")
-        if curve.shape != queries.shape:
-            raise ValueError("extra_curve must have one value per grid point")
-        curve = curve[order]
-        dashed = {"color": GREEN, "dash": "dash", "width": 2}
-        name = html.escape(str(extra_curve[1]), quote=False)
-        data.append(_scatter(queries, curve, name, w["query_x"], prediction, mode="lines", line=dashed))
+    data = [
+        _scatter(keys, values, word("training_data", lang), word("key_x", lang), word("value_y", lang), marker=dots)
+    ]
+    data += _regression_curves(queries, order, predictions, y_true, extra_curve, lang)
     if points is not None:
         marked_x, marked_y = as_vector(points[0], "points x"), as_vector(points[1], "points y")
         if marked_x.shape != marked_y.shape:
             raise ValueError("points x and y must have the same length")
         diamond = {"symbol": "diamond", "size": 11, "color": VERMILLION}
-        data.append(_scatter(marked_x, marked_y, w["queries"], w["query_x"], prediction, marker=diamond))
+        query_x, prediction = word("query_x", lang), word("prediction", lang)
+        data.append(_scatter(marked_x, marked_y, word("queries", lang), query_x, prediction, marker=diamond))
     layout: dict[str, Any] = {
         "title": {"text": title},
         # below the x axis: on a phone the entries wrap onto several lines, which above the plot ran into the title
@@ -507,22 +492,48 @@ def kernel_regression_figure(
         "yaxis": {"title": {"text": word("y_axis", lang)}},
     }
     if empty.any():
-        cross = {"symbol": "x-thin", "size": 11, "line": {"color": VERMILLION, "width": 2}}
-        rug = np.full(int(empty.sum()), 0.02, dtype=np.float32)  # on an invisible 0..1 axis: the plot's bottom edge
-        data.append(
-            _scatter(
-                queries[empty],
-                rug,
-                word("no_support", lang),
-                w["query_x"],
-                "",
-                yaxis="y2",
-                marker=cross,
-                cliponaxis=False,
-            )
-        )
+        data.append(_no_support_marks(queries[empty], lang))
         layout["yaxis2"] = {"overlaying": "y", "range": [0.0, 1.0], "visible": False, "fixedrange": True}
     return make_figure(data, layout)
+
+
+def _regression_curves(
+    queries: np.ndarray,
+    order: np.ndarray,
+    predictions: np.ndarray,
+    y_true: Any,
+    extra_curve: tuple[Any, str] | None,
+    lang: str,
+) -> list[Trace]:
+    """The lines over the sorted query grid (`order` sorts the given one): the true function (dashed, if given),
+    the prediction, and the extra curve (dashed, if given)."""
+    query_x, prediction = word("query_x", lang), word("prediction", lang)
+    data = []
+    if y_true is not None:
+        truth = as_vector(y_true, "y_true")
+        if truth.shape != queries.shape:
+            raise ValueError("y_true must have one value per query")
+        dashed = {"color": BLACK, "dash": "dash", "width": 2}
+        truth_name = word("true_function", lang)
+        data.append(_scatter(queries, truth[order], truth_name, "x", word("true_y", lang), mode="lines", line=dashed))
+    solid = {"color": BLUE, "width": 3}
+    data.append(_scatter(queries, predictions, prediction, query_x, prediction, mode="lines", line=solid))
+    if extra_curve is not None:
+        curve = as_vector(extra_curve[0], "extra_curve y")
+        if curve.shape != queries.shape:
+            raise ValueError("extra_curve must have one value per grid point")
+        dashed = {"color": GREEN, "dash": "dash", "width": 2}
+        name = html.escape(str(extra_curve[1]), quote=False)
+        data.append(_scatter(queries, curve[order], name, query_x, prediction, mode="lines", line=dashed))
+    return data
+
+
+def _no_support_marks(queries: np.ndarray, lang: str) -> Trace:
+    """A × on the plot's bottom edge at each query no key was in reach of (on the invisible 0..1 axis y2)."""
+    cross = {"symbol": "x-thin", "size": 11, "line": {"color": VERMILLION, "width": 2}}
+    rug = np.full(queries.size, 0.02, dtype=np.float32)  # on an invisible 0..1 axis: the plot's bottom edge
+    name, query_x = word("no_support", lang), word("query_x", lang)
+    return _scatter(queries, rug, name, query_x, "", yaxis="y2", marker=cross, cliponaxis=False)
 
 
 def loss_curve(losses: Any, *, title: str | None = None, lang: str = DEFAULT_LANGUAGE) -> go.Figure:

@@ -56,22 +56,7 @@ def learning_curves(
     ]
     right = float(total if total is not None else (step_values.max() if step_values.size else 1))
     x_range = [0, max(right, 1.0)]
-    shapes = []
-    if current is not None:
-        for axis in ("x", "x2"):
-            y_ref = "y domain" if axis == "x" else "y2 domain"
-            shapes.append(
-                {
-                    "type": "line",
-                    "xref": axis,
-                    "yref": y_ref,
-                    "x0": current,
-                    "x1": current,
-                    "y0": 0,
-                    "y1": 1,
-                    "line": {"color": VERMILLION, "width": 2, "dash": "dot"},
-                }
-            )
+    shapes = [] if current is None else _current_step(current)
     positive = loss_values[np.isfinite(loss_values) & (loss_values > 0)]
     log = positive.size > 0 and float(positive.max()) > 20 * float(positive.min())
     layout = {
@@ -85,6 +70,15 @@ def learning_curves(
         "shapes": shapes,
     }
     return make_figure(data, layout)
+
+
+def _current_step(current: int) -> list[dict[str, Any]]:
+    """A dotted line at step `current` across both panels (the loss's and the accuracy's)."""
+    dotted = {"color": VERMILLION, "width": 2, "dash": "dot"}
+    return [
+        {"type": "line", "xref": axis, "yref": y_ref, "x0": current, "x1": current, "y0": 0, "y1": 1, "line": dotted}
+        for axis, y_ref in (("x", "y domain"), ("x2", "y2 domain"))
+    ]
 
 
 def two_steps(
