@@ -16,7 +16,9 @@ from tests.test_app import figures as page_figures
 def test_every_chart_has_a_table_of_its_numbers():
     weights = np.array([[1.0, 0.0], [0.25, 0.75]], dtype=np.float32)
     mask = np.array([[True, False], [True, True]])
-    fig = figures.weights_heatmap(weights, mask=mask, query_labels=["a", "b"], key_labels=["x", "<y>"])
+    fig = figures.weights_heatmap(
+        figures.AttentionGrid(weights, mask=mask, query_labels=["a", "b"], key_labels=["x", "<y>"])
+    )
     ((name, columns, rows),) = figures.figure_tables(fig)  # the grey mask trace is only looks: left out
     assert name == "weights" and columns == ["", "x", "&lt;y&gt;"]
     assert rows == [["a", 1.0, None], ["b", 0.25, 0.75]]  # the masked cell is empty, not 0

@@ -105,7 +105,7 @@ def test_figures_speak_the_chosen_language():
 
     weights = np.array([[0.25, 0.75], [1.0, 0.0]], dtype=np.float32)
     mask = np.array([[True, True], [True, False]])
-    fig = figures.weights_heatmap(weights, scores=weights, mask=mask, lang="zh-Hant")
+    fig = figures.weights_heatmap(figures.AttentionGrid(weights, mask=mask), scores=weights, lang="zh-Hant")
     assert fig.layout.xaxis.title.text == "鍵" and fig.layout.yaxis.title.text == "查詢"
     assert fig.layout.title.text == "注意力權重"
     assert "權重" in fig.data[0].hovertemplate and "分數" in fig.data[0].hovertemplate

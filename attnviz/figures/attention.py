@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 import math
 import re
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -49,6 +50,35 @@ from attnviz.figures.style import (
 from attnviz.i18n import DEFAULT_LANGUAGE, t
 
 # ---------------------------------------------------------------- inputs
+
+
+@dataclass(frozen=True, eq=False)  # eq=False: its fields are arrays, which do not compare to one bool
+class AttentionGrid:
+    """Attention weights and what is drawn with them: the cells that may attend and the names of the rows and
+    columns. The weights are (..., Q, K): one head's (Q, K), a grid of heads' (h, Q, K); the mask (True = may attend,
+    None: nothing masked) is broadcast to their shape; the labels name the queries (rows) and keys (columns),
+    numbered q1.., k1.. when None. The attention builders take one, or bare weights (nothing masked, numbered
+    labels). The palette and the language stay keyword arguments, as for every other builder: they are the page's
+    look, not part of the data, and nothing has to agree with them."""
+
+    weights: Any
+    mask: Any = None
+    query_labels: Labels = None
+    key_labels: Labels = None
+
+    @classmethod
+    def of(cls, grid: AttentionGrid | Any) -> AttentionGrid:
+        """`grid` itself, or bare weights as a grid with nothing masked and numbered labels."""
+        return grid if isinstance(grid, AttentionGrid) else cls(grid)
+
+    def drawn(self, ndim: int) -> tuple[np.ndarray, np.ndarray | None, list[str], list[str]]:
+        """What a heatmap draws: the weights as float32 with `ndim` axes (..., Q, K), the mask broadcast to them
+        (None: nothing masked), the query labels and the key labels (escaped, unique: plotting.unique_labels)."""
+        values = as_array(self.weights, "weights", ndim)
+        allowed = allowed_mask(self.mask, values.shape)
+        y = unique_labels(self.query_labels, values.shape[-2], "q")
+        x = unique_labels(self.key_labels, values.shape[-1], "k")
+        return values, allowed, y, x
 
 
 # validators cost ~10 ms per heatmap, most of a page rerun. The tests rebuild every figure with validation on and
@@ -205,12 +235,9 @@ def _difference_bound(first: np.ndarray, second: np.ndarray, allowed: np.ndarray
 
 
 def weights_heatmap(
-    weights: Any,
+    grid: AttentionGrid | Any,
     *,
     scores: Any = None,
-    mask: Any = None,
-    query_labels: Labels = None,
-    key_labels: Labels = None,
     title: str | None = None,
     palette: str = WEIGHTS_PALETTE,
     show_values: bool | None = None,
@@ -218,14 +245,13 @@ def weights_heatmap(
     data_range: tuple[float, float] | None = None,
     lang: str = DEFAULT_LANGUAGE,
 ) -> go.Figure:
-    """Attention weights (Q, K) as a heatmap; masked cells marked, raw scores in the hover.
+    """Attention weights (Q, K) as a heatmap (an AttentionGrid, or bare weights); masked cells marked, raw scores in
+    the hover.
 
     `colour_range`: "unit" (fixed 0-1, for comparing charts), "data" (this chart's smallest to largest weight, or
     `data_range` when charts shown together share one) or "row" (each row's own range); the colour bar says which."""
     title = word("attention_weights", lang) if title is None else title
-    values = as_array(weights, "weights", 2)  # (Q, K)
-    allowed = allowed_mask(mask, values.shape)
-    y, x = unique_labels(query_labels, values.shape[0], "q"), unique_labels(key_labels, values.shape[1], "k")
+    values, allowed, y, x = AttentionGrid.of(grid).drawn(2)  # (Q, K), its mask and its labels
     raw = None
     if scores is not None:
         raw = as_array(scores, "scores", 2)  # (Q, K) raw a(q, k), shown on hover
@@ -248,25 +274,20 @@ def weights_heatmap(
 
 
 def heads_grid(
-    weights: Any,
+    grid: AttentionGrid | Any,
     *,
-    mask: Any = None,
-    query_labels: Labels = None,
-    key_labels: Labels = None,
     head_titles: Labels = None,
     palette: str = WEIGHTS_PALETTE,
     columns: int = 4,
     colour_range: str = "unit",
     lang: str = DEFAULT_LANGUAGE,
 ) -> go.Figure:
-    """One small heatmap per head, weights (h, Q, K), all sharing one colour axis (`colour_range` as in
-    weights_heatmap: "data" is the range of all heads together)."""
-    values = as_array(weights, "weights", 3)  # (h, Q, K)
+    """One small heatmap per head, weights (h, Q, K) (an AttentionGrid, or bare weights), all sharing one colour
+    axis (`colour_range` as in weights_heatmap: "data" is the range of all heads together)."""
+    values, allowed, y, x = AttentionGrid.of(grid).drawn(3)  # (h, Q, K), its mask (h, Q, K) or None, labels
     heads, n_queries, n_keys = values.shape
     if heads == 0 or columns < 1:
         raise ValueError("heads_grid needs at least one head and at least one column")
-    allowed = allowed_mask(mask, values.shape)  # (h, Q, K) or None
-    y, x = unique_labels(query_labels, n_queries, "q"), unique_labels(key_labels, n_keys, "k")
     default_titles = [t("fig.head_n", lang, n=head + 1) for head in range(heads)]
     titles = unique_labels(head_titles if head_titles is not None else default_titles, heads)
     cols = min(columns, heads)
@@ -299,39 +320,37 @@ def heads_grid(
 
 
 def comparison_charts(
-    weights_a: Any,
+    grid: AttentionGrid | Any,
     weights_b: Any,
     *,
     label_a: str,
     label_b: str,
-    mask: Any = None,
-    query_labels: Labels = None,
-    key_labels: Labels = None,
     palette: str = WEIGHTS_PALETTE,
     colour_range: str = "unit",
     lang: str = DEFAULT_LANGUAGE,
 ) -> list[go.Figure]:
     """The comparison as three charts, for a page that lays them out itself (side by side on a wide screen, one
-    above the other on a phone or a projector): weights A and weights B on one shared colour range (`colour_range`
-    as in weights_heatmap, over both), and A − B, diverging: on -1..1 with the 0-1 range, else on ±its largest
-    size. The labels are shown as text, never as markup."""
-    first, second = as_array(weights_a, "weights_a", 2), as_array(weights_b, "weights_b", 2)  # (Q, K) each
+    above the other on a phone or a projector): weights A (`grid`'s, an AttentionGrid or bare weights) and weights B
+    (on the same queries, keys and mask) on one shared colour range (`colour_range` as in weights_heatmap, over both),
+    and A − B, diverging: on -1..1 with the 0-1 range, else on ±its largest size. The labels are shown as text, never
+    as markup."""
+    grid = AttentionGrid.of(grid)
+    first, allowed, _, _ = grid.drawn(2)  # (Q, K)
+    second = as_array(weights_b, "weights_b", 2)  # (Q, K)
     if first.shape != second.shape:
         raise ValueError(f"weights_a shape {first.shape} differs from weights_b shape {second.shape}")
-    allowed = allowed_mask(mask, first.shape)
     both_allowed = None if allowed is None else np.stack([allowed, allowed])
     _, low, high = colour_positions(np.stack([first, second]), both_allowed, colour_range)
     label_a, label_b = (html.escape(str(label), quote=False) for label in (label_a, label_b))
-    labels = {"query_labels": query_labels, "key_labels": key_labels, "mask": mask, "lang": lang}
     charts = [
-        weights_heatmap(weights, title=label, palette=palette, colour_range=colour_range, data_range=(low, high),
-                        **labels)
+        weights_heatmap(replace(grid, weights=weights), title=label, palette=palette, colour_range=colour_range,
+                        data_range=(low, high), lang=lang)
         for weights, label in ((first, label_a), (second, label_b))
     ]  # fmt: skip
     bound = _difference_bound(first, second, allowed, colour_range)
     difference = matrix_heatmap(
-        first - second, row_labels=query_labels, col_labels=key_labels, title=f"{label_a} − {label_b}",
-        zmin=-bound, zmax=bound, x_title=word("keys", lang), y_title=word("queries", lang), mask=mask, lang=lang,
+        first - second, row_labels=grid.query_labels, col_labels=grid.key_labels, title=f"{label_a} − {label_b}",
+        zmin=-bound, zmax=bound, x_title=word("keys", lang), y_title=word("queries", lang), mask=grid.mask, lang=lang,
     )  # fmt: skip
     return [*charts, difference]
 

@@ -41,6 +41,7 @@ from attnviz.core.kernel import KERNELS, BandwidthFit, toy_function
 from attnviz.core.scores import BANDWIDTH
 from attnviz.core.trace import AttentionTrace
 from attnviz.figures import attention as figures
+from attnviz.figures.attention import AttentionGrid
 from attnviz.lessons.explain import explain_kernel_row, number_text
 
 TOY = "d2l_toy_regression"
@@ -182,10 +183,8 @@ def _draw(state: KernelState, side: Any = None) -> None:
     chart(
         functools.partial(
             figures.weights_heatmap,
-            trace.weights.numpy(),
+            AttentionGrid(trace.weights.numpy(), query_labels=q_labels, key_labels=labels),
             scores=trace.scores.numpy(),
-            query_labels=q_labels,
-            key_labels=labels,
             title=tr("kernel.weights_title"),
             palette=palette(),
             colour_range=state.crange,

@@ -14,6 +14,7 @@ from attnviz.app.ui.settings import current_language, md_escape, palette, tr
 from attnviz.app.ui.work import work_panel, work_panel_content
 from attnviz.figures import attention as figures
 from attnviz.figures import model as model_figures
+from attnviz.figures.attention import AttentionGrid
 from attnviz.lessons.explain import explain_row
 from attnviz.models.bert import BertTrace
 from attnviz.models.bert_views import MAX_THUMBNAIL, head_view, head_weights, pooled_labels, thumbnails
@@ -71,11 +72,10 @@ def head_view_section(state: ModelState, trace: BertTrace, tokens: list[str], ro
         if single:
             raw = trace.layers[state.layer - 1].scores[state.heads[0] - 1]  # (T, T) q·k before the 1/√d scale
             scores = head_view(raw, rows, cols).numpy()
+        shown = AttentionGrid(block.numpy(), None, [tokens[i] for i in rows], [tokens[j] for j in cols])
         return figures.weights_heatmap(
-            block.numpy(),
+            shown,
             scores=scores,
-            query_labels=[tokens[i] for i in rows],
-            key_labels=[tokens[j] for j in cols],
             title=tr("model.head_view_title", layer=state.layer, which=which),
             palette=palette(),
             lang=language,

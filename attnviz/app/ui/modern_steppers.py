@@ -21,6 +21,7 @@ from attnviz.core.kvcache import DecodeStep, decode_with_cache
 from attnviz.core.modern import ModernTrace
 from attnviz.figures import attention as figures
 from attnviz.figures import modern as modern_figures
+from attnviz.figures.attention import AttentionGrid
 from attnviz.lessons.explain import number_text
 
 TOLERANCE = 1e-5  # float32 sums in another order differ by ~1e-7; anything near this would be a real difference
@@ -118,10 +119,7 @@ def _decoded_chart(steps: list[DecodeStep], done: int, labels: list[str]) -> Non
     language = current_language()
     chart(
         lambda: figures.weights_heatmap(
-            decoded.numpy(),
-            mask=shown.numpy(),
-            query_labels=labels,
-            key_labels=labels,
+            AttentionGrid(decoded.numpy(), shown.numpy(), labels, labels),
             title=tr("modern.kv_chart", step=done),
             palette=palette(),
             colour_range="unit",
