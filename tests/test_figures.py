@@ -9,6 +9,7 @@ import plotly.graph_objects as go
 import pytest
 
 from attnviz.figures import attention as figures
+from attnviz.figures import kernel as kernel_figures
 from attnviz.figures import model as model_figures
 from attnviz.figures import plotting, style
 
@@ -369,7 +370,7 @@ def test_kernel_figure_breaks_the_prediction_where_no_key_is_in_reach():
     x_query = np.array([0.0, 1.0, 2.0, 3.0, 4.0])
     y_pred = np.array([0.5, 0.7, 0.9, 1.1, 1.3])
     no_support = np.array([True, False, False, True, False])
-    fig = figures.kernel_regression_figure(
+    fig = kernel_figures.kernel_regression_figure(
         [0.5, 1.5, 2.5], [1.0, 2.0, 3.0], x_query, y_pred, y_true=np.sin(x_query), no_support=no_support
     )
     (prediction,) = traces(fig, "prediction")
@@ -382,21 +383,23 @@ def test_kernel_figure_breaks_the_prediction_where_no_key_is_in_reach():
 
 
 def test_kernel_figure_sorts_queries_consistently():
-    fig = figures.kernel_regression_figure([0.0], [1.0], [2.0, 0.0, 1.0], [20.0, 0.0, 10.0], no_support=[1, 0, 0])
+    fig = kernel_figures.kernel_regression_figure(
+        [0.0], [1.0], [2.0, 0.0, 1.0], [20.0, 0.0, 10.0], no_support=[1, 0, 0]
+    )
     (prediction,) = traces(fig, "prediction")
     np.testing.assert_array_equal(prediction.x, [0.0, 1.0, 2.0])
     np.testing.assert_array_equal(prediction.y, [0.0, 10.0, np.nan])
-    assert not traces(figures.kernel_regression_figure([0.0], [1.0], [1.0], [1.0]), style.NO_SUPPORT_NAME)
+    assert not traces(kernel_figures.kernel_regression_figure([0.0], [1.0], [1.0], [1.0]), style.NO_SUPPORT_NAME)
 
 
 def test_loss_curve_epochs_and_log_scale():
     losses = np.geomspace(10.0, 0.01, 20)  # three decades
-    fig = figures.loss_curve(losses)
+    fig = kernel_figures.loss_curve(losses)
     np.testing.assert_array_equal(fig.data[0].x, np.arange(1, 21))
     np.testing.assert_allclose(fig.data[0].y, losses, rtol=1e-6)
     assert fig.layout.yaxis.type == "log"
-    assert figures.loss_curve([2.0, 1.5, 1.2]).layout.yaxis.type != "log"
-    assert figures.loss_curve([1.0, 0.0]).layout.yaxis.type != "log"  # zero cannot go on a log axis
+    assert kernel_figures.loss_curve([2.0, 1.5, 1.2]).layout.yaxis.type != "log"
+    assert kernel_figures.loss_curve([1.0, 0.0]).layout.yaxis.type != "log"  # zero cannot go on a log axis
 
 
 # ---------------------------------------------------------------- helpers
@@ -462,7 +465,7 @@ def every_builder(causal_3x4) -> dict[str, go.Figure]:
         "compare_row": figures.comparison_charts(weights, weights[::-1], label_a="a", label_b="b", colour_range="row")[
             0
         ],
-        "kernel": figures.kernel_regression_figure(
+        "kernel": kernel_figures.kernel_regression_figure(
             [0, 1, 2],
             [1, 2, 3],
             [0.5, 5.0],
@@ -472,7 +475,7 @@ def every_builder(causal_3x4) -> dict[str, go.Figure]:
             points=([0.5], [1.5]),
             extra_curve=([1.4, 2.0], "learned σ = <b>1</b>"),
         ),
-        "loss": figures.loss_curve([3.0, 2.0, 0.01]),
+        "loss": kernel_figures.loss_curve([3.0, 2.0, 0.01]),
         "model_view": model_figures.model_view(
             np.stack([np.stack([weights] * 3)] * 2), selected_layer=2, selected_heads=(1, 3)
         ),
@@ -547,7 +550,7 @@ def test_large_heatmaps_leave_raw_scores_out_of_the_hover_to_halve_the_payload()
 
 
 def test_kernel_figure_marks_queries_and_draws_the_extra_curve_over_the_sorted_grid():
-    fig = figures.kernel_regression_figure(
+    fig = kernel_figures.kernel_regression_figure(
         [0, 1], [0, 1], [2.0, 0.0, 1.0], [0.2, 0.0, 0.1], points=([1.0], [0.1]), extra_curve=([20, 0, 10], "σ<b>")
     )
     extra = next(trace for trace in fig.data if trace.name == "σ&lt;b&gt;")  # escaped: shown, not markup
@@ -556,7 +559,7 @@ def test_kernel_figure_marks_queries_and_draws_the_extra_curve_over_the_sorted_g
     marked = next(trace for trace in fig.data if trace.name == "queries")
     assert list(marked.x) == [1.0] and list(marked.y) == pytest.approx([0.1])
     with pytest.raises(ValueError, match="one value per grid point"):
-        figures.kernel_regression_figure([0], [0], [0.0, 1.0], [0, 0], extra_curve=([1], "x"))
+        kernel_figures.kernel_regression_figure([0], [0], [0.0, 1.0], [0, 0], extra_curve=([1], "x"))
 
 
 # ---------------------------------------------------------------- the pretrained-model page

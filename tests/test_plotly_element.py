@@ -7,6 +7,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from attnviz.figures import attention as figures
+from attnviz.figures import kernel as kernel_figures
 from attnviz.figures import model as model_figures
 
 
@@ -109,7 +110,7 @@ def _spec_cases() -> list:
         lambda: figures.weights_heatmap(figures.AttentionGrid(weights, query_labels=list("abcde")), scores=scores),
         lambda: figures.weights_heatmap(figures.AttentionGrid(weights, mask=mask), colour_range="row", lang="zh_Hans"),
         lambda: figures.weights_heatmap(weights, colour_range="data", show_values=True, title="<b>x</b>"),
-        lambda: figures.kernel_regression_figure(
+        lambda: kernel_figures.kernel_regression_figure(
             keys,
             values,
             grid,

@@ -13,7 +13,7 @@ from attnviz.app.ui.settings import current_language, tr
 from attnviz.app.ui.turns import ServerBusyError, busy_note, turn
 from attnviz.core.kernel import BandwidthFit, fit_bandwidth
 from attnviz.core.scores import BANDWIDTH
-from attnviz.figures import attention as figures
+from attnviz.figures import kernel as kernel_figures
 from attnviz.i18n import t
 
 EPOCHS = 200
@@ -70,7 +70,7 @@ def _learn(session: PageSession, fit_key: FitKey) -> None:
 
 def _learned(session: PageSession, state: KernelState, fit: BandwidthFit) -> None:
     """The learned fit: its loss curve, σ and the loss before and after, and a button that uses that σ."""
-    chart(figures.loss_curve(fit.losses, lang=current_language()), "kernel_loss_curve")
+    chart(kernel_figures.loss_curve(fit.losses, lang=current_language()), "kernel_loss_curve")
     st.success(
         tr(
             "kernel.learned",

@@ -41,6 +41,7 @@ from attnviz.core.kernel import KERNELS, BandwidthFit, toy_function
 from attnviz.core.scores import BANDWIDTH
 from attnviz.core.trace import AttentionTrace
 from attnviz.figures import attention as figures
+from attnviz.figures import kernel as kernel_figures
 from attnviz.figures.attention import AttentionGrid
 from attnviz.lessons.explain import explain_kernel_row, number_text
 
@@ -211,7 +212,7 @@ def _regression_chart(
         learned = prediction_curve(state, bandwidth=fit.bandwidth)
         extra = (learned.output.numpy(), tr("kernel.learned_curve", sigma=f"{fit.bandwidth:.3g}"))
     regression = functools.partial(
-        figures.kernel_regression_figure,
+        kernel_figures.kernel_regression_figure,
         state.keys,
         state.values,
         grid.numpy(),
