@@ -29,10 +29,8 @@ st.latex(r"\alpha(57, 56) = \alpha(57, 58) \approx " + f"{weights[1]:.4f}")
 st.latex(r"f(57) \approx 0 \times 40 + \tfrac12 \times 43 + \tfrac12 \times 48 = " + f"{float(trace.output[0]):.4g}")
 chart(
     figures.weights_heatmap(
-        trace.weights.numpy(),
+        figures.AttentionGrid(trace.weights.numpy(), query_labels=["57"], key_labels=["51", "56", "58"]),
         scores=trace.scores.numpy(),
-        query_labels=["57"],
-        key_labels=["51", "56", "58"],
         title=tr("home.example_chart"),
         palette=palette(),
         lang=current_language(),

@@ -27,7 +27,7 @@ import plotly.offline
 import torch
 
 from attnviz.core.trace import AttentionTrace
-from attnviz.figures.attention import figure_tables, heads_grid, weights_heatmap
+from attnviz.figures.attention import AttentionGrid, figure_tables, heads_grid, weights_heatmap
 from attnviz.figures.model import model_view
 from attnviz.figures.style import WEIGHTS_PALETTE
 from attnviz.i18n import DEFAULT_LANGUAGE, t
@@ -107,8 +107,7 @@ def figures_for(
         masks = [(h.mask if h.mask.dim() == 2 else h.mask[0]) for h in heads]
         return [
             heads_grid(
-                weights.numpy(),
-                mask=torch.stack(masks).numpy(),
+                AttentionGrid(weights.numpy(), torch.stack(masks).numpy()),
                 palette=palette,
                 columns=min(4, len(heads)),
                 lang=lang,
@@ -116,31 +115,26 @@ def figures_for(
         ]
     layers = getattr(obj, "layers", None)
     if isinstance(layers, list) and layers and hasattr(obj, "tokens"):  # the app's model (BertTrace)
-        return _model_figures("", obj.attentions, obj.tokens, obj.tokens, None, lang, palette, layer, head)
+        return _model_figures(
+            "", AttentionGrid(obj.attentions, None, obj.tokens, obj.tokens), lang, palette, layer, head
+        )
     parts = getattr(obj, "parts", None)
     if isinstance(parts, dict):  # a Hugging Face model's trace: each stack's model view, then its head view
         figures = []
         for part in parts.values():
             title = t(f"display.part_{part.part}", lang)
-            weights, queries, keys = part.weights, part.query_tokens, part.key_tokens
-            figures += _model_figures(title, weights, queries, keys, part.mask, lang, palette, layer, head)
+            stack = AttentionGrid(part.weights, part.mask, part.query_tokens, part.key_tokens)
+            figures += _model_figures(title, stack, lang, palette, layer, head)
         return figures
     raise TypeError(f"attnviz can show an AttentionTrace, a multi-head or modern trace, or a model trace; got {obj!r}")
 
 
-def _model_figures(
-    title: str,
-    weights: torch.Tensor,
-    queries: list[str],
-    keys: list[str],
-    mask: torch.Tensor | None,
-    lang: str,
-    palette: str,
-    layer: int,
-    head: int,
-) -> list[go.Figure]:
-    """Every layer's heads of one stack as thumbnails, max-pooled to MAX_THUMBNAIL tokens a side (the app's rule),
-    the chosen head outlined; then that head's weights, every token (a decoder's future keys marked masked)."""
+def _model_figures(title: str, stack: AttentionGrid, lang: str, palette: str, layer: int, head: int) -> list[go.Figure]:
+    """Every layer's heads of one stack (weights (L, h, Q, K) as tensors, the mask (Q, K) or None) as thumbnails,
+    max-pooled to MAX_THUMBNAIL tokens a side (the app's rule), the chosen head outlined; then that head's weights,
+    every token (a decoder's future keys marked masked)."""
+    weights, mask = stack.weights, stack.mask
+    queries, keys = list(stack.query_labels or ()), list(stack.key_labels or ())
     layers, heads = weights.shape[:2]
     if not (1 <= layer <= layers and 1 <= head <= heads):
         raise ValueError(f"this model has layers 1 to {layers} and heads 1 to {heads}; got layer {layer}, head {head}")
@@ -158,11 +152,10 @@ def _model_figures(
         overview.update_layout(title={"text": title})
     which = t("model.which_one", lang, head=head)
     chosen = weights[layer - 1, head - 1]
+    # the mask: what the model never lets through (a decoder's future keys)
+    drawn = AttentionGrid(chosen.numpy(), None if mask is None else mask.numpy(), queries, keys)
     detail = weights_heatmap(
-        chosen.numpy(),
-        mask=None if mask is None else mask.numpy(),  # what the model never lets through (a decoder's future keys)
-        query_labels=queries,
-        key_labels=keys,
+        drawn,
         title=(f"{title} · " if title else "") + t("model.head_view_title", lang, layer=layer, which=which),
         palette=palette,
         lang=lang,
@@ -172,9 +165,8 @@ def _model_figures(
 
 def _weights(trace: AttentionTrace, lang: str, palette: str, suffix: str = "") -> go.Figure:
     return weights_heatmap(
-        trace.weights.numpy(),
+        AttentionGrid(trace.weights.numpy(), trace.mask.numpy()),
         scores=trace.scores.numpy(),
-        mask=trace.mask.numpy(),
         title=t("fig.attention_weights", lang) + suffix,
         palette=palette,
         colour_range="data",

@@ -28,7 +28,7 @@ from attnviz.app.budget import (
 )
 from attnviz.app.pipeline import AttentionInputs, attention_request, first_rows, run_attention
 from attnviz.app.state import AttentionState
-from attnviz.app.ui import kernel_page
+from attnviz.app.ui import kernel_fit
 from attnviz.core import scores
 from attnviz.core.kernel import fit_bandwidth, leave_one_out_loss
 from tests.test_app import CROSS, KERNEL, ROOT, SELF
@@ -250,7 +250,7 @@ def test_learning_sigma_trains_once_per_click(monkeypatch):
         calls.append(len(args[0]))
         return fit_bandwidth(*args, **kwargs)
 
-    monkeypatch.setattr(kernel_page, "fit_bandwidth", counted)
+    monkeypatch.setattr(kernel_fit, "fit_bandwidth", counted)
     at = AppTest.from_file(str(ROOT / KERNEL), default_timeout=120)
     at.query_params["p"] = "d2l_toy_regression"
     at.run()

@@ -8,6 +8,7 @@ import plotly.graph_objects as go
 import pytest
 
 from attnviz.figures import attention as figures
+from attnviz.figures import kernel as kernel_figures
 from attnviz.i18n import t
 from tests.test_app import CROSS, SELF, _array, run_page
 from tests.test_app import figures as page_figures
@@ -16,11 +17,13 @@ from tests.test_app import figures as page_figures
 def test_every_chart_has_a_table_of_its_numbers():
     weights = np.array([[1.0, 0.0], [0.25, 0.75]], dtype=np.float32)
     mask = np.array([[True, False], [True, True]])
-    fig = figures.weights_heatmap(weights, mask=mask, query_labels=["a", "b"], key_labels=["x", "<y>"])
+    fig = figures.weights_heatmap(
+        figures.AttentionGrid(weights, mask=mask, query_labels=["a", "b"], key_labels=["x", "<y>"])
+    )
     ((name, columns, rows),) = figures.figure_tables(fig)  # the grey mask trace is only looks: left out
     assert name == "weights" and columns == ["", "x", "&lt;y&gt;"]
     assert rows == [["a", 1.0, None], ["b", 0.25, 0.75]]  # the masked cell is empty, not 0
-    kernel = figures.kernel_regression_figure([1.0, 2.0], [3.0, 4.0], [1.5], [3.5])
+    kernel = kernel_figures.kernel_regression_figure([1.0, 2.0], [3.0, 4.0], [1.5], [3.5])
     tables = figures.figure_tables(kernel)
     assert tables[0][2] == [[1.0, 3.0], [2.0, 4.0]] and tables[1][2] == [[1.5, 3.5]]
     big = figures.weights_heatmap(np.full((200, 200), 0.005, dtype=np.float32))

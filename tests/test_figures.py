@@ -9,6 +9,7 @@ import plotly.graph_objects as go
 import pytest
 
 from attnviz.figures import attention as figures
+from attnviz.figures import kernel as kernel_figures
 from attnviz.figures import model as model_figures
 from attnviz.figures import plotting, style
 
@@ -45,7 +46,7 @@ def traces(fig: go.Figure, name: str) -> list:
 
 def test_weight_trace_holds_the_weights_and_nan_where_masked(causal_3x4):
     scores, allowed, weights = causal_3x4
-    fig = figures.weights_heatmap(weights, scores=scores, mask=allowed)
+    fig = figures.weights_heatmap(figures.AttentionGrid(weights, mask=allowed), scores=scores)
     z = fig.data[0].z
     assert fig.data[0].type == "heatmap" and z.shape == (3, 4)
     np.testing.assert_array_equal(z[allowed], weights[allowed])
@@ -54,7 +55,7 @@ def test_weight_trace_holds_the_weights_and_nan_where_masked(causal_3x4):
 
 def test_masked_trace_marks_exactly_the_masked_cells(causal_3x4):
     _, allowed, weights = causal_3x4
-    fig = figures.weights_heatmap(weights, mask=allowed)
+    fig = figures.weights_heatmap(figures.AttentionGrid(weights, mask=allowed))
     (masked,) = traces(fig, "masked")
     np.testing.assert_array_equal(~np.isnan(masked.z), ~allowed)
     assert masked.showscale is False
@@ -66,13 +67,14 @@ def test_masked_trace_marks_exactly_the_masked_cells(causal_3x4):
 
 def test_no_mask_trace_when_nothing_is_masked(causal_3x4):
     _, _, weights = causal_3x4
-    fig = figures.weights_heatmap(weights, mask=np.ones((3, 4), dtype=bool))
+    fig = figures.weights_heatmap(figures.AttentionGrid(weights, mask=np.ones((3, 4), dtype=bool)))
     assert [trace.name for trace in fig.data] == ["weights"]
 
 
 def test_mask_broadcasts_from_key_padding_shape():
     weights = np.full((2, 3), 0.5, dtype=np.float32)
-    fig = figures.weights_heatmap(weights, mask=[True, True, False])  # (K,): the last key is padding
+    padded = figures.AttentionGrid(weights, mask=[True, True, False])  # (K,): the last key is padding
+    fig = figures.weights_heatmap(padded)
     np.testing.assert_array_equal(np.isnan(fig.data[0].z), [[False, False, True], [False, False, True]])
 
 
@@ -113,7 +115,7 @@ def test_data_range_stretches_the_colours_over_the_charts_own_weights():
     assert (fixed.zmin, fixed.zmax) == (0.0, 1.0) and "0–1" in fixed.colorbar.title.text
     # masked cells (weight exactly 0) are left out of the range: the allowed weights still span the whole palette
     allowed = SOFT > 0
-    masked = figures.weights_heatmap(SOFT, mask=allowed, colour_range="data").data[0]
+    masked = figures.weights_heatmap(figures.AttentionGrid(SOFT, mask=allowed), colour_range="data").data[0]
     assert (masked.zmin, masked.zmax) == (pytest.approx(0.09), pytest.approx(0.56))
     flat = figures.weights_heatmap(np.full((2, 2), 0.5, np.float32), colour_range="data").data[0]
     assert (flat.zmin, flat.zmax) == (0.0, 1.0)  # nothing to stretch
@@ -122,7 +124,7 @@ def test_data_range_stretches_the_colours_over_the_charts_own_weights():
 def test_row_range_puts_each_rows_smallest_and_largest_weight_at_the_palettes_ends():
     allowed = SOFT > 0
     scores = np.log(np.where(allowed, SOFT, 1.0)).astype(np.float32)
-    fig = figures.weights_heatmap(SOFT, scores=scores, mask=allowed, colour_range="row")
+    fig = figures.weights_heatmap(figures.AttentionGrid(SOFT, mask=allowed), scores=scores, colour_range="row")
     trace = fig.data[0]
     z = np.asarray(trace.z, dtype=np.float64)
     expected = [[0.0, (0.2 - 0.09) / 0.47, (0.15 - 0.09) / 0.47, 1.0], [1.0, 1.0, 0.0, 0.0], [1.0, 0.0, 0.0, np.nan]]
@@ -160,7 +162,7 @@ def test_heads_and_comparison_share_one_colour_range():
 
 def test_hover_shows_labels_weight_and_raw_scores(causal_3x4):
     scores, allowed, weights = causal_3x4
-    trace = figures.weights_heatmap(weights, scores=scores, mask=allowed).data[0]
+    trace = figures.weights_heatmap(figures.AttentionGrid(weights, mask=allowed), scores=scores).data[0]
     assert isinstance(trace.customdata, np.ndarray) and trace.customdata.dtype == np.float32
     np.testing.assert_array_equal(trace.customdata, scores)
     for part in ("%{y}", "%{x}", "%{z:.6~g}", "%{customdata:.6~g}"):
@@ -183,14 +185,16 @@ def test_cell_text_only_on_small_matrices():
     assert figures.weights_heatmap(small).data[0].texttemplate
     assert figures.weights_heatmap(small, show_values=False).data[0].texttemplate is None
     for show in (None, True):  # never on 400 cells, even when asked
-        fig = figures.weights_heatmap(large, mask=np.tril(np.ones((20, 20), dtype=bool)), show_values=show)
+        fig = figures.weights_heatmap(
+            figures.AttentionGrid(large, mask=np.tril(np.ones((20, 20), dtype=bool))), show_values=show
+        )
         assert all(trace.texttemplate is None and trace.text is None for trace in fig.data if trace.type == "heatmap")
 
 
 def test_inputs_are_not_modified(causal_3x4):
     scores, allowed, weights = causal_3x4
     before = weights.copy()
-    figures.weights_heatmap(weights, scores=scores, mask=allowed)
+    figures.weights_heatmap(figures.AttentionGrid(weights, mask=allowed), scores=scores)
     np.testing.assert_array_equal(weights, before)
 
 
@@ -198,11 +202,11 @@ def test_shape_errors_are_clear():
     with pytest.raises(ValueError, match="2 axes"):
         figures.weights_heatmap(np.zeros(3))
     with pytest.raises(ValueError, match="labels"):
-        figures.weights_heatmap(np.zeros((2, 2)), key_labels=["a"])
+        figures.weights_heatmap(figures.AttentionGrid(np.zeros((2, 2)), key_labels=["a"]))
     with pytest.raises(ValueError, match="scores"):
         figures.weights_heatmap(np.zeros((2, 2)), scores=np.zeros((2, 3)))
     with pytest.raises(ValueError, match="mask"):
-        figures.weights_heatmap(np.zeros((2, 2)), mask=np.ones((3, 3), dtype=bool))
+        figures.weights_heatmap(figures.AttentionGrid(np.zeros((2, 2)), mask=np.ones((3, 3), dtype=bool)))
 
 
 # ---------------------------------------------------------------- labels
@@ -210,10 +214,12 @@ def test_shape_errors_are_clear():
 
 def test_html_in_labels_is_escaped():
     tokens = ["<img src=x onerror=alert(1)>", "a&b", "<b>bold</b>"]
-    fig = figures.weights_heatmap(np.eye(3), query_labels=tokens, key_labels=tokens)
+    fig = figures.weights_heatmap(figures.AttentionGrid(np.eye(3), query_labels=tokens, key_labels=tokens))
     expected = ["&lt;img src=x onerror=alert(1)&gt;", "a&amp;b", "&lt;b&gt;bold&lt;/b&gt;"]
     assert list(fig.data[0].x) == expected and list(fig.data[0].y) == expected
-    grid = figures.heads_grid(np.stack([np.eye(3)] * 2), key_labels=tokens, head_titles=["<b>h</b>", "h2"])
+    grid = figures.heads_grid(
+        figures.AttentionGrid(np.stack([np.eye(3)] * 2), key_labels=tokens), head_titles=["<b>h</b>", "h2"]
+    )
     assert "<b>" not in json.dumps([annotation.text for annotation in grid.layout.annotations])
     comparison = figures.comparison_charts(np.eye(2), np.eye(2), label_a="<i>a</i>", label_b="b")
     assert "<i>" not in comparison[0].data[0].hovertemplate
@@ -226,7 +232,7 @@ def test_html_in_labels_is_escaped():
 
 def test_duplicate_tokens_stay_distinct_categories():
     tokens = ["the", "cat", "sat", "on", "the", "mat"]
-    fig = figures.weights_heatmap(np.full((6, 6), 1 / 6), query_labels=tokens, key_labels=tokens)
+    fig = figures.weights_heatmap(figures.AttentionGrid(np.full((6, 6), 1 / 6), query_labels=tokens, key_labels=tokens))
     x = list(fig.data[0].x)
     assert len(set(x)) == len(tokens)
     assert x == ["the·1", "cat", "sat", "on", "the·5", "mat"]
@@ -243,10 +249,12 @@ def test_labels_unique_even_when_a_token_looks_like_a_marked_one():
 def test_arrays_are_float32_numpy_in_every_heatmap(causal_3x4):
     scores, allowed, weights = causal_3x4
     figs = [
-        figures.weights_heatmap(weights.astype(np.float64), scores=scores, mask=allowed),
+        figures.weights_heatmap(figures.AttentionGrid(weights.astype(np.float64), mask=allowed), scores=scores),
         figures.matrix_heatmap(scores.astype(np.float64).tolist()),
-        figures.heads_grid(np.stack([weights, weights]), mask=allowed),
-        *figures.comparison_charts(weights, weights[::-1], label_a="a", label_b="b", mask=allowed),
+        figures.heads_grid(figures.AttentionGrid(np.stack([weights, weights]), mask=allowed)),
+        *figures.comparison_charts(
+            figures.AttentionGrid(weights, mask=allowed), weights[::-1], label_a="a", label_b="b"
+        ),
     ]
     for fig in figs:
         for trace in fig.data:
@@ -321,7 +329,7 @@ def test_heads_grid_has_one_heatmap_per_head_on_a_shared_axis():
 
 def test_heads_grid_masks_every_head(causal_3x4):
     _, allowed, weights = causal_3x4
-    fig = figures.heads_grid(np.stack([weights] * 3), mask=allowed)
+    fig = figures.heads_grid(figures.AttentionGrid(np.stack([weights] * 3), mask=allowed))
     assert len(traces(fig, "masked")) == 3 and len(traces(fig, style.MASK_NAME)) == 1
     for trace in fig.data[:3]:
         assert np.isnan(trace.z[~allowed]).all()
@@ -330,7 +338,9 @@ def test_heads_grid_masks_every_head(causal_3x4):
 def test_comparison_difference_panel_is_a_minus_b(causal_3x4):
     _, allowed, weights_a = causal_3x4
     weights_b = softmax_rows(np.zeros((3, 4)), allowed)  # uniform over the allowed keys
-    charts = figures.comparison_charts(weights_a, weights_b, label_a="dot", label_b="additive", mask=allowed)
+    charts = figures.comparison_charts(
+        figures.AttentionGrid(weights_a, mask=allowed), weights_b, label_a="dot", label_b="additive"
+    )
     panel_a, panel_b, difference = (figure_arrays(chart)[0] for chart in charts)
     np.testing.assert_allclose(difference[allowed], (weights_a - weights_b)[allowed], atol=1e-7)
     np.testing.assert_array_equal(panel_a[allowed], weights_a[allowed])
@@ -360,7 +370,7 @@ def test_kernel_figure_breaks_the_prediction_where_no_key_is_in_reach():
     x_query = np.array([0.0, 1.0, 2.0, 3.0, 4.0])
     y_pred = np.array([0.5, 0.7, 0.9, 1.1, 1.3])
     no_support = np.array([True, False, False, True, False])
-    fig = figures.kernel_regression_figure(
+    fig = kernel_figures.kernel_regression_figure(
         [0.5, 1.5, 2.5], [1.0, 2.0, 3.0], x_query, y_pred, y_true=np.sin(x_query), no_support=no_support
     )
     (prediction,) = traces(fig, "prediction")
@@ -373,21 +383,23 @@ def test_kernel_figure_breaks_the_prediction_where_no_key_is_in_reach():
 
 
 def test_kernel_figure_sorts_queries_consistently():
-    fig = figures.kernel_regression_figure([0.0], [1.0], [2.0, 0.0, 1.0], [20.0, 0.0, 10.0], no_support=[1, 0, 0])
+    fig = kernel_figures.kernel_regression_figure(
+        [0.0], [1.0], [2.0, 0.0, 1.0], [20.0, 0.0, 10.0], no_support=[1, 0, 0]
+    )
     (prediction,) = traces(fig, "prediction")
     np.testing.assert_array_equal(prediction.x, [0.0, 1.0, 2.0])
     np.testing.assert_array_equal(prediction.y, [0.0, 10.0, np.nan])
-    assert not traces(figures.kernel_regression_figure([0.0], [1.0], [1.0], [1.0]), style.NO_SUPPORT_NAME)
+    assert not traces(kernel_figures.kernel_regression_figure([0.0], [1.0], [1.0], [1.0]), style.NO_SUPPORT_NAME)
 
 
 def test_loss_curve_epochs_and_log_scale():
     losses = np.geomspace(10.0, 0.01, 20)  # three decades
-    fig = figures.loss_curve(losses)
+    fig = kernel_figures.loss_curve(losses)
     np.testing.assert_array_equal(fig.data[0].x, np.arange(1, 21))
     np.testing.assert_allclose(fig.data[0].y, losses, rtol=1e-6)
     assert fig.layout.yaxis.type == "log"
-    assert figures.loss_curve([2.0, 1.5, 1.2]).layout.yaxis.type != "log"
-    assert figures.loss_curve([1.0, 0.0]).layout.yaxis.type != "log"  # zero cannot go on a log axis
+    assert kernel_figures.loss_curve([2.0, 1.5, 1.2]).layout.yaxis.type != "log"
+    assert kernel_figures.loss_curve([1.0, 0.0]).layout.yaxis.type != "log"  # zero cannot go on a log axis
 
 
 # ---------------------------------------------------------------- helpers
@@ -408,7 +420,7 @@ def test_figures_show_the_cores_numbers():
     keys = RNG.normal(size=(5, 4)).astype(np.float32)
     trace = attnviz.attend(queries, keys, np.eye(5, dtype=np.float32), causal=True)
     weights, mask = trace.weights.numpy(), trace.mask.numpy()
-    fig = figures.weights_heatmap(weights, scores=trace.scores.numpy(), mask=mask)
+    fig = figures.weights_heatmap(figures.AttentionGrid(weights, mask=mask), scores=trace.scores.numpy())
     z = figure_arrays(fig)[0]
     np.testing.assert_array_equal(z[mask], weights[mask])
     assert (weights[~mask] == 0).all() and np.isnan(z[~mask]).all()
@@ -423,27 +435,37 @@ def every_builder(causal_3x4) -> dict[str, go.Figure]:
     with_inf = np.where(allowed, scores, -np.inf)
     labels = ["<b>the</b>", "cat", "the", "mat"]
     return {
-        "weights": figures.weights_heatmap(weights, scores=scores, mask=allowed, key_labels=labels, title="w"),
+        "weights": figures.weights_heatmap(
+            figures.AttentionGrid(weights, mask=allowed, key_labels=labels), scores=scores, title="w"
+        ),
         "weights_plain": figures.weights_heatmap(weights[:, :3], palette="Viridis"),
-        "weights_row": figures.weights_heatmap(weights, scores=scores, mask=allowed, colour_range="row"),
-        "weights_data": figures.weights_heatmap(weights, mask=allowed, colour_range="data"),
+        "weights_row": figures.weights_heatmap(
+            figures.AttentionGrid(weights, mask=allowed), scores=scores, colour_range="row"
+        ),
+        "weights_data": figures.weights_heatmap(figures.AttentionGrid(weights, mask=allowed), colour_range="data"),
         "matrix": figures.matrix_heatmap(with_inf, mask=allowed, x_title="keys", y_title="queries", title="s"),
         "matrix_plain": figures.matrix_heatmap(weights, symmetric=False, show_values=False),
-        "heads": figures.heads_grid(np.stack([weights] * 6), mask=allowed, key_labels=labels, columns=4),
+        "heads": figures.heads_grid(
+            figures.AttentionGrid(np.stack([weights] * 6), mask=allowed, key_labels=labels), columns=4
+        ),
         "heads_open": figures.heads_grid(np.stack([weights] * 3), columns=2),
-        "heads_row": figures.heads_grid(np.stack([weights] * 2), mask=allowed, colour_range="row"),
+        "heads_row": figures.heads_grid(
+            figures.AttentionGrid(np.stack([weights] * 2), mask=allowed), colour_range="row"
+        ),
         **{
             f"compare_{part}": chart
             for part, chart in zip(
                 ("a", "b", "difference"),
-                figures.comparison_charts(weights, weights[::-1], label_a="a", label_b="b", mask=allowed),
+                figures.comparison_charts(
+                    figures.AttentionGrid(weights, mask=allowed), weights[::-1], label_a="a", label_b="b"
+                ),
                 strict=True,
             )
         },
         "compare_row": figures.comparison_charts(weights, weights[::-1], label_a="a", label_b="b", colour_range="row")[
             0
         ],
-        "kernel": figures.kernel_regression_figure(
+        "kernel": kernel_figures.kernel_regression_figure(
             [0, 1, 2],
             [1, 2, 3],
             [0.5, 5.0],
@@ -453,7 +475,7 @@ def every_builder(causal_3x4) -> dict[str, go.Figure]:
             points=([0.5], [1.5]),
             extra_curve=([1.4, 2.0], "learned σ = <b>1</b>"),
         ),
-        "loss": figures.loss_curve([3.0, 2.0, 0.01]),
+        "loss": kernel_figures.loss_curve([3.0, 2.0, 0.01]),
         "model_view": model_figures.model_view(
             np.stack([np.stack([weights] * 3)] * 2), selected_layer=2, selected_heads=(1, 3)
         ),
@@ -528,7 +550,7 @@ def test_large_heatmaps_leave_raw_scores_out_of_the_hover_to_halve_the_payload()
 
 
 def test_kernel_figure_marks_queries_and_draws_the_extra_curve_over_the_sorted_grid():
-    fig = figures.kernel_regression_figure(
+    fig = kernel_figures.kernel_regression_figure(
         [0, 1], [0, 1], [2.0, 0.0, 1.0], [0.2, 0.0, 0.1], points=([1.0], [0.1]), extra_curve=([20, 0, 10], "σ<b>")
     )
     extra = next(trace for trace in fig.data if trace.name == "σ&lt;b&gt;")  # escaped: shown, not markup
@@ -537,7 +559,7 @@ def test_kernel_figure_marks_queries_and_draws_the_extra_curve_over_the_sorted_g
     marked = next(trace for trace in fig.data if trace.name == "queries")
     assert list(marked.x) == [1.0] and list(marked.y) == pytest.approx([0.1])
     with pytest.raises(ValueError, match="one value per grid point"):
-        figures.kernel_regression_figure([0], [0], [0.0, 1.0], [0, 0], extra_curve=([1], "x"))
+        kernel_figures.kernel_regression_figure([0], [0], [0.0, 1.0], [0, 0], extra_curve=([1], "x"))
 
 
 # ---------------------------------------------------------------- the pretrained-model page
@@ -626,18 +648,22 @@ def test_tick_labels_are_thinned_on_purpose_and_all_stay_in_the_hover():
     few = figures.weights_heatmap(RNG.dirichlet(np.ones(16), size=16))
     assert few.layout.xaxis.tickmode == "linear" and few.layout.xaxis.dtick == 1  # every one of 16 tokens
     labels = [f"t{i}" for i in range(64)]
-    many = figures.weights_heatmap(RNG.dirichlet(np.ones(64), size=64), query_labels=labels, key_labels=labels)
+    many = figures.weights_heatmap(
+        figures.AttentionGrid(RNG.dirichlet(np.ones(64), size=64), query_labels=labels, key_labels=labels)
+    )
     for axis in (many.layout.xaxis, many.layout.yaxis):
         assert axis.tickmode == "array" and list(axis.tickvals) == labels[::3]  # 22 of 64, evenly
     assert list(many.data[0].x) == labels and "%{x}" in many.data[0].hovertemplate  # every label in the hover
-    grid = figures.heads_grid(RNG.dirichlet(np.ones(20), size=(2, 20)), key_labels=labels[:20])
+    grid = figures.heads_grid(figures.AttentionGrid(RNG.dirichlet(np.ones(20), size=(2, 20)), key_labels=labels[:20]))
     assert list(grid.layout.xaxis.tickvals) == labels[:20:2]  # small panels: at most 12 labels
 
 
 def test_a_grid_prints_numbers_only_where_they_fit_across_its_panels():
     """Two heads of 10 keys side by side printed "0.500.50×××" over each other in two narrow panels."""
     allowed = np.tile(np.arange(10) < 2, (1, 1))
-    wide = figures.heads_grid(np.stack([np.full((1, 10), 0.1, np.float32)] * 2), mask=allowed, columns=4)
+    wide = figures.heads_grid(
+        figures.AttentionGrid(np.stack([np.full((1, 10), 0.1, np.float32)] * 2), mask=allowed), columns=4
+    )
     assert all(trace.text is None for trace in wide.data if trace.type == "heatmap")  # neither numbers nor "×"
     narrow = figures.heads_grid(np.stack([np.full((2, 4), 0.25, np.float32)] * 2), columns=4)
     assert narrow.data[0].texttemplate == "%{text}"  # 8 columns across: they fit

@@ -101,17 +101,18 @@ def test_figures_speak_the_chosen_language():
     import plotly.graph_objects as go
 
     from attnviz.figures import attention as figures
+    from attnviz.figures import kernel as kernel_figures
     from attnviz.figures import model as model_figures
 
     weights = np.array([[0.25, 0.75], [1.0, 0.0]], dtype=np.float32)
     mask = np.array([[True, True], [True, False]])
-    fig = figures.weights_heatmap(weights, scores=weights, mask=mask, lang="zh-Hant")
+    fig = figures.weights_heatmap(figures.AttentionGrid(weights, mask=mask), scores=weights, lang="zh-Hant")
     assert fig.layout.xaxis.title.text == "鍵" and fig.layout.yaxis.title.text == "查詢"
     assert fig.layout.title.text == "注意力權重"
     assert "權重" in fig.data[0].hovertemplate and "分數" in fig.data[0].hovertemplate
     assert any(trace.name == t("fig.masked", "zh-Hant") for trace in fig.data)
     go.Figure(fig.to_dict())  # still valid for Plotly
-    kernel = figures.kernel_regression_figure([0, 1], [1, 2], [0.5], [1.5], lang="zh-Hans")
+    kernel = kernel_figures.kernel_regression_figure([0, 1], [1, 2], [0.5], [1.5], lang="zh-Hans")
     assert kernel.layout.title.text == "Nadaraya–Watson 回归" and kernel.data[1].name == "预测"
     view = model_figures.model_view(np.full((1, 2, 2, 2), 0.5), row_labels=["a", "<b>"], lang="zh-Hans")
     assert view.data[0].y[1] == "第 1 层，查询 &lt;b&gt;"  # the token escaped once, the words translated

@@ -7,6 +7,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from attnviz.figures import attention as figures
+from attnviz.figures import kernel as kernel_figures
 from attnviz.figures import model as model_figures
 
 
@@ -23,11 +24,15 @@ def _script(method: str, which: str, key: str | None, on_select: str) -> None:
     if which == "weights":
         weights = rng.dirichlet(np.ones(5), size=4).astype("float32")
         fig = figures.weights_heatmap(
-            weights, scores=rng.normal(size=(4, 5)), query_labels=list("abcd"), key_labels=list("vwxyz"), title="t"
+            figures.AttentionGrid(weights, query_labels=list("abcd"), key_labels=list("vwxyz")),
+            scores=rng.normal(size=(4, 5)),
+            title="t",
         )
     elif which == "grid":  # masked heads with their cells' numbers printed: object text arrays, mask traces
         weights = rng.dirichlet(np.ones(6), size=(4, 6)).astype("float32")
-        fig = figures.heads_grid(weights, mask=np.tril(np.ones((6, 6), bool)), query_labels=list("abcdef"))
+        fig = figures.heads_grid(
+            figures.AttentionGrid(weights, mask=np.tril(np.ones((6, 6), bool)), query_labels=list("abcdef"))
+        )
     elif which == "mixed":  # every kind of array the base64 step meets, and the places it leaves alone, kept as
         import pandas as pd  # they are given (as attnviz's figures are made: plotting.make_figure, no validation)
         import plotly.graph_objects as go
@@ -84,7 +89,9 @@ def test_height_from_the_layout() -> None:
 
     from attnviz.app.ui.plotly_element import figure_json
 
-    fig = figures.weights_heatmap(np.full((2, 3), 1 / 3), query_labels=["a", "b"], key_labels=["x", "y", "z"])
+    fig = figures.weights_heatmap(
+        figures.AttentionGrid(np.full((2, 3), 1 / 3), query_labels=["a", "b"], key_labels=["x", "y", "z"])
+    )
     for height in (321, None):
         fig.update_layout(height=height)
         assert figure_json(fig)[1] == _resolve_content_height("content", fig.to_dict())
@@ -100,10 +107,10 @@ def _spec_cases() -> list:
     scores, keys, values = rng.normal(size=(5, 6)), np.sort(rng.uniform(0, 5, 12)), rng.normal(size=12)
     grid = np.linspace(0, 5, 40)
     return [
-        lambda: figures.weights_heatmap(weights, scores=scores, query_labels=list("abcde")),
-        lambda: figures.weights_heatmap(weights, mask=mask, colour_range="row", lang="zh_Hans"),
+        lambda: figures.weights_heatmap(figures.AttentionGrid(weights, query_labels=list("abcde")), scores=scores),
+        lambda: figures.weights_heatmap(figures.AttentionGrid(weights, mask=mask), colour_range="row", lang="zh_Hans"),
         lambda: figures.weights_heatmap(weights, colour_range="data", show_values=True, title="<b>x</b>"),
-        lambda: figures.kernel_regression_figure(
+        lambda: kernel_figures.kernel_regression_figure(
             keys,
             values,
             grid,

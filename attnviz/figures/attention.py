@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 import math
 import re
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -36,19 +37,46 @@ from attnviz.figures.style import (
     BLACK,
     BLUE,
     DIVERGING_PALETTE,
-    GREEN,
     MASK_COLOUR,
     MAX_HOVER_SCORE_CELLS,
     MAX_PANEL_TICKS,
     MAX_TICKS,
     ORANGE,
     SEQUENTIAL_PALETTE,
-    VERMILLION,
     WEIGHTS_PALETTE,
 )
 from attnviz.i18n import DEFAULT_LANGUAGE, t
 
 # ---------------------------------------------------------------- inputs
+
+
+@dataclass(frozen=True, eq=False)  # eq=False: its fields are arrays, which do not compare to one bool
+class AttentionGrid:
+    """Attention weights and what is drawn with them: the cells that may attend and the names of the rows and
+    columns. The weights are (..., Q, K): one head's (Q, K), a grid of heads' (h, Q, K); the mask (True = may attend,
+    None: nothing masked) is broadcast to their shape; the labels name the queries (rows) and keys (columns),
+    numbered q1.., k1.. when None. The attention builders take one, or bare weights (nothing masked, numbered
+    labels). The palette and the language stay keyword arguments, as for every other builder: they are the page's
+    look, not part of the data, and nothing has to agree with them."""
+
+    weights: Any
+    mask: Any = None
+    query_labels: Labels = None
+    key_labels: Labels = None
+
+    @classmethod
+    def of(cls, grid: AttentionGrid | Any) -> AttentionGrid:
+        """`grid` itself, or bare weights as a grid with nothing masked and numbered labels."""
+        return grid if isinstance(grid, AttentionGrid) else cls(grid)
+
+    def drawn(self, ndim: int) -> tuple[np.ndarray, np.ndarray | None, list[str], list[str]]:
+        """What a heatmap draws: the weights as float32 with `ndim` axes (..., Q, K), the mask broadcast to them
+        (None: nothing masked), the query labels and the key labels (escaped, unique: plotting.unique_labels)."""
+        values = as_array(self.weights, "weights", ndim)
+        allowed = allowed_mask(self.mask, values.shape)
+        y = unique_labels(self.query_labels, values.shape[-2], "q")
+        x = unique_labels(self.key_labels, values.shape[-1], "k")
+        return values, allowed, y, x
 
 
 # validators cost ~10 ms per heatmap, most of a page rerun. The tests rebuild every figure with validation on and
@@ -205,12 +233,9 @@ def _difference_bound(first: np.ndarray, second: np.ndarray, allowed: np.ndarray
 
 
 def weights_heatmap(
-    weights: Any,
+    grid: AttentionGrid | Any,
     *,
     scores: Any = None,
-    mask: Any = None,
-    query_labels: Labels = None,
-    key_labels: Labels = None,
     title: str | None = None,
     palette: str = WEIGHTS_PALETTE,
     show_values: bool | None = None,
@@ -218,14 +243,13 @@ def weights_heatmap(
     data_range: tuple[float, float] | None = None,
     lang: str = DEFAULT_LANGUAGE,
 ) -> go.Figure:
-    """Attention weights (Q, K) as a heatmap; masked cells marked, raw scores in the hover.
+    """Attention weights (Q, K) as a heatmap (an AttentionGrid, or bare weights); masked cells marked, raw scores in
+    the hover.
 
     `colour_range`: "unit" (fixed 0-1, for comparing charts), "data" (this chart's smallest to largest weight, or
     `data_range` when charts shown together share one) or "row" (each row's own range); the colour bar says which."""
     title = word("attention_weights", lang) if title is None else title
-    values = as_array(weights, "weights", 2)  # (Q, K)
-    allowed = allowed_mask(mask, values.shape)
-    y, x = unique_labels(query_labels, values.shape[0], "q"), unique_labels(key_labels, values.shape[1], "k")
+    values, allowed, y, x = AttentionGrid.of(grid).drawn(2)  # (Q, K), its mask and its labels
     raw = None
     if scores is not None:
         raw = as_array(scores, "scores", 2)  # (Q, K) raw a(q, k), shown on hover
@@ -248,25 +272,20 @@ def weights_heatmap(
 
 
 def heads_grid(
-    weights: Any,
+    grid: AttentionGrid | Any,
     *,
-    mask: Any = None,
-    query_labels: Labels = None,
-    key_labels: Labels = None,
     head_titles: Labels = None,
     palette: str = WEIGHTS_PALETTE,
     columns: int = 4,
     colour_range: str = "unit",
     lang: str = DEFAULT_LANGUAGE,
 ) -> go.Figure:
-    """One small heatmap per head, weights (h, Q, K), all sharing one colour axis (`colour_range` as in
-    weights_heatmap: "data" is the range of all heads together)."""
-    values = as_array(weights, "weights", 3)  # (h, Q, K)
+    """One small heatmap per head, weights (h, Q, K) (an AttentionGrid, or bare weights), all sharing one colour
+    axis (`colour_range` as in weights_heatmap: "data" is the range of all heads together)."""
+    values, allowed, y, x = AttentionGrid.of(grid).drawn(3)  # (h, Q, K), its mask (h, Q, K) or None, labels
     heads, n_queries, n_keys = values.shape
     if heads == 0 or columns < 1:
         raise ValueError("heads_grid needs at least one head and at least one column")
-    allowed = allowed_mask(mask, values.shape)  # (h, Q, K) or None
-    y, x = unique_labels(query_labels, n_queries, "q"), unique_labels(key_labels, n_keys, "k")
     default_titles = [t("fig.head_n", lang, n=head + 1) for head in range(heads)]
     titles = unique_labels(head_titles if head_titles is not None else default_titles, heads)
     cols = min(columns, heads)
@@ -299,39 +318,37 @@ def heads_grid(
 
 
 def comparison_charts(
-    weights_a: Any,
+    grid: AttentionGrid | Any,
     weights_b: Any,
     *,
     label_a: str,
     label_b: str,
-    mask: Any = None,
-    query_labels: Labels = None,
-    key_labels: Labels = None,
     palette: str = WEIGHTS_PALETTE,
     colour_range: str = "unit",
     lang: str = DEFAULT_LANGUAGE,
 ) -> list[go.Figure]:
     """The comparison as three charts, for a page that lays them out itself (side by side on a wide screen, one
-    above the other on a phone or a projector): weights A and weights B on one shared colour range (`colour_range`
-    as in weights_heatmap, over both), and A − B, diverging: on -1..1 with the 0-1 range, else on ±its largest
-    size. The labels are shown as text, never as markup."""
-    first, second = as_array(weights_a, "weights_a", 2), as_array(weights_b, "weights_b", 2)  # (Q, K) each
+    above the other on a phone or a projector): weights A (`grid`'s, an AttentionGrid or bare weights) and weights B
+    (on the same queries, keys and mask) on one shared colour range (`colour_range` as in weights_heatmap, over both),
+    and A − B, diverging: on -1..1 with the 0-1 range, else on ±its largest size. The labels are shown as text, never
+    as markup."""
+    grid = AttentionGrid.of(grid)
+    first, allowed, _, _ = grid.drawn(2)  # (Q, K)
+    second = as_array(weights_b, "weights_b", 2)  # (Q, K)
     if first.shape != second.shape:
         raise ValueError(f"weights_a shape {first.shape} differs from weights_b shape {second.shape}")
-    allowed = allowed_mask(mask, first.shape)
     both_allowed = None if allowed is None else np.stack([allowed, allowed])
     _, low, high = colour_positions(np.stack([first, second]), both_allowed, colour_range)
     label_a, label_b = (html.escape(str(label), quote=False) for label in (label_a, label_b))
-    labels = {"query_labels": query_labels, "key_labels": key_labels, "mask": mask, "lang": lang}
     charts = [
-        weights_heatmap(weights, title=label, palette=palette, colour_range=colour_range, data_range=(low, high),
-                        **labels)
+        weights_heatmap(replace(grid, weights=weights), title=label, palette=palette, colour_range=colour_range,
+                        data_range=(low, high), lang=lang)
         for weights, label in ((first, label_a), (second, label_b))
     ]  # fmt: skip
     bound = _difference_bound(first, second, allowed, colour_range)
     difference = matrix_heatmap(
-        first - second, row_labels=query_labels, col_labels=key_labels, title=f"{label_a} − {label_b}",
-        zmin=-bound, zmax=bound, x_title=word("keys", lang), y_title=word("queries", lang), mask=mask, lang=lang,
+        first - second, row_labels=grid.query_labels, col_labels=grid.key_labels, title=f"{label_a} − {label_b}",
+        zmin=-bound, zmax=bound, x_title=word("keys", lang), y_title=word("queries", lang), mask=grid.mask, lang=lang,
     )  # fmt: skip
     return [*charts, difference]
 
@@ -427,118 +444,6 @@ def guess_figure(
         "margin": {"t": 90},
     }
     return make_figure(data, layout)
-
-
-# ---------------------------------------------------------------- kernel regression and training
-
-
-def _scatter(x: np.ndarray, y: np.ndarray, name: str, x_name: str, y_name: str, **style: Any) -> Trace:
-    """Points (default) or a line, NaN drawn as a gap, with a hover naming both coordinates (y_name "" hides y)."""
-    y_part = f"<br>{y_name}: %{{y:.4~g}}" if y_name else f"<br>{name}"
-    hover = f"{x_name}: %{{x:.4~g}}{y_part}<extra></extra>"
-    style = {"mode": "markers", **style}
-    return {"type": "scatter", "x": x, "y": y, "name": name, "hovertemplate": hover, "connectgaps": False, **style}
-
-
-def kernel_regression_figure(
-    x_train: Any,
-    y_train: Any,
-    x_query: Any,
-    y_pred: Any,
-    *,
-    y_true: Any = None,
-    no_support: Any = None,
-    points: tuple[Any, Any] | None = None,
-    extra_curve: tuple[Any, str] | None = None,
-    title: str | None = None,
-    lang: str = DEFAULT_LANGUAGE,
-) -> go.Figure:
-    """Training points, the true function and the prediction; gaps and × marks where no key was in reach.
-
-    `points` = (x, y) marks chosen queries and their predictions; `extra_curve` = (y, name) adds a dashed curve
-    over the query grid `x_query` (e.g. the prediction with a learned σ).
-    """
-    w = {name: word(name, lang) for name in ("key_x", "value_y", "true_y", "prediction", "query_x", "queries")}
-    title = word("nadaraya_watson", lang) if title is None else title
-    keys, values = as_vector(x_train, "x_train"), as_vector(y_train, "y_train")  # (n,) each
-    queries, predictions = as_vector(x_query, "x_query"), as_vector(y_pred, "y_pred")  # (m,) each
-    if keys.shape != values.shape or queries.shape != predictions.shape:
-        raise ValueError("x_train/y_train and x_query/y_pred must have matching lengths")
-    order = np.argsort(queries, kind="stable")  # lines are drawn left to right
-    queries, predictions = queries[order], predictions[order]
-    empty = np.zeros(queries.shape, bool) if no_support is None else np.asarray(no_support, bool).ravel()
-    if empty.shape != queries.shape:
-        raise ValueError("no_support must have one flag per query")
-    empty = empty[order]
-    predictions = np.where(empty, np.float32(np.nan), predictions).astype(np.float32)  # NaN: a gap in the line
-    dots = {"color": ORANGE, "size": 7, "opacity": 0.8}
-    data = [_scatter(keys, values, word("training_data", lang), w["key_x"], w["value_y"], marker=dots)]
-    if y_true is not None:
-        truth = as_vector(y_true, "y_true")
-        if truth.shape != queries.shape:
-            raise ValueError("y_true must have one value per query")
-        dashed = {"color": BLACK, "dash": "dash", "width": 2}
-        truth_name = word("true_function", lang)
-        data.append(_scatter(queries, truth[order], truth_name, "x", w["true_y"], mode="lines", line=dashed))
-    solid = {"color": BLUE, "width": 3}
-    prediction = w["prediction"]
-    data.append(_scatter(queries, predictions, prediction, w["query_x"], prediction, mode="lines", line=solid))
-    if extra_curve is not None:
-        curve = as_vector(extra_curve[0], "extra_curve y")
-        if curve.shape != queries.shape:
-            raise ValueError("extra_curve must have one value per grid point")
-        curve = curve[order]
-        dashed = {"color": GREEN, "dash": "dash", "width": 2}
-        name = html.escape(str(extra_curve[1]), quote=False)
-        data.append(_scatter(queries, curve, name, w["query_x"], prediction, mode="lines", line=dashed))
-    if points is not None:
-        marked_x, marked_y = as_vector(points[0], "points x"), as_vector(points[1], "points y")
-        if marked_x.shape != marked_y.shape:
-            raise ValueError("points x and y must have the same length")
-        diamond = {"symbol": "diamond", "size": 11, "color": VERMILLION}
-        data.append(_scatter(marked_x, marked_y, w["queries"], w["query_x"], prediction, marker=diamond))
-    layout: dict[str, Any] = {
-        "title": {"text": title},
-        # below the x axis: on a phone the entries wrap onto several lines, which above the plot ran into the title
-        "legend": {"orientation": "h", "x": 0.0, "xanchor": "left", "y": -0.2, "yanchor": "top"},
-        "margin": {"t": 60},
-        "showlegend": True,
-        "xaxis": {"title": {"text": word("x_axis", lang)}},
-        "yaxis": {"title": {"text": word("y_axis", lang)}},
-    }
-    if empty.any():
-        cross = {"symbol": "x-thin", "size": 11, "line": {"color": VERMILLION, "width": 2}}
-        rug = np.full(int(empty.sum()), 0.02, dtype=np.float32)  # on an invisible 0..1 axis: the plot's bottom edge
-        data.append(
-            _scatter(
-                queries[empty],
-                rug,
-                word("no_support", lang),
-                w["query_x"],
-                "",
-                yaxis="y2",
-                marker=cross,
-                cliponaxis=False,
-            )
-        )
-        layout["yaxis2"] = {"overlaying": "y", "range": [0.0, 1.0], "visible": False, "fixedrange": True}
-    return make_figure(data, layout)
-
-
-def loss_curve(losses: Any, *, title: str | None = None, lang: str = DEFAULT_LANGUAGE) -> go.Figure:
-    """Loss per epoch (1-based); a log y axis when the losses span more than two decades."""
-    title = word("loss_title", lang) if title is None else title
-    epoch, loss = word("epoch", lang), word("loss", lang)
-    values = as_vector(losses, "losses")  # (epochs,)
-    epochs = np.arange(1, values.size + 1, dtype=np.int32)
-    mode = "lines+markers" if values.size <= 50 else "lines"
-    hover = f"{epoch} %{{x}}<br>{loss} %{{y:.6~g}}<extra></extra>"
-    trace = {"type": "scatter", "x": epochs, "y": values, "mode": mode, "name": "loss", "line": {"color": BLUE}}
-    positive = values[np.isfinite(values) & (values > 0)]
-    log = positive.size == values.size > 0 and float(positive.max()) > 100 * float(positive.min())
-    y_axis: dict[str, Any] = {"title": {"text": loss}, **({"type": "log"} if log else {})}
-    layout = {"title": {"text": title}, "xaxis": {"title": {"text": epoch}}, "yaxis": y_axis}
-    return make_figure([{**trace, "hovertemplate": hover}], layout)
 
 
 def chart_config(filename: str) -> dict:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
 
-from attnviz.figures.attention import heads_grid
-from attnviz.figures.plotting import Labels, as_vector, make_figure, word
+from attnviz.figures.attention import AttentionGrid, heads_grid
+from attnviz.figures.plotting import as_vector, make_figure, word
 from attnviz.figures.style import BLUE, ORANGE, VERMILLION
 from attnviz.i18n import DEFAULT_LANGUAGE
 
@@ -56,22 +57,7 @@ def learning_curves(
     ]
     right = float(total if total is not None else (step_values.max() if step_values.size else 1))
     x_range = [0, max(right, 1.0)]
-    shapes = []
-    if current is not None:
-        for axis in ("x", "x2"):
-            y_ref = "y domain" if axis == "x" else "y2 domain"
-            shapes.append(
-                {
-                    "type": "line",
-                    "xref": axis,
-                    "yref": y_ref,
-                    "x0": current,
-                    "x1": current,
-                    "y0": 0,
-                    "y1": 1,
-                    "line": {"color": VERMILLION, "width": 2, "dash": "dot"},
-                }
-            )
+    shapes = [] if current is None else _current_step(current)
     positive = loss_values[np.isfinite(loss_values) & (loss_values > 0)]
     log = positive.size > 0 and float(positive.max()) > 20 * float(positive.min())
     layout = {
@@ -87,25 +73,32 @@ def learning_curves(
     return make_figure(data, layout)
 
 
+def _current_step(current: int) -> list[dict[str, Any]]:
+    """A dotted line at step `current` across both panels (the loss's and the accuracy's)."""
+    dotted = {"color": VERMILLION, "width": 2, "dash": "dot"}
+    return [
+        {"type": "line", "xref": axis, "yref": y_ref, "x0": current, "x1": current, "y0": 0, "y1": 1, "line": dotted}
+        for axis, y_ref in (("x", "y domain"), ("x2", "y2 domain"))
+    ]
+
+
 def two_steps(
-    first: Any,
-    second: Any,
+    grid: AttentionGrid | Any,
+    later: Any,
     *,
     first_title: str,
     second_title: str,
-    query_labels: Labels = None,
-    key_labels: Labels = None,
     palette: str,
     lang: str = DEFAULT_LANGUAGE,
 ) -> go.Figure:
-    """The same attention (Q, K) at two steps of training, side by side. Each row uses the whole colour scale (its
-    colour bar says so): at step 0 the weights are nearly uniform, and on a 0-1 scale that is one flat colour,
-    while its own range shows the small differences from which the pattern grows."""
-    weights = np.stack([np.asarray(first, dtype=np.float32), np.asarray(second, dtype=np.float32)])  # (2, Q, K)
+    """The same attention (Q, K) at two steps of training, side by side: `grid`'s weights (an AttentionGrid, or bare
+    weights) and `later`'s, on the same queries and keys. Each row uses the whole colour scale (its colour bar says
+    so): at step 0 the weights are nearly uniform, and on a 0-1 scale that is one flat colour, while its own range
+    shows the small differences from which the pattern grows."""
+    grid = AttentionGrid.of(grid)
+    both = [np.asarray(weights, dtype=np.float32) for weights in (grid.weights, later)]
     return heads_grid(
-        weights,
-        query_labels=query_labels,
-        key_labels=key_labels,
+        replace(grid, weights=np.stack(both)),  # (2, Q, K)
         head_titles=[first_title, second_title],
         palette=palette,
         columns=2,

@@ -51,26 +51,7 @@ def model_view(
     # t, not _w: the token labels are escaped already (unique_labels), and the templates hold no markup
     y = [t("fig.layer_query", lang, layer=layer + 1, query=query) for layer in range(layers) for query in queries]
     x = [t("fig.head_key", lang, head=head + 1, key=key) for head in range(heads) for key in keys]
-    white = {"color": "white", "width": 3}
-    lines = [
-        {"type": "line", "x0": h * cols - 0.5, "x1": h * cols - 0.5, "y0": -0.5, "y1": layers * rows - 0.5}
-        for h in range(1, heads)
-    ] + [
-        {"type": "line", "y0": layer * rows - 0.5, "y1": layer * rows - 0.5, "x0": -0.5, "x1": heads * cols - 0.5}
-        for layer in range(1, layers)
-    ]
-    outlines = [
-        {
-            "type": "rect",
-            "x0": (head - 1) * cols - 0.5,
-            "x1": head * cols - 0.5,
-            "y0": (selected_layer - 1) * rows - 0.5,
-            "y1": selected_layer * rows - 0.5,
-            "line": {"color": VERMILLION, "width": 3},
-        }
-        for head in selected_heads
-        if 1 <= selected_layer <= layers and 1 <= head <= heads
-    ]
+    shapes = _tile_lines(values.shape) + _outlines(values.shape, selected_layer, selected_heads)
     ticks = [0.0, 0.25, 0.5, 0.75, 1.0]
     trace = {
         "type": "heatmap",
@@ -88,10 +69,48 @@ def model_view(
         "name": "model view",
         "hovertemplate": "%{y}<br>%{x}<extra></extra>",
     }
-    # One point at the centre of every thumbnail, to click: a heatmap reports no selection to the page (Streamlit
-    # passes on the points of scatter traces only). Nearly invisible; the hover and the click name the head.
+    layout = _model_view_layout(x, y, values.shape, lang)
+    layout["shapes"] = shapes
+    return make_figure([trace, _click_targets(x, y, values.shape, lang)], layout)
+
+
+def _tile_lines(shape: tuple[int, ...]) -> list[dict[str, Any]]:
+    """White lines between the thumbnails of views of `shape` (L, h, r, c): between heads, then between layers."""
+    layers, heads, rows, cols = shape
+    white = {"color": "white", "width": 3}
+    lines = [
+        {"type": "line", "x0": h * cols - 0.5, "x1": h * cols - 0.5, "y0": -0.5, "y1": layers * rows - 0.5}
+        for h in range(1, heads)
+    ] + [
+        {"type": "line", "y0": layer * rows - 0.5, "y1": layer * rows - 0.5, "x0": -0.5, "x1": heads * cols - 0.5}
+        for layer in range(1, layers)
+    ]
+    return [{**line, "line": white} for line in lines]
+
+
+def _outlines(shape: tuple[int, ...], selected_layer: int, selected_heads: tuple[int, ...]) -> list[dict[str, Any]]:
+    """A frame around each chosen head's thumbnail (counted from 1; those outside the model are left out)."""
+    layers, heads, rows, cols = shape
+    return [
+        {
+            "type": "rect",
+            "x0": (head - 1) * cols - 0.5,
+            "x1": head * cols - 0.5,
+            "y0": (selected_layer - 1) * rows - 0.5,
+            "y1": selected_layer * rows - 0.5,
+            "line": {"color": VERMILLION, "width": 3},
+        }
+        for head in selected_heads
+        if 1 <= selected_layer <= layers and 1 <= head <= heads
+    ]
+
+
+def _click_targets(x: list[str], y: list[str], shape: tuple[int, ...], lang: str) -> dict[str, Any]:
+    """One point at the centre of every thumbnail, to click: a heatmap reports no selection to the page (Streamlit
+    passes on the points of scatter traces only). Nearly invisible; the hover and the click name the head."""
+    layers, heads, rows, cols = shape
     centres = [(layer, head) for layer in range(layers) for head in range(heads)]
-    targets = {
+    return {
         "type": "scatter",
         "mode": "markers",
         "x": [x[head * cols + cols // 2] for _, head in centres],
@@ -104,8 +123,14 @@ def model_view(
         "hovertemplate": t("fig.open_head", lang, layer="%{customdata[0]}", head="%{customdata[1]}")
         + "<extra></extra>",
     }
+
+
+def _model_view_layout(x: list[str], y: list[str], shape: tuple[int, ...], lang: str) -> dict[str, Any]:
+    """The model view's layout without its shapes: the title, a head's name above each column of thumbnails and
+    a layer's beside each row, about square tiles."""
+    layers, heads, rows, cols = shape
     axis = {"type": "category", "showgrid": False, "zeroline": False, "ticks": ""}
-    layout = {
+    return {
         # the title at the very top and the rotated head labels below it: on a phone they overlapped
         "title": {
             "text": word("model_view", lang),
@@ -128,12 +153,27 @@ def model_view(
             "ticktext": [word("layer_n", lang, n=layer + 1) for layer in range(layers)],
             "autorange": "reversed",  # layer 1 and the first query at the top
         },
-        "shapes": [{**line, "line": white} for line in lines] + outlines,
         "plot_bgcolor": "white",
         "margin": {"t": 140},
+        "clickmode": "event+select",  # a click selects a head's point: the page opens that head
     }
-    layout["clickmode"] = "event+select"  # a click selects a head's point: the page opens that head
-    return make_figure([trace, targets], layout)
+
+
+def _cells(values: np.ndarray, panel: int, x: list[str], rows: list[str], hover: str, **style: Any) -> dict:
+    """One panel of the neuron view: `values` on a diverging scale around 0 (±its largest), no colour bar."""
+    bound = float(np.nanmax(np.abs(values))) or 1.0
+    colours = {"colorscale": colorscale(DIVERGING_PALETTE), "zmin": -bound, "zmax": bound, "zmid": 0.0}
+    return {
+        "type": "heatmap",
+        "z": values.astype(np.float32),
+        "x": x,
+        "y": rows,
+        "showscale": False,
+        "hovertemplate": hover + "<extra></extra>",
+        **colours,
+        **style,
+        **axes(panel),
+    }
 
 
 def neuron_view(
@@ -164,37 +204,36 @@ def neuron_view(
     y = unique_labels(key_labels, count, "k")
     features = [f"f{i + 1}" for i in range(q.size)]
     label = unique_labels([query_label], 1)[0]
-    text = count <= MAX_CELL_TEXT_ROWS
-
-    def cells(values: np.ndarray, panel: int, x: list[str], rows: list[str], hover: str, **style: Any) -> dict:
-        bound = float(np.nanmax(np.abs(values))) or 1.0
-        colours = {"colorscale": colorscale(DIVERGING_PALETTE), "zmin": -bound, "zmax": bound, "zmid": 0.0}
-        return {
-            "type": "heatmap",
-            "z": values.astype(np.float32),
-            "x": x,
-            "y": rows,
-            "showscale": False,
-            "hovertemplate": hover + "<extra></extra>",
-            **colours,
-            **style,
-            **axes(panel),
-        }
-
-    number = {"texttemplate": "%{z:.2f}"} if text else {}
+    number = {"texttemplate": "%{z:.2f}"} if count <= MAX_CELL_TEXT_ROWS else {}
     on_weights = {"colorscale": colorscale(palette), "zmin": 0.0, "zmax": 1.0}
     key, weight = word("key", lang), word("weight", lang)
-    weight_cells = cells(
+    weight_cells = _cells(
         probs[:, None], 5, [weight], y, f"{key} %{{y}}<br>{weight}: %{{z:.6~g}}", name=weight, **number
     )
     del weight_cells["zmid"]
     data = [
-        cells(q[None, :], 1, features, [f"q: {label}"], "q, %{x}: %{z:.4~g}", name=word("query_q", lang)),
-        cells(k, 2, features, y, f"{key} %{{y}}, %{{x}}: %{{z:.4~g}}", name=word("keys_kj", lang)),
-        cells(products, 3, features, y, f"{key} %{{y}}, %{{x}}: q × k = %{{z:.4~g}}", name="q ∘ k_j"),
-        cells(scores[:, None], 4, [Z_COLUMN], y, f"{key} %{{y}}<br>{Z_COLUMN}: %{{z:.6~g}}", name=Z_COLUMN, **number),
+        _cells(q[None, :], 1, features, [f"q: {label}"], "q, %{x}: %{z:.4~g}", name=word("query_q", lang)),
+        _cells(k, 2, features, y, f"{key} %{{y}}, %{{x}}: %{{z:.4~g}}", name=word("keys_kj", lang)),
+        _cells(products, 3, features, y, f"{key} %{{y}}, %{{x}}: q × k = %{{z:.4~g}}", name="q ∘ k_j"),
+        _cells(scores[:, None], 4, [Z_COLUMN], y, f"{key} %{{y}}<br>{Z_COLUMN}: %{{z:.6~g}}", name=Z_COLUMN, **number),
         {**weight_cells, **on_weights},
     ]
+    layout: dict[str, Any] = {
+        "title": {
+            "text": t("fig.neuron_view", lang, token=label),  # label is escaped already
+            "subtitle": {"text": word("products_note", lang)},
+        },
+        "height": int(min(1400, max(420, 16 * count + 200))),
+        "plot_bgcolor": "white",
+        "margin": {"t": 130},
+        **_neuron_axes(y, lang),
+    }
+    return make_figure(data, layout)
+
+
+def _neuron_axes(y: list[str], lang: str) -> dict[str, Any]:
+    """The five panels' axes: the query's row above the keys' and the products' columns, then the two narrow
+    columns z and the weights; the keys `y` named on the left."""
     # panel: (x domain, y domain); the query's row sits above the keys' and the products' columns
     top = 0.86
     domains = {
@@ -205,15 +244,7 @@ def neuron_view(
         5: ([0.93, 1.0], [0.0, top]),
     }
     titles = {1: "", 2: word("keys_kj", lang), 3: word("products", lang), 4: "", 5: ""}
-    layout: dict[str, Any] = {
-        "title": {
-            "text": t("fig.neuron_view", lang, token=label),  # label is escaped already
-            "subtitle": {"text": word("products_note", lang)},
-        },
-        "height": int(min(1400, max(420, 16 * count + 200))),
-        "plot_bgcolor": "white",
-        "margin": {"t": 130},
-    }
+    layout: dict[str, Any] = {}
     for panel, (x_domain, y_domain) in domains.items():
         x_name, y_name = axis_keys(panel)
         refs = axes(panel)
@@ -234,4 +265,4 @@ def neuron_view(
         layout[y_name] = matrix_axis(
             "", domain=y_domain, anchor=refs["xaxis"], autorange="reversed", showticklabels=panel in (1, 2), **ticks
         )
-    return make_figure(data, layout)
+    return layout

@@ -51,57 +51,11 @@ def online_softmax_figure(
     ]
     masked = [label for label, ok in zip(x, finite.tolist(), strict=True) if not ok]
     if masked:
-        data.append(
-            {
-                "type": "scatter",
-                "x": masked,
-                "y": np.zeros(len(masked), dtype=np.float32),
-                "mode": "markers",
-                "marker": {"symbol": "x", "color": VERMILLION, "size": 10},
-                "name": word("masked_short", lang),
-                "hoverinfo": "skip",
-                "meta": {"table": False},
-            }
-        )
-    shapes = []
-    for edge in range(block_size, values.size, block_size):  # a thin line between blocks
-        shapes.append(
-            {
-                "type": "line",
-                "xref": "x",
-                "yref": "paper",
-                "x0": edge - 0.5,
-                "x1": edge - 0.5,
-                "y0": 0,
-                "y1": 1,
-                "line": {"color": "#999999", "width": 1},
-            }
-        )
-    annotations = []
+        data.append(_masked_marks(masked, lang))
+    shapes, annotations = _block_edges(values.size, block_size), []
     if math.isfinite(running_max):
-        shapes.append(
-            {
-                "type": "line",
-                "xref": "paper",
-                "x0": 0,
-                "x1": 1,
-                "y0": running_max,
-                "y1": running_max,
-                "line": {"color": VERMILLION, "dash": "dash", "width": 2},
-            }
-        )
-        annotations.append(
-            {
-                "xref": "paper",
-                "x": 1,
-                "y": running_max,
-                "xanchor": "right",
-                "yanchor": "bottom",
-                "text": f"m = {running_max:.4g}",
-                "showarrow": False,
-                "font": {"color": VERMILLION},
-            }
-        )
+        shapes.append(_running_max_line(running_max))
+        annotations.append(_running_max_label(running_max))
     layout = {
         "title": {"text": html.escape(title, quote=False)},
         "xaxis": {"title": {"text": word("keys", lang)}, "type": "category"},
@@ -112,6 +66,58 @@ def online_softmax_figure(
         "height": 360,
     }
     return make_figure(data, layout)
+
+
+def _masked_marks(masked: list[str], lang: str) -> dict[str, Any]:
+    """A × at 0 on each masked key (-inf): its bar would have no height."""
+    return {
+        "type": "scatter",
+        "x": masked,
+        "y": np.zeros(len(masked), dtype=np.float32),
+        "mode": "markers",
+        "marker": {"symbol": "x", "color": VERMILLION, "size": 10},
+        "name": word("masked_short", lang),
+        "hoverinfo": "skip",
+        "meta": {"table": False},
+    }
+
+
+def _block_edges(keys: int, block_size: int) -> list[dict[str, Any]]:
+    """A thin vertical line between each two blocks of `block_size` keys."""
+    grey = {"color": "#999999", "width": 1}
+    return [
+        {
+            "type": "line",
+            "xref": "x",
+            "yref": "paper",
+            "x0": edge - 0.5,
+            "x1": edge - 0.5,
+            "y0": 0,
+            "y1": 1,
+            "line": grey,
+        }
+        for edge in range(block_size, keys, block_size)
+    ]
+
+
+def _running_max_line(running_max: float) -> dict[str, Any]:
+    """A dashed line across the plot at the running maximum m."""
+    dashed = {"color": VERMILLION, "dash": "dash", "width": 2}
+    return {"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": running_max, "y1": running_max, "line": dashed}
+
+
+def _running_max_label(running_max: float) -> dict[str, Any]:
+    """ "m = …" at the right end of the running maximum's line."""
+    return {
+        "xref": "paper",
+        "x": 1,
+        "y": running_max,
+        "xanchor": "right",
+        "yanchor": "bottom",
+        "text": f"m = {running_max:.4g}",
+        "showarrow": False,
+        "font": {"color": VERMILLION},
+    }
 
 
 def kv_share_map(groups: tuple[int, ...], *, title: str = "", lang: str = DEFAULT_LANGUAGE) -> go.Figure:

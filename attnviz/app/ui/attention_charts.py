@@ -4,7 +4,7 @@ and how they are pooled or thinned to stay within the bytes one rerun may send (
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import streamlit as st
@@ -21,6 +21,7 @@ from attnviz.app.ui.settings import current_language, error_text, palette, prese
 from attnviz.core.fields import field
 from attnviz.core.multihead import MultiHeadTrace
 from attnviz.figures import attention as figures
+from attnviz.figures.attention import AttentionGrid
 from attnviz.models.bert_views import pooled_labels
 
 
@@ -31,21 +32,26 @@ def _pool(values: torch.Tensor, factor: int) -> torch.Tensor:
     return F.adaptive_max_pool2d(flat, size).reshape(*values.shape[:-2], *size)
 
 
-def _pooled(
-    values: torch.Tensor, mask: torch.Tensor, q_labels: list[str], k_labels: list[str], factor: int, grid: bool = False
-) -> tuple[torch.Tensor, torch.Tensor, list[str], list[str]]:
-    """A heatmap's weights (..., Q, K), its mask and its labels as drawn: as they are (`factor` 1), or in max-pooled
-    blocks, with a caption saying why: the heads' grid's own drawing limit, or this change's bytes."""
+def _pooled(source: AttentionGrid, factor: int, heads: bool = False) -> AttentionGrid:
+    """A heatmap's weights (..., Q, K) and mask (torch tensors) and its labels as drawn, as numpy arrays: as they are
+    (`factor` 1), or in max-pooled blocks, with a caption saying why: the heads' grid's (`heads`) own drawing limit,
+    or this change's bytes."""
+    values, mask = source.weights, source.mask
     if factor == 1:
-        return values, mask, q_labels, k_labels
+        return replace(source, weights=values.numpy(), mask=mask.numpy())
     pooled = _pool(values, factor)
     rows, columns = pooled.shape[-2:]
     cells = values.numel()
-    if grid and factor == pool_factor(cells):  # the grid's drawing limit alone decided it
+    if heads and factor == pool_factor(cells):  # the grid's drawing limit alone decided it
         st.caption(tr("budget.pooled", factor=factor, cells=f"{cells:,}", limit=f"{DRAW_CELLS:,}"))
     else:
         st.caption(tr("budget.pooled_bytes", factor=factor, limit=RERUN_BYTES // 2**20))
-    return pooled, _pool(mask, factor).bool(), pooled_labels(q_labels, rows), pooled_labels(k_labels, columns)
+    return AttentionGrid(
+        pooled.numpy(),
+        _pool(mask, factor).bool().numpy(),
+        pooled_labels(list(source.query_labels or ()), rows),
+        pooled_labels(list(source.key_labels or ()), columns),
+    )
 
 
 def weights_charts(
@@ -59,50 +65,23 @@ def weights_charts(
     """The weights (one head), or every head and their mean; their tables go in the numbers section. The colour
     range's control sits above them, or in `side` (beside the chart, on a projector). `factors`: each chart's pooling
     (attnviz/app/budget.py: `draw_factors`), one head's, or the grid's and the mean's."""
-    q_labels, k_labels, lang, page = inputs.query_labels, inputs.key_labels, current_language(), session.page
+    lang, page = current_language(), session.page
     colour_range_picker(session, field(attention_fields(page), "crange"), where=side or st)
     mask = trace.heads[0].mask
+    look = {"palette": palette(), "colour_range": state.crange, "lang": lang}
     if trace.num_heads == 1:  # max-pooled blocks keep a sharp pattern visible; the full numbers are in the CSV
         head, factor = trace.heads[0], factors[0]
-        weights, mask, q_shown, k_shown = _pooled(head.weights, mask, q_labels, k_labels, factor)
+        shown = _pooled(AttentionGrid(head.weights, mask, inputs.query_labels, inputs.key_labels), factor)
         scores = _pool(head.scores, factor) if factor > 1 else head.scores
         title = tr("attention.weights_title", score=tr(f"score.{state.score}.label"))
-        drawn = functools.partial(
-            figures.weights_heatmap,
-            weights.numpy(),
-            scores=scores.numpy(),
-            mask=mask.numpy(),
-            query_labels=q_shown,
-            key_labels=k_shown,
-            title=title,
-            palette=palette(),
-            colour_range=state.crange,
-            lang=lang,
-        )
+        drawn = functools.partial(figures.weights_heatmap, shown, scores=scores.numpy(), title=title, **look)
         return [chart(drawn, f"{page}_attention_weights", table="elsewhere")]
     titles = [tr("attention.head_n", n=h + 1) for h in range(trace.num_heads)]
-    weights, grid_mask, grid_q, grid_k = _pooled(trace.weights, mask, q_labels, k_labels, factors[0], grid=True)
-    grid = figures.heads_grid(
-        weights.numpy(),
-        mask=grid_mask.numpy(),
-        query_labels=grid_q,
-        key_labels=grid_k,
-        head_titles=titles,
-        palette=palette(),
-        colour_range=state.crange,
-        lang=lang,
-    )
+    every = AttentionGrid(trace.weights, mask, inputs.query_labels, inputs.key_labels)
+    grid = figures.heads_grid(_pooled(every, factors[0], heads=True), head_titles=titles, **look)
     charts = [chart(grid, f"{page}_attention_heads", table="elsewhere")]
-    mean_weights, mean_mask, mean_q, mean_k = _pooled(trace.mean_weights, mask, q_labels, k_labels, factors[1])
     mean = figures.weights_heatmap(
-        mean_weights.numpy(),
-        mask=mean_mask.numpy(),
-        query_labels=mean_q,
-        key_labels=mean_k,
-        title=tr("attention.mean_title"),
-        palette=palette(),
-        colour_range=state.crange,
-        lang=lang,
+        _pooled(replace(every, weights=trace.mean_weights), factors[1]), title=tr("attention.mean_title"), **look
     )
     return [*charts, chart(mean, f"{page}_attention_mean", table="elsewhere")]
 
@@ -144,14 +123,17 @@ def comparison_section(
     every = slice(None, None, factor)
     if factor > 1:
         st.caption(tr("budget.thinned", factor=factor, limit=RERUN_BYTES // 2**20))
-    panels = figures.comparison_charts(
+    drawn = AttentionGrid(
         trace.mean_weights[every, every].numpy(),
+        trace.heads[0].mask[every, every].numpy(),
+        inputs.query_labels[every],
+        inputs.key_labels[every],
+    )
+    panels = figures.comparison_charts(
+        drawn,
         other.mean_weights[every, every].numpy(),
         label_a=tr(f"score.{state.score}.label"),
         label_b=tr(f"score.{state.compare}.label"),
-        mask=trace.heads[0].mask[every, every].numpy(),
-        query_labels=inputs.query_labels[every],
-        key_labels=inputs.key_labels[every],
         palette=palette(),
         colour_range=state.crange,
         lang=current_language(),

@@ -33,6 +33,7 @@ from attnviz.app.ui.work import markdown_table, work_panel
 from attnviz.core.multihead import MultiHeadTrace, head_rows
 from attnviz.core.note_attn import bmm_rule, note_attn_steps
 from attnviz.figures import attention as figures
+from attnviz.figures.attention import AttentionGrid
 from attnviz.figures.plotting import unique_labels
 from attnviz.i18n import t
 from attnviz.lessons.explain import explain_attention
@@ -96,13 +97,11 @@ def _batch_rows(page: str, state: AttentionState) -> None:
         rows = batch_rows(state)
     except ValueError:
         return  # the page's own chart already says what is wrong with these controls
+    query_labels = [
+        tr("attention.batch_row_label", row=b, query=q) for b, q in zip(rows.batches, rows.queries, strict=True)
+    ]
     fig = figures.weights_heatmap(
-        rows.weights.numpy(),
-        mask=rows.mask.numpy(),
-        query_labels=[
-            tr("attention.batch_row_label", row=b, query=q) for b, q in zip(rows.batches, rows.queries, strict=True)
-        ],
-        key_labels=rows.keys,
+        AttentionGrid(rows.weights.numpy(), rows.mask.numpy(), query_labels, rows.keys),
         title=tr("attention.batch_rows_title"),
         palette=palette(),
         colour_range=state.crange,
@@ -124,9 +123,7 @@ def _note_attn_module(page: str, state: AttentionState, inputs: AttentionInputs)
     st.markdown(tr("note_attn.bmm", **bmm_rule(*bmm.shapes_in)))
     weights = next(step for step in steps if step.code.startswith("F.softmax")).value
     fig = figures.weights_heatmap(
-        weights.numpy(),
-        query_labels=["q"],
-        key_labels=[f"v{i + 1}" for i in range(weights.shape[-1])],
+        AttentionGrid(weights.numpy(), query_labels=["q"], key_labels=[f"v{i + 1}" for i in range(weights.shape[-1])]),
         title=tr("note_attn.weights_title"),
         palette=palette(),
         colour_range=state.crange,

@@ -10,7 +10,6 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from attnviz.app.budget import BUDGET_SECONDS, fit_rows, fit_seconds
 from attnviz.app.pipeline import matrix_from_cells, prediction_curve, run_kernel_and_curve
 from attnviz.app.state import (
     KERNEL_FIELDS,
@@ -30,18 +29,20 @@ from attnviz.app.ui.editors import (
     selected_row,
     text_columns,
 )
+from attnviz.app.ui.kernel_fit import FitKey, learn_section
 from attnviz.app.ui.messages import show_warning
 from attnviz.app.ui.session import PageSession
 from attnviz.app.ui.settings import begin_run, current_language, error_text, palette, presenting, tr
 from attnviz.app.ui.share import share_box
-from attnviz.app.ui.turns import ServerBusyError, busy_note, turn
 from attnviz.app.ui.work import work_panel
 from attnviz.core.errors import AttnvizError, Name
 from attnviz.core.fields import MAX_POINTS, field, format_number
-from attnviz.core.kernel import KERNELS, BandwidthFit, fit_bandwidth, toy_function
+from attnviz.core.kernel import KERNELS, BandwidthFit, toy_function
 from attnviz.core.scores import BANDWIDTH
+from attnviz.core.trace import AttentionTrace
 from attnviz.figures import attention as figures
-from attnviz.i18n import t
+from attnviz.figures import kernel as kernel_figures
+from attnviz.figures.attention import AttentionGrid
 from attnviz.lessons.explain import explain_kernel_row, number_text
 
 TOY = "d2l_toy_regression"
@@ -63,17 +64,6 @@ def _load_preset() -> None:
 def _reload_toy() -> None:
     state = replace(SESSION.state, toy_seed=int(SESSION.value("toy_seed")), toy_n=int(SESSION.value("toy_n")))
     SESSION.load(apply_kernel_preset(state, TOY, keep_controls=True))
-
-
-EPOCHS = 200
-
-
-def _fit(keys: tuple[float, ...], values: tuple[float, ...], kernel: str, progress=None) -> BandwidthFit:
-    """Leave-one-out fit of σ, within the budget of one change (many points: the errors of some of them)."""
-    rows = fit_rows(len(keys), EPOCHS)
-    return fit_bandwidth(
-        list(keys), list(values), kernel=kernel, init=1.0, epochs=EPOCHS, lr=0.05, progress=progress, max_rows=rows
-    )
 
 
 def _points_editor(state: KernelState) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
@@ -181,17 +171,48 @@ def _controls_and_results(state: KernelState, ready: bool) -> None:
 
 
 def _draw(state: KernelState, side: Any = None) -> None:
+    """The results: the regression, the predictions, the weights, learning σ, and the worked row."""
     trace, curve = run_kernel_and_curve(state)
-    grid = curve.queries[:, 0]
-    fit_key = (state.keys, state.values, state.kernel)
+    fit_key: FitKey = (state.keys, state.values, state.kernel)
     stored = SESSION.get("fit")  # (the inputs it was learned from, the fit): kept in the session, never redone
     fit = stored[1] if stored is not None and stored[0] == fit_key and state.kernel != "boxcar" else None
+    _regression_chart(state, trace, curve, fit)
+    labels = [f"{x:.4g}" for x in state.keys]
+    q_labels = [f"{x:.4g}" for x in state.queries]
+    _predictions(state, trace, q_labels)
+    colour_range_picker(SESSION, field(KERNEL_FIELDS, "crange"), where=side or st)
+    chart(
+        functools.partial(
+            figures.weights_heatmap,
+            AttentionGrid(trace.weights.numpy(), query_labels=q_labels, key_labels=labels),
+            scores=trace.scores.numpy(),
+            title=tr("kernel.weights_title"),
+            palette=palette(),
+            colour_range=state.crange,
+            lang=current_language(),
+        ),
+        "kernel_weights",
+    )
+    learn_section(SESSION, state, fit_key, fit)
+    st.subheader(tr("attention.show_work"))
+    row = selected_row(SESSION, q_labels, tr("kernel.query_to_explain"))
+    work_panel(
+        explain_kernel_row(trace, row, labels, current_language()),
+        heading=f"{tr('attention.show_work')} · {q_labels[row]}",
+    )
+
+
+def _regression_chart(
+    state: KernelState, trace: AttentionTrace, curve: AttentionTrace, fit: BandwidthFit | None
+) -> None:
+    """The training points, the prediction over the grid (and with the learned σ, once learned), the chosen queries."""
+    grid = curve.queries[:, 0]
     extra = None
     if fit is not None:
         learned = prediction_curve(state, bandwidth=fit.bandwidth)
         extra = (learned.output.numpy(), tr("kernel.learned_curve", sigma=f"{fit.bandwidth:.3g}"))
     regression = functools.partial(
-        figures.kernel_regression_figure,
+        kernel_figures.kernel_regression_figure,
         state.keys,
         state.values,
         grid.numpy(),
@@ -203,8 +224,10 @@ def _draw(state: KernelState, side: Any = None) -> None:
         lang=current_language(),
     )
     chart(regression, "kernel_regression")
-    labels = [f"{x:.4g}" for x in state.keys]
-    q_labels = [f"{x:.4g}" for x in state.queries]
+
+
+def _predictions(state: KernelState, trace: AttentionTrace, q_labels: list[str]) -> None:
+    """f(q) for every chosen query, after a warning naming the queries no key was in reach of."""
     if bool(trace.no_support.any()):
         missing = ", ".join(q for q, flag in zip(q_labels, trace.no_support.tolist(), strict=True) if flag)
         st.warning(tr("kernel.no_support", kernel=tr(f"kernel.{state.kernel}.label"), queries=missing))
@@ -213,73 +236,3 @@ def _draw(state: KernelState, side: Any = None) -> None:
         for q, y in zip(q_labels, trace.output.tolist(), strict=True)
     ]
     st.markdown(tr("kernel.predictions") + ", ".join(predictions))
-    colour_range_picker(SESSION, field(KERNEL_FIELDS, "crange"), where=side or st)
-    chart(
-        functools.partial(
-            figures.weights_heatmap,
-            trace.weights.numpy(),
-            scores=trace.scores.numpy(),
-            query_labels=q_labels,
-            key_labels=labels,
-            title=tr("kernel.weights_title"),
-            palette=palette(),
-            colour_range=state.crange,
-            lang=current_language(),
-        ),
-        "kernel_weights",
-    )
-    st.subheader(tr("kernel.learn_heading"))
-    st.caption(tr("kernel.learn_caption"))
-    why_not = "boxcar" if state.kernel == "boxcar" else "points" if len(state.keys) < 2 else None
-    clicked = st.button(tr("kernel.learn_button"), disabled=why_not is not None, help=tr("kernel.learn_help"))
-    if why_not is not None:  # said beside the greyed-out button, not only in its tooltip
-        st.caption(tr(f"kernel.learn_off_{why_not}", kernel=tr(f"kernel.{state.kernel}.label")))
-    if clicked:
-        lang = current_language()
-
-        def epoch_text(**params: object) -> str:
-            return t("kernel.epoch", lang, **params)
-
-        points = len(state.keys)
-        try:  # many points: a large request, which takes its turn at the server's gate
-            with turn(fit_seconds(points, EPOCHS, rows=fit_rows(points, EPOCHS))):
-                bar = st.progress(0.0, text=tr("kernel.training"))
-                # Trained here with visible progress, once: the session keeps the result for the reruns after it.
-                result = _fit(
-                    *fit_key,
-                    progress=lambda epoch, loss: bar.progress(
-                        epoch / EPOCHS, text=epoch_text(epoch=epoch, loss=f"{loss:.4g}")
-                    ),
-                )
-                bar.empty()
-        except ServerBusyError as exc:
-            busy_note(exc)
-        else:
-            SESSION.put((fit_key, result), "fit")
-            st.rerun()
-    if fit is not None:
-        chart(figures.loss_curve(fit.losses, lang=current_language()), "kernel_loss_curve")
-        st.success(
-            tr(
-                "kernel.learned",
-                sigma=f"{fit.bandwidth:.4g}",
-                first=f"{fit.losses[0]:.4g}",
-                last=f"{fit.losses[-1]:.4g}",
-            )
-        )
-        if fit.rows < len(state.keys):
-            total, seconds = len(state.keys), f"{fit_seconds(len(state.keys), EPOCHS):.1f}"
-            budget = f"{BUDGET_SECONDS:g}"
-            st.caption(tr("kernel.fit_rows", rows=fit.rows, total=total, seconds=seconds, budget=budget))
-        st.button(tr("kernel.use_learned"), on_click=_use_bandwidth, args=(fit.bandwidth,))
-    st.subheader(tr("attention.show_work"))
-    row = selected_row(SESSION, q_labels, tr("kernel.query_to_explain"))
-    work_panel(
-        explain_kernel_row(trace, row, labels, current_language()),
-        heading=f"{tr('attention.show_work')} · {q_labels[row]}",
-    )
-
-
-def _use_bandwidth(bandwidth: float) -> None:
-    """Callback of "use the learned σ": the bandwidth control takes it (within the control's range)."""
-    st.session_state[SESSION.key("bandwidth")] = min(max(float(f"{bandwidth:.4g}"), BANDWIDTH.low), BANDWIDTH.high)

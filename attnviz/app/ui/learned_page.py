@@ -30,6 +30,7 @@ from attnviz.app.ui.work import work_panel, work_panel_content
 from attnviz.core.fields import field
 from attnviz.core.multihead import head_rows
 from attnviz.figures import attention as figures
+from attnviz.figures.attention import AttentionGrid
 from attnviz.figures.style import POSITION_MARK
 from attnviz.lessons.explain import explain_row
 from attnviz.models.bert_views import token_labels
@@ -134,10 +135,8 @@ def _try_dates(state: LearnedState, run: TrainingRun) -> None:
     language = current_language()
     chart(
         lambda: figures.weights_heatmap(
-            result.trace.weights.numpy(),
+            AttentionGrid(result.trace.weights.numpy(), query_labels=outputs, key_labels=inputs),
             scores=result.trace.scores.numpy(),
-            query_labels=outputs,
-            key_labels=inputs,
             title=tr("learned.dates_chart"),
             palette=palette(),
             lang=language,
@@ -211,9 +210,7 @@ def _try_sequence(state: LearnedState, run: TrainingRun) -> LearnedState:
     language = current_language()
     chart(
         lambda: figures.heads_grid(
-            weights.reshape(layers * heads, len(tokens), len(tokens)).numpy(),
-            query_labels=tokens,
-            key_labels=tokens,
+            AttentionGrid(weights.reshape(layers * heads, len(tokens), len(tokens)).numpy(), None, tokens, tokens),
             head_titles=_grid_titles(layers, heads, off),
             palette=palette(),
             columns=heads,

@@ -17,6 +17,7 @@ from attnviz.app.ui.session import PageSession
 from attnviz.app.ui.settings import current_language, md_escape, palette, tr
 from attnviz.core.fields import field
 from attnviz.figures import learned as learned_figures
+from attnviz.figures.attention import AttentionGrid
 from attnviz.figures.style import POSITION_MARK
 from attnviz.models.learned import induction
 from attnviz.models.learned.seq2seq import Translation, translate_texts
@@ -209,12 +210,10 @@ def _snapshots(state: LearnedState, run: TrainingRun) -> LearnedState:
     st.caption(tr("learned.two_steps_note"))
     chart(
         lambda: learned_figures.two_steps(
-            first,
+            AttentionGrid(first, query_labels=labels, key_labels=keys),
             second,
             first_title=tr("learned.step_n", step=0),
             second_title=tr("learned.step_n", step=step),
-            query_labels=labels,
-            key_labels=keys,
             palette=palette(),
             lang=language,
         ),

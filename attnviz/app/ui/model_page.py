@@ -9,31 +9,26 @@ from functools import partial
 from typing import Any
 
 import cachetools
-import plotly.graph_objects as go
 import streamlit as st
 
 from attnviz.app.budget import model_seconds
 from attnviz.app.exports import attentions_npz, model_snippet, view_csv
 from attnviz.app.model_state import NUM_HEADS, NUM_LAYERS, PARTS, ModelState, decode_model, encode_model
 from attnviz.app.state import MAX_TEXT
-from attnviz.app.ui.common import below_main_chart, chart, controls_and_results, first_paint, pending, shared_value
+from attnviz.app.ui.common import below_main_chart, controls_and_results, first_paint, pending, shared_value
 from attnviz.app.ui.messages import show_warning
-from attnviz.app.ui.model_views import head_view_section, neuron_view_section
+from attnviz.app.ui.model_views import head_view_section, model_view_section, neuron_view_section
 from attnviz.app.ui.models import get_model
 from attnviz.app.ui.session import PageSession
-from attnviz.app.ui.settings import begin_run, current_language, error_text, labeller, md_escape, palette, tr
+from attnviz.app.ui.settings import begin_run, error_text, labeller, md_escape, tr
 from attnviz.app.ui.share import share_box
 from attnviz.app.ui.turns import ServerBusyError, busy_note, turn
-from attnviz.figures import model as model_figures
 from attnviz.figures.style import POSITION_MARK
 from attnviz.models.bert import MAX_MODEL_TOKENS, BertTrace, ModelUnavailableError, unknown_tokens
 from attnviz.models.bert_views import (
-    MAX_THUMBNAIL,
     find_heads,
     head_view,
     head_weights,
-    pooled_labels,
-    thumbnails,
     token_labels,
     token_selection,
 )
@@ -206,31 +201,7 @@ def _draw(state: ModelState, trace: BertTrace) -> Callable[[], None]:
         st.info(tr("model.nothing"))
         neuron_view_section(state, trace, tokens)
     else:
-        sentence = (state.sentence, state.pair, state.hide_special, state.part, state.renormalise)
-        style = (palette(), current_language())
-
-        def model_view() -> go.Figure:
-            views, _ = thumbnails(trace.attentions, rows, cols, state.renormalise)
-            return model_figures.model_view(
-                views.numpy(),
-                row_labels=pooled_labels([tokens[i] for i in rows], views.shape[-2]),
-                col_labels=pooled_labels([tokens[j] for j in cols], views.shape[-1]),
-                selected_layer=state.layer,
-                selected_heads=state.heads,
-                palette=style[0],
-                lang=style[1],
-            )
-
-        chart(
-            model_view,
-            "model_view",
-            key=VIEW_KEY,
-            shared=("model_view", *sentence, state.layer, state.heads, *style),
-            on_select=_open_clicked_head,
-            selection_mode="points",
-        )
-        if max(len(rows), len(cols)) > MAX_THUMBNAIL:
-            st.caption(tr("model.pooled", count=len(tokens), size=min(len(cols), MAX_THUMBNAIL)))
+        model_view_section(state, trace, tokens, rows, cols, key=VIEW_KEY, on_select=_open_clicked_head)
 
         def below() -> None:  # it may run in the next run: it asks the shared cache, it holds no trace itself
             shared = _trace(state)
@@ -239,26 +210,28 @@ def _draw(state: ModelState, trace: BertTrace) -> Callable[[], None]:
                 neuron_view_section(state, shared, tokens)
 
         below_main_chart(below)
+    return partial(_export, state, rows, cols)
 
-    def export() -> None:
-        # The files are made when a button is pressed, from the shared trace: a download's data would otherwise
-        # stay in this session's memory (the .npz of all heads is 19 MB at 256 tokens).
-        st.caption(tr("model.export_caption", count=NUM_LAYERS * NUM_HEADS))
-        st.download_button(
-            tr("model.download_csv"),
-            partial(_head_view_csv, state, rows, cols),
-            file_name=f"attnviz_minilm_layer{state.layer}_heads{'-'.join(map(str, state.heads))}.csv",
-            mime="text/csv",
-        )
-        st.download_button(
-            tr("model.download_npz"),
-            partial(_all_heads_npz, state),
-            file_name="attnviz_minilm_attentions.npz",
-            mime="application/octet-stream",
-        )
-        st.code(model_snippet(state), language="python")
 
-    return export
+def _export(state: ModelState, rows: list[int], cols: list[int]) -> None:
+    """The download buttons and the code that reproduces the views.
+
+    The files are made when a button is pressed, from the shared trace: a download's data would otherwise stay in
+    this session's memory (the .npz of all heads is 19 MB at 256 tokens)."""
+    st.caption(tr("model.export_caption", count=NUM_LAYERS * NUM_HEADS))
+    st.download_button(
+        tr("model.download_csv"),
+        partial(_head_view_csv, state, rows, cols),
+        file_name=f"attnviz_minilm_layer{state.layer}_heads{'-'.join(map(str, state.heads))}.csv",
+        mime="text/csv",
+    )
+    st.download_button(
+        tr("model.download_npz"),
+        partial(_all_heads_npz, state),
+        file_name="attnviz_minilm_attentions.npz",
+        mime="application/octet-stream",
+    )
+    st.code(model_snippet(state), language="python")
 
 
 def _head_view_csv(state: ModelState, rows: list[int], cols: list[int]) -> str:

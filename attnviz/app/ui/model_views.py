@@ -1,7 +1,9 @@
-"""The pretrained-model page's close views: one head (or an average of heads) as a heatmap, and the neuron view of
-one token's query against every key."""
+"""The pretrained-model page's views: every head as a thumbnail (the model view), then close up one head (or an
+average of heads) as a heatmap, and the neuron view of one token's query against every key."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import plotly.graph_objects as go
 import streamlit as st
@@ -12,12 +14,49 @@ from attnviz.app.ui.settings import current_language, md_escape, palette, tr
 from attnviz.app.ui.work import work_panel, work_panel_content
 from attnviz.figures import attention as figures
 from attnviz.figures import model as model_figures
+from attnviz.figures.attention import AttentionGrid
 from attnviz.lessons.explain import explain_row
 from attnviz.models.bert import BertTrace
-from attnviz.models.bert_views import (
-    head_view,
-    head_weights,
-)
+from attnviz.models.bert_views import MAX_THUMBNAIL, head_view, head_weights, pooled_labels, thumbnails
+
+
+def model_view_section(
+    state: ModelState,
+    trace: BertTrace,
+    tokens: list[str],
+    rows: list[int],
+    cols: list[int],
+    *,
+    key: str,
+    on_select: Callable[[], None],
+) -> None:
+    """Every head of every layer as a thumbnail (max-pooled to MAX_THUMBNAIL tokens a side, with a caption saying
+    so), the chosen heads outlined; `on_select` is called when a thumbnail is clicked, its event under `key`."""
+    sentence = (state.sentence, state.pair, state.hide_special, state.part, state.renormalise)
+    style = (palette(), current_language())
+
+    def model_view() -> go.Figure:
+        views, _ = thumbnails(trace.attentions, rows, cols, state.renormalise)
+        return model_figures.model_view(
+            views.numpy(),
+            row_labels=pooled_labels([tokens[i] for i in rows], views.shape[-2]),
+            col_labels=pooled_labels([tokens[j] for j in cols], views.shape[-1]),
+            selected_layer=state.layer,
+            selected_heads=state.heads,
+            palette=style[0],
+            lang=style[1],
+        )
+
+    chart(
+        model_view,
+        "model_view",
+        key=key,
+        shared=("model_view", *sentence, state.layer, state.heads, *style),
+        on_select=on_select,
+        selection_mode="points",
+    )
+    if max(len(rows), len(cols)) > MAX_THUMBNAIL:
+        st.caption(tr("model.pooled", count=len(tokens), size=min(len(cols), MAX_THUMBNAIL)))
 
 
 def head_view_section(state: ModelState, trace: BertTrace, tokens: list[str], rows: list[int], cols: list[int]) -> None:
@@ -33,11 +72,10 @@ def head_view_section(state: ModelState, trace: BertTrace, tokens: list[str], ro
         if single:
             raw = trace.layers[state.layer - 1].scores[state.heads[0] - 1]  # (T, T) q·k before the 1/√d scale
             scores = head_view(raw, rows, cols).numpy()
+        shown = AttentionGrid(block.numpy(), None, [tokens[i] for i in rows], [tokens[j] for j in cols])
         return figures.weights_heatmap(
-            block.numpy(),
+            shown,
             scores=scores,
-            query_labels=[tokens[i] for i in rows],
-            key_labels=[tokens[j] for j in cols],
             title=tr("model.head_view_title", layer=state.layer, which=which),
             palette=palette(),
             lang=language,

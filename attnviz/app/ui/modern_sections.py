@@ -24,6 +24,7 @@ from attnviz.core.positions import rope_angles
 from attnviz.core.sparse import scored_pairs
 from attnviz.figures import attention as figures
 from attnviz.figures import modern as modern_figures
+from attnviz.figures.attention import AttentionGrid
 from attnviz.lessons.explain import explain_row
 
 MAX_REPEATS = 6  # rows of the RoPE check: token pairs seen at the same distance more than once
@@ -48,10 +49,7 @@ def side_by_side(
     language = current_language()
     chart(
         lambda: figures.heads_grid(
-            weights.numpy(),
-            mask=masks.numpy(),
-            query_labels=inputs.labels,
-            key_labels=inputs.labels,
+            AttentionGrid(weights.numpy(), masks.numpy(), inputs.labels, inputs.labels),
             head_titles=titles,
             palette=palette(),
             columns=2,
@@ -230,12 +228,10 @@ def heads_section(state: ModernState, inputs: Inputs, trace: ModernTrace) -> Mod
         tr("modern.head_title", head=h + 1, kv_head=g + 1) if columns == 2 else f"Q{h + 1}"
         for h, g in enumerate(trace.groups)
     ]
+    masks = torch.stack([t.mask for t in trace.heads])  # (h, Q, K)
     chart(
         lambda: figures.heads_grid(
-            trace.weights.numpy(),
-            mask=torch.stack([t.mask for t in trace.heads]).numpy(),
-            query_labels=inputs.labels,
-            key_labels=inputs.labels,
+            AttentionGrid(trace.weights.numpy(), masks.numpy(), inputs.labels, inputs.labels),
             head_titles=titles,
             palette=palette(),
             columns=columns,

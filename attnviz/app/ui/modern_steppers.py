@@ -17,10 +17,11 @@ from attnviz.app.ui.modern_compute import SESSION, Inputs, compute, escaped, val
 from attnviz.app.ui.settings import current_language, palette, tr
 from attnviz.core.fields import field
 from attnviz.core.flash import memory_traffic, online_softmax_row
-from attnviz.core.kvcache import decode_with_cache
+from attnviz.core.kvcache import DecodeStep, decode_with_cache
 from attnviz.core.modern import ModernTrace
 from attnviz.figures import attention as figures
 from attnviz.figures import modern as modern_figures
+from attnviz.figures.attention import AttentionGrid
 from attnviz.lessons.explain import number_text
 
 TOLERANCE = 1e-5  # float32 sums in another order differ by ~1e-7; anything near this would be a real difference
@@ -58,6 +59,36 @@ def kv_cache_section(state: ModernState, inputs: Inputs, trace: ModernTrace) -> 
     st.subheader(tr("modern.kv_heading"))
     st.markdown(tr("modern.kv_text"))
     head = state.head - 1
+    causal, steps = _decoded(state, inputs, trace)
+    length = len(steps)
+    done = _stepper("decode_step", length, tr("modern.decode_step"))
+    step = steps[done - 1]
+    st.markdown(
+        tr(
+            "modern.kv_step",
+            step=done,
+            token=escaped([inputs.labels[done - 1]]),
+            rows=done,
+            numbers=step.cached_numbers,
+        )
+    )
+    _decoded_chart(steps, done, inputs.labels)
+    reference = causal.heads[head]
+    difference = max(
+        float((step.weights - reference.weights[done - 1, :done]).abs().max()),
+        float((step.output - reference.output[done - 1]).abs().max()),
+    )
+    st.markdown(tr("modern.kv_check", step=done))
+    _check(difference)
+    _cache_tables(step, inputs.labels[:done])
+    decode_step = STEP_END if done == length else done
+    return replace(state, decode_step=decode_step)
+
+
+def _decoded(state: ModernState, inputs: Inputs, trace: ModernTrace) -> tuple[ModernTrace, list[DecodeStep]]:
+    """The chosen head's every decoding step, and the causal trace they are checked against (the page's own trace
+    when it is causal already)."""
+    head = state.head - 1
     # Decoding is causal and reads every token so far: the page's mask and valid length do not apply here
     plain = (state.mask, valid_length(state, len(inputs.labels))) == ("causal", None)
     causal = trace if plain else compute(state, inputs, mask="causal", valid=0)
@@ -75,18 +106,12 @@ def kv_cache_section(state: ModernState, inputs: Inputs, trace: ModernTrace) -> 
         rope=state.positions == "rope",
         alibi_slope=slope,
     )
+    return causal, steps
+
+
+def _decoded_chart(steps: list[DecodeStep], done: int, labels: list[str]) -> None:
+    """The weights of the first `done` steps, one row per decoded token; the rows not decoded yet masked."""
     length = len(steps)
-    done = _stepper("decode_step", length, tr("modern.decode_step"))
-    step = steps[done - 1]
-    st.markdown(
-        tr(
-            "modern.kv_step",
-            step=done,
-            token=escaped([inputs.labels[done - 1]]),
-            rows=done,
-            numbers=step.cached_numbers,
-        )
-    )
     decoded = torch.zeros(length, length)
     for s in steps[:done]:
         decoded[s.step, : s.step + 1] = s.weights
@@ -94,10 +119,7 @@ def kv_cache_section(state: ModernState, inputs: Inputs, trace: ModernTrace) -> 
     language = current_language()
     chart(
         lambda: figures.weights_heatmap(
-            decoded.numpy(),
-            mask=shown.numpy(),
-            query_labels=inputs.labels,
-            key_labels=inputs.labels,
+            AttentionGrid(decoded.numpy(), shown.numpy(), labels, labels),
             title=tr("modern.kv_chart", step=done),
             palette=palette(),
             colour_range="unit",
@@ -105,15 +127,12 @@ def kv_cache_section(state: ModernState, inputs: Inputs, trace: ModernTrace) -> 
         ),
         "attnviz_kv_cache",
     )
-    reference = causal.heads[head]
-    difference = max(
-        float((step.weights - reference.weights[done - 1, :done]).abs().max()),
-        float((step.output - reference.output[done - 1]).abs().max()),
-    )
-    st.markdown(tr("modern.kv_check", step=done))
-    _check(difference)
+
+
+def _cache_tables(step: DecodeStep, labels: list[str]) -> None:
+    """The cache after `step` (K and V, a row per token so far), then the new token's scores and weights."""
+    done = len(labels)
     left, right = st.columns(2)
-    labels = inputs.labels[:done]
     for where, name, cache in ((left, "K", step.keys), (right, "V", step.values)):
         where.markdown(tr("modern.cache_table", name=name, rows=done, width=cache.shape[1]))
         columns = [tr("modern.token"), *(f"{name}[{i + 1}]" for i in range(cache.shape[1]))]
@@ -123,14 +142,12 @@ def kv_cache_section(state: ModernState, inputs: Inputs, trace: ModernTrace) -> 
             height=min(420, 38 + 35 * done),
         )
     weights_row = [[label, float(s), float(w)] for label, s, w in zip(labels, step.scores, step.weights, strict=True)]
-    st.markdown(tr("modern.kv_weights", token=escaped([inputs.labels[done - 1]])))
+    st.markdown(tr("modern.kv_weights", token=escaped([labels[-1]])))
     st.dataframe(
         arrow_table([tr("modern.token"), tr("modern.score"), tr("modern.weight")], weights_row),
         hide_index=True,
         width="stretch",
     )
-    decode_step = STEP_END if done == length else done
-    return replace(state, decode_step=decode_step)
 
 
 def flash_section(state: ModernState, inputs: Inputs, trace: ModernTrace) -> ModernState:

@@ -1,0 +1,66 @@
+"""Functions stay short where the pages and the figures are built (DESIGN: "no function over ~60 lines without a
+reason"): every function of attnviz/app/ui and attnviz/figures, nested ones and methods included, is at most
+MAX_LINES lines from its `def` to its last line, docstring and comments counted. A longer one is named in LONGER,
+with its reason."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CHECKED = ("attnviz/app/ui", "attnviz/figures")
+MAX_LINES = 60
+
+# (module, function): why it may be longer. Keep it short; an entry that is no longer needed fails the test too.
+LONGER = {
+    # It follows Streamlit's own st.plotly_chart step by step, on private APIs, so that after an upgrade the two can
+    # be compared line for line; split, that comparison would span several functions.
+    ("attnviz/app/ui/plotly_element.py", "plotly_json_chart"): "mirrors st.plotly_chart, private APIs",
+}
+
+
+def long_functions(source: str, limit: int = MAX_LINES) -> list[tuple[str, int]]:
+    """(name, lines) of every function in `source` longer than `limit` lines, nested ones and methods included."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            lines = node.end_lineno - node.lineno + 1
+            if lines > limit:
+                found.append((node.name, lines))
+    return found
+
+
+def checked_modules() -> list[Path]:
+    return sorted(path for folder in CHECKED for path in (ROOT / folder).rglob("*.py"))
+
+
+def test_no_function_is_longer_than_the_limit_without_a_reason():
+    too_long = {}
+    for path in checked_modules():
+        module = path.relative_to(ROOT).as_posix()
+        for name, lines in long_functions(path.read_text(encoding="utf-8")):
+            if (module, name) not in LONGER:
+                too_long[f"{module}:{name}"] = lines
+    assert too_long == {}, f"split these (at most {MAX_LINES} lines), or name them in LONGER with a reason"
+
+
+def test_every_longer_function_named_is_still_there_and_still_long():
+    """An entry of LONGER whose function was split or removed is dropped, so the list stays the list of exceptions."""
+    for module, name in LONGER:
+        found = dict(long_functions((ROOT / module).read_text(encoding="utf-8")))
+        assert name in found, f"{module}:{name} is {MAX_LINES} lines or fewer now (or gone): remove it from LONGER"
+
+
+def test_the_check_counts_a_functions_lines_from_def_to_its_end():
+    """The check itself: 61 lines is too long (nested and async functions too), 60 is not."""
+    body = "".join(f"    x{i} = {i}\n" for i in range(59))
+    short = f"def short():\n{body}"  # 60 lines
+    long = f"def long():\n{body}    return x0\n"  # 61 lines
+    nested = "class C:\n    def method(self):\n        async def inner():\n" + "".join(
+        f"            y{i} = {i}\n" for i in range(60)
+    )
+    assert long_functions(short) == []
+    assert long_functions(long) == [("long", 61)]
+    assert long_functions(nested) == [("method", 62), ("inner", 61)]
+    assert checked_modules(), "the checked folders hold modules"
