@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from attnviz.app.learned_state import LearnedState, decode_learned, encode_learned
+from attnviz.app.training import jobs
 from attnviz.app.training.jobs import QUEUE
+from attnviz.i18n import t
 from attnviz.models.learned.train import TrainSettings
+from tests.test_errors_coded import english_in
 
 PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "5_Learned_attention.py")
 
@@ -152,6 +156,25 @@ def test_two_dates_at_one_seed_share_one_training():
     second.run()
     assert not second.button  # the other student's page follows the same training
     assert QUEUE.wait(job, timeout=120) and job.status == "done", job.error
+
+
+def test_a_failed_training_is_shown_in_the_interface_language(monkeypatch):
+    """The job kept the training process's last English line as its error, and the Chinese page showed it as it was.
+    The error is coded now: each page says it in its own language."""
+    said = "Traceback: MemoryError: the process ran out of memory"
+    command = [sys.executable, "-c", f"import sys; sys.exit({said!r})"]
+    monkeypatch.setattr(jobs, "training_command", lambda settings, out="-", server=0: command)
+    job = QUEUE.submit(TrainSettings("induction", seed=81, steps=7))
+    assert QUEUE.wait(job, timeout=60) and job.status == "failed"
+    for lang in ("zh-Hans", "zh-Hant", "en"):
+        at = _page(lang=lang, tk="induction", sd="81", n="7")
+        shown = [str(e.value) for e in at.error]
+        why = t("error.training_exit", lang, status=1)
+        assert shown == [t("learned.training_failed", lang, error=why)], shown
+        assert "MemoryError" not in shown[0]
+        if lang != "en":
+            assert not english_in(shown[0]), shown
+        assert at.button(key="learned:train")  # it can be asked again
 
 
 def test_the_page_in_chinese():
