@@ -435,9 +435,9 @@ def html_chart(results: dict[str, Any]) -> str:
 def measure_model(seconds: float, users: tuple[int, ...] = (1, 10)) -> dict[str, Any]:
     """The pretrained model's load and compute times (bench/model.py), plus its page under the load client (128
     tokens)."""
-    from bench.model import compute_times, load_times
+    from bench.model import measure
 
-    return {"load": load_times(), "compute": compute_times(), "page": load_page(SCENARIOS["model"], users, seconds)}
+    return {**measure(), "page": load_page(SCENARIOS["model"], users, seconds)}
 
 
 def main() -> None:
