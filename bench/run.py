@@ -328,7 +328,8 @@ def markdown(results: dict[str, Any]) -> str:
             "",
             f"{len(missed)} not met. What explains each (with the profile) and what would close the gap: "
             "[bench/README.md, What the rest is spent on]"
-            "(../README.md#what-the-rest-is-spent-on-and-what-would-close-each-gap), and the section before it.",
+            "(../README.md#what-the-rest-is-spent-on-and-what-would-close-each-gap); what each change did: "
+            "[the performance history](../../CHANGELOG.md#performance-history).",
         ]
     lines += [
         "",

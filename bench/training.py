@@ -230,7 +230,7 @@ def responsiveness_table(rows: list[dict[str, Any]], cores: bool = False) -> lis
 
 
 def markdown(results: dict[str, Any]) -> str:
-    """The results as the table bench/README.md quotes."""
+    """The results as Markdown (bench/results/<date>-training.md; bench/README.md quotes them)."""
     lines = [
         f"# Training the small models ({results['date']})",
         "",
@@ -261,7 +261,7 @@ def markdown(results: dict[str, Any]) -> str:
 
 
 def quota_markdown(results: dict[str, Any]) -> str:
-    """The quota scenario's results as the table bench/README.md quotes."""
+    """The quota scenario's results as Markdown (bench/results/<date>-training-quota.md)."""
     lines = [
         f"# A class beside a training in a one-core CPU quota ({results['date']})",
         "",

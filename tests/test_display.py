@@ -167,7 +167,7 @@ def _beside_chart_script() -> None:
 
 
 def test_the_charts_place_off_the_projector_is_the_page_itself_not_one_more_element() -> None:
-    """Every element of a control's rerun costs the server (bench/README.md, "Speed for a class of 30, continued"):
+    """Every element of a control's rerun costs the server (CHANGELOG.md, Performance history):
     off the projector the charts go where the page is, without a container of their own; on it, two columns."""
     from streamlit.testing.v1 import AppTest
 

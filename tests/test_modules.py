@@ -253,8 +253,8 @@ def test_identity_projections_give_exactly_the_product_with_the_identity_matrice
 
 
 def test_multi_head_attend_checks_its_inputs_once_not_again_per_head(monkeypatch):
-    """Each torch call lets another thread take Python's lock (bench/README.md, item 19): the inputs are checked
-    finite once, by multi_head_attend, and each head's attention does not check its slice again."""
+    """Each torch call lets another thread take Python's lock (CHANGELOG.md, Performance history): the inputs are
+    checked finite once, by multi_head_attend, and each head's attention does not check its slice again."""
     import attnviz.core._validate as validate
 
     checked: list[tuple[int, ...]] = []
