@@ -18,6 +18,8 @@ websocket with it.
 - One replica is SIGKILLed midway and restarted 20 s later, as a supervisor would. Every student whose session was
   on it reconnects as a browser does and changes a control soon after; the change must reach the URL, and the page
   must come back from its link.
+- `--memory MIB`: each replica's cgroup limited to MIB MiB, as a pod's memory limit (its trainings included): the
+  kernel kills what goes past it, and the report counts it.
 - `--quota CORES`: each replica in a cgroup of its own with CORES cores of CPU quota, as a pod's CPU limit (its
   restart and the trainings it starts too; testkit/cgroups.py, needs root). `--training`: a training always running
   beside the class (a client presses Train on the Learned attention page, again as each training ends).
@@ -130,6 +132,7 @@ class ClassConfig:
     label: str = ""
     replica_env: dict[str, str] = field(default_factory=dict)  # extra environment of the replicas (experiments)
     quota: float | None = None  # CPU cores of each replica's own cgroup, as a pod's CPU limit; None: no quota
+    memory: float | None = None  # MiB of memory in each replica's own cgroup, as a pod's memory limit; None: none
     training: bool = False  # a training always running: a client presses Train again as each one ends
 
 
@@ -173,20 +176,25 @@ class Cluster:
     replica in a cgroup of its own with that many cores of CPU quota, as a pod's CPU limit (needs root)."""
 
     def __init__(
-        self, workdir: Path, log_prefix: str = "class", env: dict[str, str] | None = None, quota: float | None = None
+        self,
+        workdir: Path,
+        log_prefix: str = "class",
+        env: dict[str, str] | None = None,
+        quota: float | None = None,
+        memory: float | None = None,
     ) -> None:
         self.workdir = workdir
         self.env = {**(env or {}), "STREAMLIT_SERVER_COOKIE_SECRET": secrets.token_hex(32)}
         self.replicas = [Replica("app.py", env=self.env, log_name=f"{log_prefix}-{i}") for i in range(2)]
-        self.quota = quota
+        self.quota, self.memory = quota, memory
         self.groups: list[ControlGroup] = []
         self.proxy: NginxProxy | None = None
 
     def start(self) -> Cluster:
         """Make the quotas' groups, start both replicas (each until /_stcore/health answers) and nginx."""
         for replica in self.replicas:
-            if self.quota is not None:
-                replica.group = ControlGroup(cpu_cores=self.quota).__enter__()
+            if self.quota is not None or self.memory is not None:
+                replica.group = ControlGroup(cpu_cores=self.quota, memory_mb=self.memory).__enter__()
                 self.groups.append(replica.group)
             replica.start()
         self.proxy = NginxProxy([f"{HOST}:{r.port}" for r in self.replicas], free_port(), self.workdir / "nginx")
@@ -1000,7 +1008,9 @@ class ClassRun:
     def __init__(self, config: ClassConfig, workdir: Path) -> None:
         self.config = config
         prefix = f"class-{'adv' if config.adversaries else 'base'}"
-        self.cluster = Cluster(workdir, log_prefix=prefix, env=config.replica_env, quota=config.quota)
+        self.cluster = Cluster(
+            workdir, log_prefix=prefix, env=config.replica_env, quota=config.quota, memory=config.memory
+        )
         self.t0 = time.perf_counter()
         self.kill_t: float | None = None
         self.kill: dict[str, Any] | None = None
@@ -1011,6 +1021,7 @@ class ClassRun:
         self.client_cpu_s = 0.0
         self.cpu: dict[str, float] = {}
         self.quota: list[dict[str, float]] = []
+        self.memory_groups: list[dict[str, float]] = []
         self.loadavg_before: list[str] = []
 
     def now(self) -> float:
@@ -1111,6 +1122,7 @@ class ClassRun:
                 {key: round(after[key] - before.get(key, 0), 1) for key in after}
                 for before, after in zip(quota_before, (group.cpu_stat() for group in self.cluster.groups), strict=True)
             ]  # each replica's group over the load: CFS periods, those throttled, seconds throttled
+            self.memory_groups = [group.memory_stat() for group in self.cluster.groups]  # peak, OOM kills
             end = [round(rss_mb(r.pid), 1) if r.pid else None for r in self.cluster.replicas]
             load_s = self.now()
             time.sleep(config.settle)
@@ -1173,6 +1185,7 @@ class ClassRun:
             # and anything else running on the machine: it should be small for honest figures)
             "cpu": self.cpu,
             "quota": self.quota,
+            "memory_groups": self.memory_groups,
             "loadavg_before": self.loadavg_before,  # /proc/loadavg (1, 5, 15 min) after the warm-up
             "actions": actions,
             "students": {
@@ -1268,6 +1281,15 @@ def _ms(value: float | None) -> str:
     return "—" if value is None else f"{value:.0f}"
 
 
+def _per_replica(
+    runs: list[dict[str, Any]],
+    entries: Callable[[dict[str, Any]], list[dict[str, Any]]],
+    describe: Callable[[dict[str, Any], dict[str, Any]], str],
+) -> list[str]:
+    """One line per run: each replica's entry described, separated by semicolons."""
+    return [f"- {r['label']}: " + "; ".join(describe(r, entry) for entry in entries(r)) for r in runs]
+
+
 def markdown(results: dict[str, Any]) -> str:
     """The results of the runs as a Markdown report."""
     runs: list[dict[str, Any]] = results["runs"]
@@ -1292,6 +1314,12 @@ def markdown(results: dict[str, Any]) -> str:
             "its restart and its trainings included. "
             if first.get("quota")
             else "CPU quota: none. "
+        )
+        + (
+            f"Memory limit: each replica's cgroup limited to {first['memory']:g} MiB (a pod's memory limit), "
+            "its trainings included. "
+            if first.get("memory")
+            else ""
         )
         + (
             f"Training: on, one always running (the Learned attention page's Train, dates, {TRAINING_STEPS} steps, "
@@ -1336,6 +1364,17 @@ def markdown(results: dict[str, Any]) -> str:
         [" / ".join(f"{mb:.0f}" for mb in v["peak_rss_mb"]) + " MiB" for v in verdicts],
         all(not v["over_limit"] for v in verdicts),
     )
+    limit = runs[0]["memory"]["limit_mb"]
+    if any(r["config"].get("training") for r in runs):
+        together = [[m.get("with_training_peak_mb") or 0.0 for m in r["memory"]["replicas"]] for r in runs]
+        row(
+            f"each replica with its trainings under the limit ({limit:.0f} MiB; peaks added, an upper bound)",
+            [" / ".join(f"{mb:.0f}" for mb in v) + " MiB" for v in together],
+            all(mb < limit for v in together for mb in v),
+        )
+    if any(r["config"].get("memory") for r in runs):
+        kills = [sum(g.get("oom_kills", 0) for g in r["memory_groups"]) for r in runs]
+        row("processes the kernel killed at the memory limit: 0", [str(k) for k in kills], not any(kills))
     p95 = [r["students"]["latency"]["p95_ms"] for r in runs]
     row("student p95 under 1 s", [f"{_ms(v)} ms" for v in p95], all(v is not None and v < 1000 for v in p95))
     if base and adv:
@@ -1456,26 +1495,36 @@ def markdown(results: dict[str, Any]) -> str:
                 f"{t['finished_in_s_median'] if t['finished_in_s_median'] is not None else '—'} |"
             )
         lines += ["", "Peak RSS of each replica's trainings, and of the replica and its trainings together (MiB):", ""]
-        for r in trained:
-            lines.append(
-                f"- {r['label']}: "
-                + "; ".join(
-                    f":{m['port']} training {m.get('training_peak_mb')}, together {m.get('with_training_peak_mb')}"
-                    for m in r["memory"]["replicas"]
-                )
-            )
-    quota = [r for r in runs if r.get("quota")]
-    if quota:
-        lines += ["", "## The CPU quota over the load (each replica's group)", ""]
-        for r in quota:
-            lines.append(
-                f"- {r['label']}: "
-                + "; ".join(
-                    f"{q.get('throttled', 0):.0f} of {q.get('periods', 0):.0f} periods throttled, "
-                    f"{q.get('throttled_s', 0):.1f} s throttled"
-                    for q in r["quota"]
-                )
-            )
+        lines += _per_replica(
+            trained,
+            lambda r: r["memory"]["replicas"],
+            lambda r, m: (
+                f":{m['port']} training {m.get('training_peak_mb')}, together {m.get('with_training_peak_mb')}"
+            ),
+        )
+    groups = (
+        (
+            "The CPU quota over the load (each replica's group)",
+            [r for r in runs if r.get("quota")],
+            lambda r: r["quota"],
+            lambda r, q: (
+                f"{q.get('throttled', 0):.0f} of {q.get('periods', 0):.0f} periods throttled, "
+                f"{q.get('throttled_s', 0):.1f} s throttled"
+            ),
+        ),
+        (
+            "The memory limit over the load (each replica's group, its trainings included)",
+            [r for r in runs if r["config"].get("memory")],
+            lambda r: r["memory_groups"],
+            lambda r, m: (
+                f"peak {m.get('peak_mib', float('nan')):.0f} MiB of {r['config']['memory']:g}, "
+                f"{m.get('oom_kills', 0)} killed by the kernel"
+            ),
+        ),
+    )
+    for title, selected, entries, describe in groups:
+        if selected:
+            lines += ["", f"## {title}", "", *_per_replica(selected, entries, describe)]
     lines += ["", "## CPU over the load (seconds, both cores together)", ""]
     lines += [
         "| run | load s | machine busy | replicas | trainings | clients (this process) | others (nginx, the rest) |"
@@ -1544,6 +1593,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--quota", type=float, metavar="CORES", help="each replica in a CPU quota of CORES cores (a cgroup; root)"
     )
+    parser.add_argument(
+        "--memory", type=float, metavar="MIB", help="each replica in a memory limit of MIB MiB (a cgroup; root)"
+    )
     parser.add_argument("--training", action="store_true", help="a training always running (Learned attention)")
     parser.add_argument("--out", type=Path, default=RESULTS, help="folder for <date>-class.md and .json")
     parser.add_argument("--name", default="class", help="results file names: <date>-<name>.md and .json")
@@ -1582,6 +1634,7 @@ def main(argv: list[str] | None = None) -> None:
                 seed=args.seed,
                 label=label,
                 quota=args.quota,
+                memory=args.memory,
                 training=args.training,
             )
             if args.adversary:

@@ -98,6 +98,23 @@ class ControlGroup:
         seconds = stat.get("throttled_usec", 0) / 1e6 + stat.get("throttled_time", 0) / 1e9  # v2 / v1
         return {"periods": stat.get("nr_periods", 0), "throttled": stat.get("nr_throttled", 0), "throttled_s": seconds}
 
+    def memory_stat(self) -> dict[str, float]:
+        """The group's memory figures so far: its peak in MiB, and how many processes the kernel's OOM killer took."""
+        folder = next(
+            (f for f in self.folders if (f / "memory.max").is_file() or (f / "memory.limit_in_bytes").is_file()), None
+        )
+        if folder is None:
+            return {}
+
+        def read(name: str) -> str:
+            path = folder / name
+            return path.read_text() if path.is_file() else ""
+
+        peak = read("memory.peak") or read("memory.max_usage_in_bytes")  # v2 (kernel 5.19+) / v1
+        events = read("memory.events") or read("memory.oom_control")  # both have a line "oom_kill N"
+        kills = dict(line.split() for line in events.splitlines() if len(line.split()) == 2).get("oom_kill", "0")
+        return {"peak_mib": int(peak) / 2**20 if peak.strip() else float("nan"), "oom_kills": int(kills)}
+
     def pids(self) -> list[int]:
         """The processes in the group now."""
         if not self.folders:
