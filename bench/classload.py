@@ -1290,6 +1290,21 @@ def _per_replica(
     return [f"- {r['label']}: " + "; ".join(describe(r, entry) for entry in entries(r)) for r in runs]
 
 
+def _run_table(
+    columns: list[str],
+    runs: list[dict[str, Any]],
+    cells: Callable[[Any], list[Any]],
+    part: Callable[[dict[str, Any]], Any] = lambda run: run,
+) -> list[str]:
+    """A Markdown table with a row per run: its label, then `cells` of the run's `part`."""
+    rows = [f"| {r['label']} | " + " | ".join(str(cell) for cell in cells(part(r))) + " |" for r in runs]
+    return ["| run | " + " | ".join(columns) + " |", "|---|" + "---|" * len(columns), *rows]
+
+
+def _or_dash(value: Any) -> Any:
+    return "—" if value is None else value
+
+
 def markdown(results: dict[str, Any]) -> str:
     """The results of the runs as a Markdown report."""
     runs: list[dict[str, Any]] = results["runs"]
@@ -1486,14 +1501,12 @@ def markdown(results: dict[str, Any]) -> str:
     trained = [r for r in runs if r.get("training")]
     if trained:
         lines += ["", "## The training alongside", ""]
-        lines += ["| run | Train pressed | started | finished | outcomes | finished in s (median) |"]
-        lines += ["|---|---|---|---|---|---|"]
-        for r in trained:
-            t = r["training"]
-            lines.append(
-                f"| {r['label']} | {t['pressed']} | {t['started']} | {t['finished']} | {t['outcomes']} | "
-                f"{t['finished_in_s_median'] if t['finished_in_s_median'] is not None else '—'} |"
-            )
+        lines += _run_table(
+            ["Train pressed", "started", "finished", "outcomes", "finished in s (median)"],
+            trained,
+            lambda t: [t["pressed"], t["started"], t["finished"], t["outcomes"], _or_dash(t["finished_in_s_median"])],
+            lambda r: r["training"],
+        )
         lines += ["", "Peak RSS of each replica's trainings, and of the replica and its trainings together (MiB):", ""]
         lines += _per_replica(
             trained,
@@ -1526,16 +1539,19 @@ def markdown(results: dict[str, Any]) -> str:
         if selected:
             lines += ["", f"## {title}", "", *_per_replica(selected, entries, describe)]
     lines += ["", "## CPU over the load (seconds, both cores together)", ""]
-    lines += [
-        "| run | load s | machine busy | replicas | trainings | clients (this process) | others (nginx, the rest) |"
-    ]
-    lines += ["|---|---|---|---|---|---|---|"]
-    for r in runs:
-        cpu = r["cpu"]
-        lines.append(
-            f"| {r['label']} | {r['load_seconds']} | {cpu.get('machine_busy_s')} | {cpu.get('replicas_s')} | "
-            f"{cpu.get('training_s', 0)} | {cpu.get('client_s')} | {cpu.get('others_s')} |"
-        )
+    lines += _run_table(
+        ["load s", "machine busy", "replicas", "trainings", "clients (this process)", "others (nginx, the rest)"],
+        runs,
+        lambda cpu: [
+            cpu["load_seconds"],
+            cpu.get("machine_busy_s"),
+            cpu.get("replicas_s"),
+            cpu.get("training_s", 0),
+            cpu.get("client_s"),
+            cpu.get("others_s"),
+        ],
+        lambda r: {**r["cpu"], "load_seconds": r["load_seconds"]},
+    )
     lines += ["", "## Proxy responses (nginx access log, status: count)", ""]
     for r in runs:
         lines.append(f"- {r['label']}: {dict(sorted(r['proxy_status'].items()))}")

@@ -1,10 +1,12 @@
 """The pretrained-model page's own figures: model load time, all 72 heads at 128 and 256 tokens, page reruns.
 
-python -m bench.model            # prints the figures as JSON (also part of `make bench`)
+python -m bench.model            # prints the load and compute figures as JSON (also part of `make bench`)
+python -m bench.model --runs 1 --repeats 5   # a quick look
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import statistics
 import subprocess
@@ -65,3 +67,30 @@ def compute_times(lengths: tuple[int, ...] = (16, 128, 256), repeats: int = 30) 
         times.sort()
         out[str(length)] = {"p50_ms": round(statistics.median(times), 1), "p90_ms": round(times[int(0.9 * repeats)], 1)}
     return out
+
+
+def measure(runs: int = 3, repeats: int = 30) -> dict[str, Any]:
+    """The model's load times (fresh processes) and compute times (this one)."""
+    return {"load": load_times(runs), "compute": compute_times(repeats=repeats)}
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Measure and print the figures as JSON; a missing model is said in one line, not a traceback."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=3, help="fresh processes timed loading the model (default 3)")
+    parser.add_argument("--repeats", type=int, default=30, help="forward passes timed per length (default 30)")
+    args = parser.parse_args(argv)
+    from attnviz.models.bert import ModelUnavailableError
+
+    try:
+        result = measure(args.runs, args.repeats)
+    except ModelUnavailableError as exc:
+        raise SystemExit(f"bench.model: {exc}") from exc
+    except subprocess.CalledProcessError as exc:  # the load probe failed: its last line says why
+        said = (exc.stderr or "").strip().splitlines()
+        raise SystemExit(f"bench.model: the load probe failed: {said[-1] if said else exc}") from exc
+    print(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -328,7 +328,8 @@ def markdown(results: dict[str, Any]) -> str:
             "",
             f"{len(missed)} not met. What explains each (with the profile) and what would close the gap: "
             "[bench/README.md, What the rest is spent on]"
-            "(../README.md#what-the-rest-is-spent-on-and-what-would-close-each-gap), and the section before it.",
+            "(../README.md#what-the-rest-is-spent-on-and-what-would-close-each-gap); what each change did: "
+            "[the performance history](../../CHANGELOG.md#performance-history).",
         ]
     lines += [
         "",
@@ -435,9 +436,9 @@ def html_chart(results: dict[str, Any]) -> str:
 def measure_model(seconds: float, users: tuple[int, ...] = (1, 10)) -> dict[str, Any]:
     """The pretrained model's load and compute times (bench/model.py), plus its page under the load client (128
     tokens)."""
-    from bench.model import compute_times, load_times
+    from bench.model import measure
 
-    return {"load": load_times(), "compute": compute_times(), "page": load_page(SCENARIOS["model"], users, seconds)}
+    return {**measure(), "page": load_page(SCENARIOS["model"], users, seconds)}
 
 
 def main() -> None:

@@ -212,8 +212,25 @@ def quota_responsiveness(rounds: int, seconds: float, users: int) -> list[dict[s
     return rows
 
 
+def responsiveness_table(rows: list[dict[str, Any]], cores: bool = False) -> list[str]:
+    """The page's figures per round and arm as Markdown table lines, each arm's reruns/s over its round's quiet arm
+    (`cores`: with the training's cores)."""
+    lines = [
+        "| round | arm | reruns/s | p50 ms | p95 ms | errors | reruns/s over quiet |" + (" training's cores |" * cores),
+        "|--:|---|--:|--:|--:|--:|--:|" + ("--:|" * cores),
+    ]
+    quiet = {row["round"]: row["reruns_per_s"] for row in rows if row["arm"] == "quiet"}
+    for row in rows:
+        ratio = row["reruns_per_s"] / quiet[row["round"]] if quiet.get(row["round"]) else float("nan")
+        lines.append(
+            f"| {row['round']} | {row['arm']} | {row['reruns_per_s']:.1f} | {row['p50_ms']:.0f} | {row['p95_ms']:.0f} "
+            f"| {row['errors']} | {ratio:.2f} |" + (f" {row.get('training_cores', '-')} |" * cores)
+        )
+    return lines
+
+
 def markdown(results: dict[str, Any]) -> str:
-    """The results as the table bench/README.md quotes."""
+    """The results as Markdown (bench/results/<date>-training.md; bench/README.md quotes them)."""
     lines = [
         f"# Training the small models ({results['date']})",
         "",
@@ -235,16 +252,8 @@ def markdown(results: dict[str, Any]) -> str:
         f"Self-attention page, {results['users']} users moving the temperature, {results['seconds']} s windows, "
         f"cores: {results.get('cores', 'all')}:",
         "",
-        "| round | arm | reruns/s | p50 ms | p95 ms | errors | reruns/s over quiet |",
-        "|--:|---|--:|--:|--:|--:|--:|",
+        *responsiveness_table(results["responsiveness"]),
     ]
-    quiet = {row["round"]: row["reruns_per_s"] for row in results["responsiveness"] if row["arm"] == "quiet"}
-    for row in results["responsiveness"]:
-        ratio = row["reruns_per_s"] / quiet[row["round"]] if quiet.get(row["round"]) else float("nan")
-        lines.append(
-            f"| {row['round']} | {row['arm']} | {row['reruns_per_s']:.1f} | {row['p50_ms']:.0f} | {row['p95_ms']:.0f} "
-            f"| {row['errors']} | {ratio:.2f} |"
-        )
     for arm in sorted({row["arm"] for row in results["responsiveness"]}):
         p50 = statistics.median(row["p50_ms"] for row in results["responsiveness"] if row["arm"] == arm)
         lines.append(f"\nMedian p50, {arm}: {p50:.0f} ms")
@@ -252,7 +261,7 @@ def markdown(results: dict[str, Any]) -> str:
 
 
 def quota_markdown(results: dict[str, Any]) -> str:
-    """The quota scenario's results as the table bench/README.md quotes."""
+    """The quota scenario's results as Markdown (bench/results/<date>-training-quota.md)."""
     lines = [
         f"# A class beside a training in a one-core CPU quota ({results['date']})",
         "",
@@ -264,16 +273,8 @@ def quota_markdown(results: dict[str, Any]) -> str:
         "",
         f"Self-attention page, {results['users']} users moving the temperature, {results['seconds']} s windows:",
         "",
-        "| round | arm | reruns/s | p50 ms | p95 ms | errors | reruns/s over quiet | training's cores |",
-        "|--:|---|--:|--:|--:|--:|--:|--:|",
+        *responsiveness_table(results["responsiveness"], cores=True),
     ]
-    quiet = {row["round"]: row["reruns_per_s"] for row in results["responsiveness"] if row["arm"] == "quiet"}
-    for row in results["responsiveness"]:
-        ratio = row["reruns_per_s"] / quiet[row["round"]] if quiet.get(row["round"]) else float("nan")
-        lines.append(
-            f"| {row['round']} | {row['arm']} | {row['reruns_per_s']:.1f} | {row['p50_ms']:.0f} | {row['p95_ms']:.0f} "
-            f"| {row['errors']} | {ratio:.2f} | {row.get('training_cores', '-')} |"
-        )
     lines += ["", "Arms: paced = as the page starts a training now; before = two threads at niceness 10, not paced."]
     return "\n".join(lines) + "\n"
 

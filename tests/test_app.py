@@ -15,6 +15,7 @@ from streamlit.testing.v1 import AppTest
 import attnviz
 from attnviz.app.state import decode_attention
 from attnviz.i18n import t as t_
+from tests.messages import says
 
 ROOT = Path(__file__).resolve().parent.parent
 SELF, CROSS, KERNEL = "pages/1_Self_attention.py", "pages/2_Cross_attention.py", "pages/3_Kernel_attention.py"
@@ -145,7 +146,8 @@ def test_unit_sentences_preset_shows_the_notes_weights():
 def test_kernel_page_predicts_45_5_for_waist_57():
     at = run_page(KERNEL)
     assert any("f(57) = 45.5" in md.value for md in at.markdown)
-    np.testing.assert_allclose(first_weights_by_title(at, "Attention weights"), [[0.0, 0.5, 0.5]], atol=1e-6)
+    weights = first_weights_by_title(at, t_("kernel.weights_title"))
+    np.testing.assert_allclose(weights, [[0.0, 0.5, 0.5]], atol=1e-6)
 
 
 def first_weights_by_title(at: AppTest, title: str) -> np.ndarray:
@@ -159,12 +161,13 @@ def first_weights_by_title(at: AppTest, title: str) -> np.ndarray:
 def test_kernel_page_every_kernel_matches_core(kernel):
     at = run_page(KERNEL, kn=kernel, bw="3")
     expected = attnviz.nadaraya_watson([57.0], [51.0, 56.0, 58.0], [40.0, 43.0, 48.0], kernel=kernel, bandwidth=3)
-    np.testing.assert_allclose(first_weights_by_title(at, "Attention weights"), expected.weights.numpy(), atol=1e-6)
+    weights = first_weights_by_title(at, t_("kernel.weights_title"))
+    np.testing.assert_allclose(weights, expected.weights.numpy(), atol=1e-6)
 
 
 def test_kernel_page_boxcar_without_support_says_so():
     at = run_page(KERNEL, kn="boxcar", bw="0.1")
-    assert any("No training key lies inside" in w.value for w in at.warning)
+    assert any(says(w.value, "kernel.no_support") for w in at.warning)
 
 
 def test_hostile_link_parameters_warn_and_fall_back():
@@ -191,14 +194,14 @@ def test_changing_a_control_updates_the_url():
 
 def test_bad_sentence_and_too_many_tokens_are_reported():
     at = run_page(SELF, s="   ")
-    assert any("empty" in e.value for e in at.error)
+    assert any(says(e.value, "error.sentence_empty") for e in at.error)
     at = run_page(SELF, s=" ".join(["w"] * 600))
-    assert any("600 tokens" in e.value for e in at.error)
+    assert any(says(e.value, "error.sentence_long", count=600) for e in at.error)
 
 
 def test_heads_that_do_not_divide_the_features_are_adjusted_with_a_note():
     at = run_page(SELF, h="3")  # 8-dimensional embeddings, 3 heads: 2 fit
-    assert any("3 heads do not divide the sizes (8, 8, 8); showing 2" in c.value for c in at.caption)
+    assert any(says(c.value, "attention.heads_adjusted", wanted=3, sizes="8, 8, 8", heads=2) for c in at.caption)
     assert not at.error
 
 
@@ -226,9 +229,9 @@ def test_closed_expanders_build_nothing_and_open_ones_build_their_content():
     assert [len(figures(at)), len(at.code), len(at.get("download_button"))] == [1, 0, 0]
     open_expander(at, "self:open:raw")
     titles = [fig["layout"]["title"]["text"] for fig in figures(at)]
-    assert titles[1:] == ["Raw scores a(q, k)", "Output (attention-weighted values)"], titles
+    assert titles[1:] == [t_("attention.raw_title"), t_("attention.output")], titles
     open_expander(at, "self:open:share")
-    assert any("Link length" in caption.value for caption in at.caption)
+    assert any(says(caption.value, "widget.link_length") for caption in at.caption)
     assert len(at.get("image")) == 1  # the QR code
 
 
@@ -440,20 +443,21 @@ def test_learning_sigma_says_why_it_is_off(lang):
 def test_d2l_presets_show_every_batch_row_as_show_heatmaps_does(key):
     """Issue 14, point 16: d2l's show_heatmaps(attention_weights.reshape((1, 1, 2, 10))) draws both batch rows."""
     at = run_page(CROSS, p=key)
-    fig = next(f for f in figures(at) if f["layout"]["title"]["text"].startswith("Every batch row"))
+    fig = next(f for f in figures(at) if f["layout"]["title"]["text"] == t_("attention.batch_rows_title"))
     z = _array(fig["data"][0]["z"])
-    assert z.shape == (2, 10) and fig["data"][0]["y"] == ["row 0: q1", "row 1: q1"]
+    assert z.shape == (2, 10)
+    assert fig["data"][0]["y"] == [t_("attention.batch_row_label", row=row, query="q1") for row in (0, 1)]
     expected = attnviz.PRESETS[key].run().weights.numpy().reshape(2, 10)  # d2l's valid_lens [2, 6]
     np.testing.assert_allclose(np.nan_to_num(z), expected, atol=1e-6)
     assert np.isnan(z[0, 2:]).all() and np.isnan(z[1, 6:]).all()  # masked beyond each row's valid length
     at = run_page(CROSS, p="concat_linear")  # one batch row: no such chart
-    assert not [f for f in figures(at) if f["layout"]["title"]["text"].startswith("Every batch row")]
+    assert not [f for f in figures(at) if f["layout"]["title"]["text"] == t_("attention.batch_rows_title")]
 
 
 def test_random_projections_show_w_q_w_k_w_v_with_the_heads_rows_marked():
     """Issue 14, point 1: step 1 multiplied numbers that appeared nowhere; the W's are beside step 0 now."""
     at = run_page(SELF, pr="random", h="2", ps="5")
-    box = next(e for e in at.expander if e.label.startswith("W_q, W_k and W_v"))
+    box = next(e for e in at.expander if says(e.label, "explain.matrices", first=1, last=4))
     text = " ".join(m.value for m in box.markdown).replace("\\", "")
     state = decode_attention({"pr": "random", "h": "2", "ps": "5"}, "self").state
     inputs = attnviz.app.pipeline.resolve_inputs(state)
@@ -470,7 +474,7 @@ def test_the_self_page_with_the_trained_models_inputs_shows_its_previous_token_h
     sequence = "D H A Q K M D H A Q K M"
     at = run_page(SELF, m="sentence", s=sequence, emb="trained", pr="trained", h="2", c="1")
     assert not at.error
-    assert any("d = 64, <s> added first" in caption.value for caption in at.caption)
+    assert any(t_("attention.trained_dim") in caption.value for caption in at.caption)
     at = open_expander(at, "self:open:share")
     snippet = next(code.value for code in at.code if "attnviz.self_attention" in code.value)
     assert "trained_embeddings" in snippet
@@ -481,7 +485,8 @@ def test_the_self_page_with_the_trained_models_inputs_shows_its_previous_token_h
     previous = float(torch.diagonal(heads[0], offset=-1).mean())
     assert previous > 0.5  # the model's previous-token head, computed by the page's own pipeline
     shown = run_page(SELF, m="sentence", s="the cat sat", emb="trained")
-    assert any("reads only the symbols A to T" in error.value and "the cat sat" in error.value for error in shown.error)
+    said = [error.value for error in shown.error]
+    assert any(says(text, "error.trained_symbols", first="A", last="T") and "the cat sat" in text for text in said)
 
 
 @pytest.mark.parametrize("preset", ["d2l_additive", "d2l_dot_product", "decoder_state"])

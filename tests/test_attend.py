@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import attnviz
+from attnviz.core.errors import AttnvizError, Name
 
 SETTINGS = settings(max_examples=50, deadline=None)
 TABLE_SCORES = ["dot", "scaled_dot", "cosine", "general", "additive", "concat", "concat_tanh", "gaussian"]
@@ -564,8 +565,9 @@ def test_unknown_score_parameter_raises(score, param):
 
 def test_out_of_range_score_parameter_raises():
     q, k, v = qkv()
-    with pytest.raises(ValueError, match="hidden units"):
+    with pytest.raises(AttnvizError) as bad:
         attnviz.attend(q, k, v, score="additive", num_hiddens=0)
+    assert bad.value.params["name"] == Name("num_hiddens")
 
 
 @pytest.mark.parametrize("temperature", [0.0, -1.0, math.nan, math.inf])

@@ -158,8 +158,9 @@ def test_a_missing_model_package_says_how_to_install_it(monkeypatch):
 
 def test_broken_model_files_give_a_message_not_a_traceback(tmp_path):
     (tmp_path / "config.json").write_text("{}")
-    with pytest.raises(ModelUnavailableError, match="cannot be read"):
+    with pytest.raises(ModelUnavailableError) as broken:
         load_minilm(tmp_path)
+    assert broken.value.code == "model_broken"
 
 
 def test_loading_and_running_the_model_opens_no_network_connection():

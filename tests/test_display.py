@@ -4,6 +4,7 @@ document that fetches nothing (Plotly inlined)."""
 from __future__ import annotations
 
 import dataclasses
+import html
 import json
 import os
 import re
@@ -20,6 +21,7 @@ import attnviz
 from attnviz.core.modern import modern_attention
 from attnviz.models.bert import load_minilm
 from attnviz.notebook import figures_for, to_html
+from tests.messages import message, pattern
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -54,8 +56,8 @@ def test_an_attention_trace_shows_its_weights_tables_and_a_worked_row():
     assert page.count("Plotly.newPlot(") == 1 and not page.startswith("<!DOCTYPE")  # a notebook output's fragment
     figure = figures_for(trace)[0]
     assert figure.data[0].type == "heatmap" and figure.data[0].name == "weights"
-    assert "Numbers as a table (text alternative)" in page
-    assert "Show your work: query 1" in page and "<h4>1. Score" in page
+    assert message("frame.table") in page and message("display.worked_row", row=1) in page
+    assert re.search(r"<h4>1\. " + pattern("explain.score").pattern, html.unescape(page))
     # the formulas are MathML, which a browser draws without fetching a typesetter; no LaTeX source is left
     assert page.count('<math display="block">') == 5 and "\\frac" not in page and "\\mathbf" not in page
     assert '<mi mathvariant="bold">q</mi>' in page  # vectors in bold (the style makes them upright)
@@ -167,7 +169,7 @@ def _beside_chart_script() -> None:
 
 
 def test_the_charts_place_off_the_projector_is_the_page_itself_not_one_more_element() -> None:
-    """Every element of a control's rerun costs the server (bench/README.md, "Speed for a class of 30, continued"):
+    """Every element of a control's rerun costs the server (CHANGELOG.md, Performance history):
     off the projector the charts go where the page is, without a container of their own; on it, two columns."""
     from streamlit.testing.v1 import AppTest
 

@@ -12,6 +12,7 @@ from attnviz.figures import attention as figures
 from attnviz.figures import kernel as kernel_figures
 from attnviz.figures import model as model_figures
 from attnviz.figures import plotting, style
+from tests.messages import message, says
 
 RNG = np.random.default_rng(0)
 
@@ -109,7 +110,7 @@ def test_data_range_stretches_the_colours_over_the_charts_own_weights():
     trace = figures.weights_heatmap(soft, colour_range="data").data[0]
     assert (trace.zmin, trace.zmax) == (pytest.approx(0.09), pytest.approx(0.2))
     np.testing.assert_array_equal(trace.z, soft)  # the weights themselves: hover and tables read them
-    assert "this chart's range" in trace.colorbar.title.text
+    assert says(trace.colorbar.title.text, "fig.range_data")
     assert trace.colorscale[0][1] == go.Heatmap(colorscale="Cividis").colorscale[0][1]  # linear: no √ on this range
     fixed = figures.weights_heatmap(soft, colour_range="unit").data[0]
     assert (fixed.zmin, fixed.zmax) == (0.0, 1.0) and "0–1" in fixed.colorbar.title.text
@@ -379,7 +380,7 @@ def test_kernel_figure_breaks_the_prediction_where_no_key_is_in_reach():
     assert prediction.connectgaps is False
     (marks,) = traces(fig, style.NO_SUPPORT_NAME)
     np.testing.assert_array_equal(marks.x, [0.0, 3.0])
-    assert {trace.name for trace in fig.data} >= {"training data (keys, values)", "true function"}
+    assert {trace.name for trace in fig.data} >= {message("fig.training_data"), message("fig.true_function")}
 
 
 def test_kernel_figure_sorts_queries_consistently():

@@ -15,7 +15,9 @@ from streamlit.testing.v1 import AppTest
 from attnviz.app.budget import model_seconds
 from attnviz.app.gate import GATE, HEAVY_SECONDS
 from attnviz.app.model_state import ModelState
+from attnviz.i18n import LANGUAGES
 from attnviz.models.bert import load_minilm
+from tests.messages import message, says
 from tests.test_app import KERNEL, SELF
 from tests.test_app import run_page as run
 from tests.test_budget import CRAFTED
@@ -28,7 +30,6 @@ MANY_POINTS = {
     "k": ",".join(str(round(i * 0.01, 2)) for i in range(512)),
     "v": ",".join(str(round((i % 7) * 0.5, 1)) for i in range(512)),
 }
-BUSY = "The server is busy with other large requests"
 
 
 @pytest.fixture
@@ -42,7 +43,7 @@ def held(monkeypatch):
 
 
 def busy(at: AppTest) -> list[str]:
-    return [w.value for w in at.warning if "large requests" in w.value or "大型" in w.value]
+    return [w.value for w in at.warning if any(says(w.value, "gate.busy", lang) for lang in LANGUAGES)]
 
 
 def test_a_long_model_sentence_is_large_and_the_default_one_small():
@@ -63,24 +64,21 @@ def test_small_reruns_never_wait_for_a_large_one(held, path, params):
 
 def test_a_large_link_waits_its_turn_and_then_says_the_server_is_busy(held):
     at = run(SELF, **CRAFTED)
-    assert busy(at) == [
-        "The server is busy with other large requests (1 ahead of this one), so this one was not computed. "
-        "Try again in a moment; a smaller request (a shorter sentence, fewer tokens, heads or hidden units) "
-        "runs at once."
-    ]
-    assert any("one change may take" in i.value for i in at.info)  # the budget's note is still there
-    assert not any("Waiting for its turn" in c.value for c in at.caption)  # the wait is over
+    assert busy(at) == [message("gate.busy", ahead=1)]
+    notes = [i.value for i in at.info]
+    assert any(says(note, "budget.rows") or says(note, "budget.compare") for note in notes)  # the budget's note stays
+    assert not any(says(c.value, "gate.waiting") for c in at.caption)  # the wait is over
     assert not at.get("plotly_chart")  # nothing large was computed
-    assert any(n.label.startswith("Temperature") for n in at.number_input)  # the controls stay
+    assert any(n.label == message("attention.temperature") for n in at.number_input)  # the controls stay
     at.session_state["self:open:share"] = True  # and the share box, with the link of this state
     at.run()
     assert not at.exception and len(busy(at)) == 1
-    assert any("Link length" in c.value for c in at.caption)
+    assert any(says(c.value, "widget.link_length") for c in at.caption)
 
 
 def test_the_busy_note_speaks_the_interface_language(held):
     at = run(SELF, **CRAFTED, lang="zh-Hans")
-    assert busy(at) and busy(at)[0].startswith("服务器正忙于其他大型请求")
+    assert busy(at) == [message("gate.busy", "zh-Hans", ahead=1)]
 
 
 def test_a_large_link_runs_when_its_turn_comes(monkeypatch):
@@ -96,14 +94,14 @@ def test_a_long_model_sentence_waits_its_turn_and_keeps_the_controls(held):
     at = run(MODEL, s=LONG_SENTENCE)
     assert len(busy(at)) == 1
     assert not at.get("plotly_chart")
-    assert any(s.label == "Layer" for s in at.selectbox)
+    assert any(s.label == message("model.layer") for s in at.selectbox)
     assert at.text_input[0].value == LONG_SENTENCE  # the sentence is kept, to try again
 
 
 def test_learning_sigma_from_many_points_waits_its_turn(held):
     at = run(KERNEL, **MANY_POINTS)
     assert at.get("plotly_chart")  # the regression itself is small
-    next(b for b in at.button if "Learn σ" in b.label).click().run()
+    next(b for b in at.button if b.label == message("kernel.learn_button")).click().run()
     assert not at.exception
     assert len(busy(at)) == 1
-    assert not any("Learned σ" in s.value for s in at.success)
+    assert not any(says(s.value, "kernel.learned") for s in at.success)

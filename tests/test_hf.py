@@ -3,6 +3,8 @@ each model's own output_attentions; SDPA's missing weights are named with the fi
 
 from __future__ import annotations
 
+import html
+
 import pytest
 import torch
 from tokenizers import Tokenizer, models, pre_tokenizers
@@ -22,6 +24,7 @@ from attnviz.core.errors import AttnvizError
 from attnviz.figures.attention import figure_tables
 from attnviz.models.hf import from_transformers
 from attnviz.notebook import figures_for, to_html
+from tests.messages import message
 
 WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "</s>", "the", "cat", "sat", "on", "a", "mat", "dog", "ran"]
 
@@ -115,13 +118,11 @@ def test_an_encoder_decoder_gives_encoder_decoder_and_cross_attention(tokenizer,
     assert cross.weights.shape == (2, 2, 5, 8)
     figures = figures_for(trace, layer=2, head=2)
     assert len(figures) == 6  # each stack's model view, then its head view
-    assert [f.layout.title.text.split(" · ")[0] for f in figures[1::2]] == [
-        "Encoder: every layer's heads",
-        "Decoder: every layer's heads (self-attention)",
-        "Cross-attention: decoder queries over encoder keys",
-    ]
+    parts = [message(f"display.part_{part}") for part in ("encoder", "decoder", "cross")]
+    assert [f.layout.title.text.split(" · ")[0] for f in figures[1::2]] == parts
     (_, columns, rows), *_ = figure_tables(figures[5])  # the cross head view: layer 2, head 2, every token
-    assert len(rows) == 5 and len(columns) == 1 + 8 and "layer 2, head 2" in figures[5].layout.title.text
+    assert len(rows) == 5 and len(columns) == 1 + 8
+    assert figures[5].layout.title.text.endswith(_head_view(2, 2))
     shown = torch.tensor([row[1:] for row in rows], dtype=torch.float32)
     assert torch.allclose(shown, cross.weights[1, 1], atol=1e-6)
     decoder_view = figures[3]  # the decoder's head view marks every future key as never let through
@@ -140,10 +141,13 @@ def test_sdpa_returns_no_weights_and_the_error_says_how_to_get_them(tokenizer):
     assert "'sdpa'" in str(raised.value) and 'attn_implementation="eager"' in str(raised.value)
 
 
+def _head_view(layer: int, head: int) -> str:
+    return message("model.head_view_title", layer=layer, which=message("model.which_one", head=head))
+
+
 def test_a_model_trace_displays_offline(tokenizer):
     model = _eager(BertModel(BertConfig(vocab_size=len(WORDS), hidden_size=16, num_hidden_layers=2,
                                         num_attention_heads=2, intermediate_size=32)))  # fmt: skip
     page = to_html(from_transformers(model, tokenizer, "the cat sat"))
-    assert (
-        page.count("Plotly.newPlot(") == 2 and "Encoder: every layer" in page and "Head view: layer 1, head 1" in page
-    )
+    assert page.count("Plotly.newPlot(") == 2
+    assert message("display.part_encoder") in html.unescape(page) and _head_view(1, 1) in page

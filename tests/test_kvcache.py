@@ -8,6 +8,7 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from attnviz.core.errors import AttnvizError
 from attnviz.core.kvcache import PUBLISHED_CONFIGS, causal_attention, decode_with_cache, kv_cache_bytes_per_token
 
 
@@ -36,10 +37,12 @@ def test_decoding_step_by_step_with_the_cache_equals_full_causal_attention(token
 
 
 def test_bad_shapes_are_named():
-    with pytest.raises(ValueError, match="W_k must have shape"):
+    with pytest.raises(AttnvizError) as bad:
         decode_with_cache(torch.ones(3, 4), torch.ones(2, 4), torch.ones(2, 5), torch.ones(2, 4))
-    with pytest.raises(ValueError, match="one size"):
+    assert bad.value.code == "shape" and bad.value.params["name"] == "W_k"
+    with pytest.raises(AttnvizError) as bad:
         decode_with_cache(torch.ones(3, 4), torch.ones(2, 4), torch.ones(3, 4), torch.ones(2, 4))
+    assert bad.value.code == "qk_size" and bad.value.params == {"query": 2, "key": 3}
 
 
 def test_the_cache_per_token_of_published_models():

@@ -302,13 +302,19 @@ def test_the_trained_inputs_say_what_they_cannot_read():
     state = decode_attention({"m": "sentence", "s": "the cat", "emb": "trained"}, "self").state
     with pytest.raises(AttnvizError) as bad:
         resolve_inputs(state)
-    assert "symbols A to T" in str(bad.value) and "the cat" in str(bad.value)
+    assert bad.value.code == "in_sentence"  # the sentence's error, naming the sentence
+    inner = bad.value.params["error"]
+    assert inner.code == "trained_symbols" and (inner.params["first"], inner.params["last"]) == ("A", "T")
+    assert "the" in inner.params["tokens"] and "cat" in inner.params["tokens"]
     long = decode_attention({"m": "sentence", "s": " ".join("AB" * 11), "emb": "trained"}, "self").state
-    with pytest.raises(AttnvizError, match="at most 20 symbols; this has 22"):
+    with pytest.raises(AttnvizError) as bad:
         resolve_inputs(long)
+    inner = bad.value.params["error"]
+    assert inner.code == "trained_length" and inner.params == {"most": 20, "count": 22}
     seeded = decode_attention({"m": "sentence", "s": "A B", "pr": "trained", "dim": "8"}, "self").state
-    with pytest.raises(AttnvizError, match="64 numbers per token"):
+    with pytest.raises(AttnvizError) as bad:
         run_attention(seeded, resolve_inputs(seeded))
+    assert bad.value.code == "trained_size" and bad.value.params["dim"] == 64
 
 
 def test_switching_off_the_previous_token_head_breaks_the_induction_heads_it_feeds():

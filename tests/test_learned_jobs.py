@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import time
 
 import pytest
@@ -11,7 +12,9 @@ import torch
 
 from attnviz.app.training import cgroup, jobs
 from attnviz.app.training.jobs import OneAtATimeError, QueueFullError, Requester, TrainingQueue
+from attnviz.core.errors import AttnvizError
 from attnviz.models.learned.train import TrainSettings, run_tensors, train
+from tests.test_errors_coded import check_coded
 
 
 def _tensors_equal(first, second) -> bool:
@@ -73,13 +76,43 @@ def test_a_failed_training_says_why_and_can_be_asked_again():
     os.kill(job.pid, signal.SIGKILL)  # as the kernel's out-of-memory killer would
     assert queue.wait(job, timeout=60)
     assert job.status == "failed"
-    assert "exit -9" in job.error
+    assert job.error.code == "training_signal" and job.error.params == {"signal": "SIGKILL"}
     again = queue.submit(settings)
     assert again is not job and again.status in ("queued", "running")
     while not again.pid and time.monotonic() < deadline + 60:
         time.sleep(0.05)
     os.kill(again.pid, signal.SIGKILL)
     assert queue.wait(again, timeout=60)
+
+
+def _says(words: str) -> list[str]:
+    """A training command whose process says `words` (English, as a Python traceback's last line is) and exits 1."""
+    return [sys.executable, "-c", f"import sys; sys.exit({words!r})"]
+
+
+def test_a_training_process_that_fails_gives_a_coded_error_not_its_english(monkeypatch):
+    monkeypatch.setattr(jobs, "training_command", lambda settings, out="-", server=0: _says("MemoryError: no room"))
+    queue = TrainingQueue()
+    job = queue.submit(TrainSettings("induction", seed=80, steps=5))
+    assert queue.wait(job, timeout=60) and job.status == "failed"
+    check_coded(job.error, "training_exit")
+    assert job.error.params == {"status": 1}
+    assert job.detail == "MemoryError: no room"  # kept for the server's log, never shown on the page
+
+
+@pytest.mark.parametrize(
+    ("error", "code"),
+    [
+        (jobs.ended(-9), "training_signal"),
+        (jobs.ended(-200), "training_signal"),  # no such signal: its number
+        (jobs.ended(3), "training_exit"),
+        (jobs.failure(OSError("No such file or directory")), "training_failed"),
+        (jobs.failure(ValueError("Expecting value: line 1 column 1")), "training_failed"),
+        (jobs.failure(AttnvizError("not_checkpoint")), "not_checkpoint"),  # coded already: kept
+    ],
+)
+def test_every_way_a_training_fails_is_coded_and_translated(error, code):
+    check_coded(error, code)
 
 
 def test_a_full_queue_refuses_more(monkeypatch):

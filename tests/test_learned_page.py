@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import json
-import re
+import sys
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from attnviz.app.learned_state import LearnedState, decode_learned, encode_learned
+from attnviz.app.training import jobs
 from attnviz.app.training.jobs import QUEUE
+from attnviz.i18n import t
 from attnviz.models.learned.train import TrainSettings
+from tests.messages import message, pattern, says
+from tests.test_errors_coded import english_in
 
 PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "5_Learned_attention.py")
 
@@ -35,8 +39,8 @@ def _captions(at: AppTest) -> str:
 
 def test_the_default_page_translates_the_date_and_shows_the_shipped_run():
     at = _page()
-    assert "**22 November 2026** → `2026-11-22`" in _markdown(at)
-    assert "Held-out accuracy: 100.0% of 2000 dates" in _captions(at)
+    assert message("learned.translation", text="22 November 2026", output="2026-11-22") in _markdown(at)
+    assert says(_captions(at), "learned.dates_accuracy", accuracy="100.0%", count=2000, steps=300)
     slider = at.select_slider(key="w:learned:step")
     assert slider.value == 300 and slider.options[0] == "0" and slider.options[-1] == "300"
     assert len(at.get("plotly_chart")) == 3  # the attention, the curves, step 0 beside the chosen step
@@ -45,7 +49,7 @@ def test_the_default_page_translates_the_date_and_shows_the_shipped_run():
 
 def test_a_chinese_date_and_its_worked_row_use_the_trained_weights():
     at = _page(d="二〇二六年十一月二十二日")
-    assert "→ `2026-11-22`" in _markdown(at)
+    assert says(_markdown(at), "learned.translation", output="2026-11-22")
     text = _markdown(at)
     assert r"\mathbf W_q \mathbf q + \mathbf W_k \mathbf k_{1}" in text  # step 1 worked out with the model's W
     assert "**W_k** (64, 128)" in text and "**w_v** (1, 64)" in text
@@ -63,16 +67,19 @@ def test_unknown_characters_are_named_literally_and_the_page_keeps_working():
 def test_the_sequence_task_labels_its_heads_and_measures_each_ablation():
     at = _page(tk="induction")
     text = _markdown(at)
-    assert (
-        "**L1 H1 · previous token**: previous-token score 0.552, induction score 0.157; switched off, accuracy" in text
-    )
-    assert "**L2 H1 · induction**" in text and "**L2 H2 · induction**" in text
-    without = re.search(r"L1 H1 · previous token\*\*: .*?accuracy ([\d.]+)% \((-[\d.]+) points\)", text)
-    assert without and float(without[1]) < 90 and float(without[2]) < -10  # the previous-token head matters
+    previous, induction = message("learned.pattern_previous_token"), message("learned.pattern_induction")
+    first = message("learned.head_title", layer=1, head=1, label=previous)
+    assert says(text, "learned.head_line", head=first, previous="0.552", induction="0.157")
+    for head in (1, 2):
+        assert says(text, "learned.head_line", head=message("learned.head_title", layer=2, head=head, label=induction))
+    without = pattern("learned.head_line", head=first).search(text)
+    assert without and float(without["without"].rstrip("%")) < 90  # the previous-token head matters
+    assert float(without["change"]) < -10
     # From the repeat's first symbol (the second D) on, each guess is the symbol that followed it the first time
     assert " D→H H→A A→Q Q→K K→M M→P P→B " in text
     assert at.select_slider(key="w:learned:step").value == 600
-    assert "**W_q** (32, 64)" in text and "rows 1–32 of layer 2" in _captions(at)  # the followed head: L2 H1
+    assert "**W_q** (32, 64)" in text
+    assert says(_captions(at), "learned.head_weights", first=1, last=32, layer=2)  # the followed head: L2 H1
 
 
 @pytest.mark.parametrize(
@@ -88,14 +95,14 @@ def test_a_bad_sequence_says_what_is_wrong(sequence, wanted):
 def test_hostile_link_values_fall_back_with_warnings():
     at = _page(tk="chess", n="99999", st="-4", h="9", d="x" * 500)
     warnings = " ".join(str(w.value) for w in at.warning)
-    for field in ("task", "training steps", "training step shown", "followed head", "date"):
-        assert field in warnings, (field, warnings)
+    for field in ("task", "steps", "step", "head", "date"):
+        assert message(f"field.{field}") in warnings, (field, warnings)
     assert at.radio(key="w:learned:task").value == "dates"
 
 
 def test_steps_beyond_the_task_are_capped_with_a_warning():
     at = _page(tk="dates", n="1500")
-    assert any("1500 steps is more than this task allows; using 1000" in str(w.value) for w in at.warning)
+    assert message("learned.steps_capped", steps=1500, most=1000) in [str(w.value) for w in at.warning]
     assert at.number_input(key="w:learned:steps").value == 1000
 
 
@@ -113,8 +120,8 @@ def test_pressing_train_trains_once_for_a_class_and_shows_the_run():
     first, second = _page(**params), _page(**params)
     settings = TrainSettings("induction", 5, 30, ("C D E C D E",))
     assert QUEUE.get(settings) is None
-    assert "seed 5 for 30 steps" in _captions(first)
-    assert any("until this seed and number of steps has been trained" in str(i.value) for i in first.info)
+    assert says(_captions(first), "learned.not_recorded", seed=5, steps=30)
+    assert any(says(i.value, "learned.shipped_until_trained") for i in first.info)
     first.button(key="learned:train").click().run()
     job = QUEUE.get(settings)
     assert job is not None
@@ -126,8 +133,8 @@ def test_pressing_train_trains_once_for_a_class_and_shows_the_run():
         assert not at.exception
         slider = at.select_slider(key="w:learned:step")
         assert slider.options[-1] == "30" and slider.value == 30
-        assert not any("until this seed" in str(i.value) for i in at.info)  # the trained model is the one shown
-        assert "(30 training steps)" in _captions(at)
+        assert not any(says(i.value, "learned.shipped_until_trained") for i in at.info)  # the trained model is shown
+        assert says(_captions(at), "learned.sequence_accuracy", steps=30)
     fresh = _page(**params)
     assert fresh.select_slider(key="w:learned:step").options[-1] == "30"  # a link to it shows it at once
 
@@ -139,9 +146,9 @@ def test_students_typing_their_own_dates_at_the_default_seed_train_nothing():
         at = _page(d=date)
         assert not at.button  # no Train button: nothing to train
         assert at.select_slider(key="w:learned:step").options[-1] == "300"
-        assert "recorded on “22 November 2026”" in _captions(at)
+        assert says(_captions(at), "learned.recorded_on", probe="22 November 2026")
     at = _page(d="22 November 2026")
-    assert "recorded on" not in _captions(at)  # the student's own date is the recorded one
+    assert not says(_captions(at), "learned.recorded_on")  # the student's own date is the recorded one
 
 
 def test_two_dates_at_one_seed_share_one_training():
@@ -154,27 +161,49 @@ def test_two_dates_at_one_seed_share_one_training():
     assert QUEUE.wait(job, timeout=120) and job.status == "done", job.error
 
 
+def test_a_failed_training_is_shown_in_the_interface_language(monkeypatch):
+    """The job kept the training process's last English line as its error, and the Chinese page showed it as it was.
+    The error is coded now: each page says it in its own language."""
+    said = "Traceback: MemoryError: the process ran out of memory"
+    command = [sys.executable, "-c", f"import sys; sys.exit({said!r})"]
+    monkeypatch.setattr(jobs, "training_command", lambda settings, out="-", server=0: command)
+    job = QUEUE.submit(TrainSettings("induction", seed=81, steps=7))
+    assert QUEUE.wait(job, timeout=60) and job.status == "failed"
+    for lang in ("zh-Hans", "zh-Hant", "en"):
+        at = _page(lang=lang, tk="induction", sd="81", n="7")
+        shown = [str(e.value) for e in at.error]
+        why = t("error.training_exit", lang, status=1)
+        assert shown == [t("learned.training_failed", lang, error=why)], shown
+        assert "MemoryError" not in shown[0]
+        if lang != "en":
+            assert not english_in(shown[0]), shown
+        assert at.button(key="learned:train")  # it can be asked again
+
+
 def test_the_page_in_chinese():
     at = _page(lang="zh-Hans", tk="induction")
-    assert at.radio(key="w:learned:task").label == "任务"
-    assert "第 1 层 头 1 · 前一个词元" in _markdown(at)
+    assert at.radio(key="w:learned:task").label == message("learned.task", "zh-Hans")
+    previous = message("learned.pattern_previous_token", "zh-Hans")
+    assert message("learned.head_title", "zh-Hans", layer=1, head=1, label=previous) in _markdown(at)
 
 
 def test_the_dates_page_in_chinese():
     at = _page(lang="zh-Hant")
-    assert at.text_input(key="w:learned:date").label == "一個日期，照人們的寫法"
-    assert "留出集準確率" in _captions(at)
-    assert "寫出計算過程：一列，用訓練好的權重" in [e.label for e in at.expander]
+    assert at.text_input(key="w:learned:date").label == message("learned.date", "zh-Hant")
+    assert says(_captions(at), "learned.dates_accuracy", "zh-Hant", count=2000, steps=300)
+    assert message("learned.work_heading", "zh-Hant") in [e.label for e in at.expander]
 
 
 def test_switching_a_head_off_shows_the_model_without_it_and_goes_in_the_link():
     whole = _page(tk="induction")
     at = _page(tk="induction", off="1")
     warning = " ".join(str(w.value) for w in at.warning)
-    assert "L1 H1 · previous token is switched off" in warning and "79.4%" in warning and "-20.6 points" in warning
+    first = message("learned.head_title", layer=1, head=1, label=message("learned.pattern_previous_token"))
+    assert says(warning, "learned.switched_off", head=first, accuracy="79.4%", change="-20.6")
     assert _markdown(at).split("\n")[0] != _markdown(whole).split("\n")[0]  # other guesses without the head
     titles = [a["text"] for a in json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["annotations"]]
-    assert titles[:4] == ["L1 H1 (off)", "L1 H2", "L2 H1", "L2 H2"]
+    short = [message("learned.head_short", layer=layer, head=head) for layer in (1, 2) for head in (1, 2)]
+    assert titles[:4] == [message("learned.head_off", title=short[0]), *short[1:]]
     at.selectbox(key="w:learned:off").set_value(0).run()
     assert not at.warning and "off" not in at.query_params
     at.selectbox(key="w:learned:off").set_value(3).run()

@@ -250,8 +250,8 @@ def test_sequence_mask_custom_value():
 
 
 def _softmax_where_before(logits, mask, temperature=1.0):
-    """softmax_where as it was before bench/README.md item 27: `~mask`, two `masked_fill`s, and a `where` for rows
-    with no key allowed."""
+    """softmax_where as it was before the cut in tensor operations (CHANGELOG.md, Performance history): `~mask`, two
+    `masked_fill`s, and a `where` for rows with no key allowed."""
     if mask is None:
         mask = torch.ones_like(logits, dtype=torch.bool)
     lowest = torch.finfo(logits.dtype).min

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from attnviz.models.bert import load_minilm
+from tests.messages import message, pattern, says
 from tests.test_app import _array, figures, run_page
 
 MODEL, SELF, CROSS = "pages/4_Pretrained_model.py", "pages/1_Self_attention.py", "pages/2_Cross_attention.py"
@@ -17,33 +18,38 @@ def model():
     return load_minilm()
 
 
-def charts(at) -> dict[str, dict]:
-    """The page's figures by what they show."""
+VIEWS = {"model": "fig.model_view", "head": "model.head_view_title", "neuron": "fig.neuron_view"}
+
+
+def charts(at, lang: str = "en") -> dict[str, dict]:
+    """The page's figures by what they show: "model", "head" and "neuron" for the three views (by their titles'
+    messages in `lang`), any other by its title."""
     named = {}
     for fig in figures(at):
         title = fig["layout"].get("title", {}).get("text", "")
-        named[title.split(":")[0]] = fig
+        view = next((view for view, key in VIEWS.items() if pattern(key, lang).fullmatch(title)), title)
+        named[view] = fig
     return named
 
 
 def head_z(at) -> np.ndarray:
-    return _array(charts(at)["Head view"]["data"][0]["z"])
+    return _array(charts(at)["head"]["data"][0]["z"])
 
 
 def test_default_page_shows_all_72_heads_one_head_and_the_followed_tokens_numbers(model):
     at = run_page(MODEL)
     shown = charts(at)
-    assert set(shown) == {"Model view", "Head view", "Neuron view"}
-    assert _array(shown["Model view"]["data"][0]["z"]).shape == (6 * 13, 12 * 13)  # 72 heads of 13 tokens
+    assert set(shown) == {"model", "head", "neuron"}
+    assert _array(shown["model"]["data"][0]["z"]).shape == (6 * 13, 12 * 13)  # 72 heads of 13 tokens
     trace = model.run("The cat sat on the mat because it was tired.")
     np.testing.assert_allclose(head_z(at), trace.attentions[5, 11].numpy(), atol=1e-7)  # layer 6, head 12
-    neuron = shown["Neuron view"]["data"]
+    neuron = shown["neuron"]["data"]
     head = trace.head(5, 11)
     np.testing.assert_allclose(_array(neuron[0]["z"])[0], head.queries[8].numpy(), atol=1e-7)  # q of "it"
     np.testing.assert_allclose(_array(neuron[4]["z"])[:, 0], head.weights[8].numpy(), atol=1e-7)
     work = " ".join(m.value for m in at.markdown).replace("\\", "")  # markdown escapes
-    assert "Score the query 'it' against every key" in work and "Softmax" in work
-    assert "Scale = 0.1768" in work  # 1/√32
+    assert message("explain.score", query="it") in work and message("explain.softmax") in work
+    assert says(work, "explain.scale_note", scale="0.1768")  # 1/√32
 
 
 def test_a_pair_link_shows_one_sentence_attending_to_the_other_renormalised(model):
@@ -56,11 +62,12 @@ def test_a_pair_link_shows_one_sentence_attending_to_the_other_renormalised(mode
     block = mean[first][:, second]
     expected = block / block.sum(dim=-1, keepdim=True)
     np.testing.assert_allclose(head_z(at), expected.numpy(), rtol=1e-5)
-    head = charts(at)["Head view"]
+    head = charts(at)["head"]
     assert head["data"][0]["y"] == ["where", "is·2", "the·3", "cat·4", "?"]  # repeated tokens marked by position
-    assert "average of heads 2, 5" in head["layout"]["title"]["text"]
+    average = message("model.which_average", heads="2, 5")
+    assert head["layout"]["title"]["text"] == message("model.head_view_title", layer=3, which=average)
     assert at.radio(key="w:model:part").value == "ab"
-    shapes = charts(at)["Model view"]["layout"]["shapes"]
+    shapes = charts(at)["model"]["layout"]["shapes"]
     assert len([s for s in shapes if s["type"] == "rect"]) == 2  # heads 2 and 5 of layer 3 outlined
 
 
@@ -73,7 +80,7 @@ def test_moving_a_control_updates_the_view_and_the_link(model):
     trace = model.run("The cat sat on the mat because it was tired.")
     np.testing.assert_allclose(head_z(at), trace.attentions[0, 2].numpy(), atol=1e-7)
     at.pills(key="w:model:heads").set_value([]).run()  # nothing chosen: say so, keep the last heads
-    assert any("at least one head" in w.value for w in at.warning)
+    assert any(says(w.value, "model.no_head") for w in at.warning)
     np.testing.assert_allclose(head_z(at), trace.attentions[0, 2].numpy(), atol=1e-7)
 
 
@@ -82,26 +89,29 @@ def test_a_new_sentence_is_tokenised_by_the_model_and_the_followed_token_is_clam
     at.text_input(key="w:model:sentence").set_value("Hi there").run()
     assert not at.exception
     assert at.selectbox(key="w:model:token").value == 1  # token 9 does not exist: follow the first word
-    assert charts(at)["Head view"]["data"][0]["x"] == ["[CLS]", "hi", "there", "[SEP]"]
+    assert charts(at)["head"]["data"][0]["x"] == ["[CLS]", "hi", "there", "[SEP]"]
 
 
-@pytest.mark.parametrize(("sentence", "message"), [("", "empty"), ("cat " * 300, "302 WordPiece tokens")])
-def test_bad_sentences_are_reported_and_the_page_keeps_working(sentence, message):
+@pytest.mark.parametrize(
+    ("sentence", "key", "params"),
+    [("", "error.sentence_empty", {}), ("cat " * 300, "error.input_long", {"count": 302})],
+)
+def test_bad_sentences_are_reported_and_the_page_keeps_working(sentence, key, params):
     at = run_page(MODEL)
     at.text_input(key="w:model:sentence").set_value(sentence).run()
     assert not at.exception
-    assert any(message in e.value for e in at.error), [e.value for e in at.error]
+    assert any(says(e.value, key, **params) for e in at.error), [e.value for e in at.error]
     at.text_input(key="w:model:sentence").set_value("back to normal").run()
-    assert not at.exception and not at.error and "Head view" in charts(at)
+    assert not at.exception and not at.error and "head" in charts(at)
 
 
 def test_a_128_token_sentence_shows_every_token_in_the_head_view():
     sentence = " ".join(["cat"] * 126)
     at = run_page(MODEL, s=sentence)
     assert head_z(at).shape == (128, 128)
-    model_view = charts(at)["Model view"]["data"]
+    model_view = charts(at)["model"]["data"]
     assert _array(model_view[0]["z"]).shape == (6 * 64, 12 * 64)  # thumbnails max-pooled to 64 cells a side
-    assert any("max-pooled to 64" in caption.value for caption in at.caption)
+    assert any(says(caption.value, "model.pooled", count=128, size=64) for caption in at.caption)
 
 
 def test_hostile_link_parameters_warn_and_fall_back():
@@ -109,7 +119,7 @@ def test_hostile_link_parameters_warn_and_fall_back():
     warnings = " ".join(w.value for w in at.warning)
     for key in ("'l'", "'hd'", "'pt'", "'tk'", "'s2'"):
         assert key in warnings
-    assert "Head view" in charts(at)
+    assert "head" in charts(at)
 
 
 def test_without_the_model_the_page_says_how_to_install_it(monkeypatch):
@@ -161,29 +171,25 @@ def test_share_box_offers_the_link_and_the_exports():
     at.session_state["model:open:share"] = True
     at.run()
     assert not at.exception
-    assert any("Link length" in caption.value for caption in at.caption)
+    assert any(says(caption.value, "widget.link_length") for caption in at.caption)
     assert any("load_minilm()" in c.value for c in at.code)
     labels = [button.proto.label for button in at.get("download_button")]
-    assert labels == [
-        "Offline HTML file",
-        "Download this state (JSON)",
-        "Download the head view (CSV)",
-        "Download every head (NumPy .npz)",
-    ]
+    wanted = ["widget.offline_html", "widget.download_state", "model.download_csv", "model.download_npz"]
+    assert labels == [message(key) for key in wanted]
 
 
 def test_a_long_input_pools_the_thumbnails_but_keeps_every_token_in_the_head_view():
     at = run_page(MODEL, s=" ".join(["cat", "dog"] * 99))  # 200 tokens with [CLS] and [SEP]
-    assert _array(charts(at)["Model view"]["data"][0]["z"]).shape == (6 * 64, 12 * 64)
-    assert any("max-pooled to 64" in caption.value for caption in at.caption)
+    assert _array(charts(at)["model"]["data"][0]["z"]).shape == (6 * 64, 12 * 64)
+    assert any(says(caption.value, "model.pooled", count=200, size=64) for caption in at.caption)
     assert head_z(at).shape == (200, 200)
 
 
 def test_markup_in_a_sentence_is_shown_as_text():
     at = run_page(MODEL, s="*bold* <b>x</b> _it_", tk="1")
     headers = [h.value for h in at.subheader]
-    assert any(r"Neuron view: '\*·1'" in h for h in headers), headers  # the first "*", escaped for markdown
-    head = charts(at)["Head view"]["data"][0]
+    assert any(says(h, "model.neuron_heading", token=r"\*·1") for h in headers), headers  # "*", escaped for markdown
+    head = charts(at)["head"]["data"][0]
     assert "&lt;·4" in head["x"] and not any("<" in label for label in head["x"])  # Plotly reads <b> as markup
 
 
@@ -192,9 +198,8 @@ def test_chinese_text_is_said_to_be_unreadable_and_its_unknown_tokens_are_marked
     """Issue 14, point 18: "猫坐在垫子上" became four identical [UNK] tokens with no word of warning."""
     at = run_page(MODEL, s="猫坐在垫子上 on the mat", lang=lang)
     warning = next(w.value for w in at.warning if "[UNK:猫]" in w.value.replace("\\", ""))
-    assert ("4" in warning and "11" in warning) and ("English" in warning or "英文" in warning)
-    labels = charts(at)
-    head = next(fig for title, fig in labels.items() if title.startswith(("Head view", "单头视图")))
+    assert says(warning, "model.unknown", lang, count=4, total=11)
+    head = charts(at, lang)["head"]
     assert head["data"][0]["x"][1:5] == ["[UNK:猫]", "[UNK:坐]", "[UNK:在]", "[UNK:垫]"]
     assert "子" in head["data"][0]["x"] and "mat" in head["data"][0]["x"]  # pieces it knows keep their own text
     assert not [w for w in run_page(MODEL).warning if "[UNK" in w.value]  # an English sentence: no warning
@@ -211,10 +216,11 @@ def test_each_head_worth_a_look_has_a_button_that_opens_it(model):
     buttons = [b for b in at.button if b.key and b.key.startswith("model:open_head:")]
     assert buttons, "the finder lists at least one head for the default sentence"
     layer, head = (int(n) for n in buttons[0].key.split(":")[3:5])  # model:open_head:<pattern>:<layer>:<head>
-    assert f"layer {layer}, head {head}" in buttons[0].label
+    assert says(buttons[0].label, "model.finder_button", layer=layer, head=head)
     buttons[0].click().run()
     assert at.selectbox(key="w:model:layer").value == layer and at.pills(key="w:model:heads").value == [head]
-    assert charts(at)["Head view"]["layout"]["title"]["text"].endswith(f"layer {layer}, head {head}")
+    title = charts(at)["head"]["layout"]["title"]["text"]
+    assert title == message("model.head_view_title", layer=layer, which=message("model.which_one", head=head))
     assert at.query_params["l"] == str(layer)
 
 
@@ -247,10 +253,10 @@ def test_a_control_rebuilds_only_the_views_it_changes_and_sessions_on_one_senten
     assert made == {"model": 2, "head": 2, "neuron": 1}
     at.selectbox(key="w:model:token").set_value(3).run()
     assert made == {"model": 2, "head": 2, "neuron": 2}
-    assert charts(at)["Neuron view"] != first["Neuron view"]
+    assert charts(at)["neuron"] != first["neuron"]
     at.toggle(key="w:model:renormalise").set_value(False).run()  # back to a view made before
     assert made == {"model": 2, "head": 2, "neuron": 2}
-    assert charts(at)["Model view"] == first["Model view"]
+    assert charts(at)["model"] == first["model"]
 
     other = run_page(MODEL, s=sentence)  # a second session, the same sentence: nothing is made
     assert made == {"model": 2, "head": 2, "neuron": 2}

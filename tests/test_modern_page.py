@@ -10,6 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from attnviz.app.modern_state import PRESETS, ModernState, apply_modern_preset, decode_modern, encode_modern
+from tests.messages import message, pattern, says
 from tests.test_app import _array, figures, run_page
 
 PAGE = "pages/6_Modern_attention.py"
@@ -50,31 +51,43 @@ def test_every_preset_draws_its_topic_without_an_error(preset):
     assert not at.error and not at.warning
     heading = at.subheader[0].value
     wanted = {
-        "positions": "against no positions",
-        "masks": "against causal attention",
-        "heads": "query heads share",
-        "kv_cache": "The KV cache",
-        "flash": "FlashAttention",
+        "positions": "modern.positions_heading",
+        "masks": "modern.masks_heading",
+        "heads": "modern.heads_heading",
+        "kv_cache": "modern.kv_heading",
+        "flash": "modern.flash_heading",
     }[state.topic]
-    assert wanted in heading
+    assert says(heading, wanted), heading
     assert _widget(at, "radio", "topic").value == state.topic
     assert at.get("plotly_chart"), "every topic draws a chart"
     if state.topic in ("kv_cache", "flash"):
-        assert "Equal to the ordinary computation" in at.success[0].value
+        assert _checked_equal(at)
 
 
-ROPE_LINE = re.compile(
-    r"- \*\*(\S+) → (\S+)\*\* at distance (\d+) \(([^)]*)\): ([-\d., ]+) \(spread ([\d.e+-]+)\); "
-    r"without positions ([-\d.]+) at every distance"
-)
+def _checked_equal(at: AppTest) -> bool:
+    """The page says its result equals the ordinary computation's."""
+    return bool(at.success) and says(at.success[0].value, "modern.check_equal")
 
 
 def _rope_lines(at: AppTest) -> list[tuple[str, str, int, str, list[float], float, float]]:
-    found = ROPE_LINE.findall(_text(at))
+    rope_line = pattern("modern.rope_line")
+    found = [rope_line.match(line.removeprefix("- ")) for line in _text(at).splitlines() if line.startswith("- ")]
     return [
-        (q, k, int(d), pairs, [float(v) for v in s.split(", ")], float(sp), float(p))
-        for q, k, d, pairs, s, sp, p in found
+        (
+            m["query"],
+            m["key_token"],
+            int(m["distance"]),
+            m["pairs"],
+            _floats(m["scores"]),
+            *_floats(m["spread"], m["plain"]),
+        )
+        for m in found
+        if m
     ]
+
+
+def _floats(*texts: str) -> list[float]:
+    return [float(v) for text in texts for v in text.split(", ")]
 
 
 def test_rope_gives_a_repeated_pair_the_same_score_at_the_same_distance_only():
@@ -94,14 +107,14 @@ def test_rope_gives_a_repeated_pair_the_same_score_at_the_same_distance_only():
 
 def test_without_repeats_the_page_says_what_to_try():
     at = _page(s="one two three four")
-    assert "No pair of tokens occurs twice" in at.info[0].value
+    assert at.info[0].value == message("modern.rope_no_repeats")
 
 
 def test_alibi_lists_the_papers_slopes_and_adds_the_bias_in_the_worked_row():
     at = _page(pr="alibi_heads", r="5")  # query 6 ("mat") of head 1, slope 1/2
     table = _table(at, "slope")
     assert list(table["slope"]) == [2.0**-i for i in range(1, 9)]
-    assert list(table["bias at distance 4"]) == [-4 * 2.0**-i for i in range(1, 9)]
+    assert list(table[message("modern.bias_at", distance=4)]) == [-4 * 2.0**-i for i in range(1, 9)]
     work = _text(at)
     assert "**2. Scale, add the position bias, apply the temperature**" in work
     header = next(line for line in work.splitlines() if line.startswith("| key |"))
@@ -113,10 +126,11 @@ def test_alibi_lists_the_papers_slopes_and_adds_the_bias_in_the_worked_row():
 
 def test_sinusoidal_positions_show_the_encoding_beside_plain_causal_attention():
     at = _page(pr="sinusoidal")
-    titles = [a["text"] for a in figures(at)[0]["layout"]["annotations"] if a["text"] in ("plain causal", "Sinusoidal")]
-    assert titles == ["plain causal", "Sinusoidal"]
+    panels = [message("modern.plain_causal"), message("modern.positions_sinusoidal")]
+    titles = [a["text"] for a in figures(at)[0]["layout"]["annotations"] if a["text"] in panels]
+    assert titles == panels
     encoding = figures(at)[1]
-    assert encoding["layout"]["title"]["text"] == "The encoding P added to each token"
+    assert encoding["layout"]["title"]["text"] == message("modern.sinusoidal_chart")
     z = _array(encoding["data"][0]["z"])
     assert z.shape == (16, 16)
     assert np.allclose(z[0], [0, 1] * 8)  # position 0: sin 0 = 0, cos 0 = 1
@@ -125,9 +139,10 @@ def test_sinusoidal_positions_show_the_encoding_beside_plain_causal_attention():
 
 def test_the_sliding_window_of_3_on_16_tokens_scores_45_pairs():
     at = _page(pr="sliding_3")
-    assert "This mask scores **45 of 256** pairs (17.6%); causal attention scores 136." in _text(at)
+    counted = message("modern.pair_count", scored=45, total=256, share="17.6%", causal=136)
+    assert counted in _text(at)
     _widget(at, "number_input", "window").set_value(4)
-    assert "**58 of 256**" in _text(_rerun(at))  # 1 + 2 + 3 + 4 x 13
+    assert says(_text(_rerun(at)), "modern.pair_count", scored=58, total=256)  # 1 + 2 + 3 + 4 x 13
 
 
 @pytest.mark.parametrize(
@@ -145,12 +160,12 @@ def test_the_sliding_window_of_3_on_16_tokens_scores_45_pairs():
 )
 def test_each_mask_counts_its_scored_pairs(params, scored):
     at = _page(**params)
-    count = re.search(r"This mask scores \*\*(\d+) of (\d+)\*\*", _text(at))
-    assert count and int(count[2]) == 256
+    count = pattern("modern.pair_count", total=256).search(_text(at))
+    assert count
     if params.get("pr") == "block_sparse":  # counted by hand below, independently of the code
         n, block = 16, 4
         scored = sum(1 for i in range(n) for j in range(i + 1) if j // block in (i // block, i // block - 1, 0))
-    assert int(count[1]) == scored
+    assert int(count["scored"]) == scored
 
 
 def test_global_tokens_are_typed_as_numbers_and_a_bad_one_is_named():
@@ -202,7 +217,7 @@ def test_the_memory_calculator_follows_the_context_and_the_bytes():
     assert len(rows) == 7  # six published models and this page's layer
     assert rows["Llama 3 8B"] == ("GQA", "32 × 8 × 128", 2 * 32 * 8 * 128 * 2, 1.0)  # 128 KiB per token in fp16
     assert "GiB at 8,192 tokens · [config.json](https://huggingface.co/meta-llama/Meta-Llama-3-8B" in _text(at)
-    assert rows["this page's layer"][2] == 2 * 1 * 2 * 4 * 2
+    assert rows[message("modern.this_layer")][2] == 2 * 1 * 2 * 4 * 2
     _widget(at, "number_input", "context").set_value(32768)
     _widget(at, "selectbox", "value_bytes").set_value("4")
     rows = _memory(_rerun(at))
@@ -212,14 +227,14 @@ def test_the_memory_calculator_follows_the_context_and_the_bytes():
 
 def test_rope_needs_an_even_head_size_and_says_so():
     at = _page(dh="3")
-    assert "head size must be even; got 3" in at.error[0].value
+    assert says(at.error[0].value, "error.rope_odd", size=3)
     at = _page(dh="3", p="none")
     assert not at.error and at.get("plotly_chart")
 
 
 def test_identity_projections_need_matching_sizes():
     at = _page(pj="identity")  # a sentence's 16 numbers, 2 heads of 4
-    assert "heads × head size must equal the number of features" in at.error[0].value
+    assert says(at.error[0].value, "error.identity_size", heads=2, head_dim=4)
     at = _page(pj="identity", **{"in": "numbers"}, dh="2")  # the default 6 x 4 numbers: 2 heads of 2
     assert not at.error and at.get("plotly_chart")
 
@@ -238,7 +253,7 @@ def test_the_worked_row_follows_the_head_and_the_row():
     at.session_state["open:modern:work"] = True
     _widget(at, "selectbox", "head").set_value(8)
     _rerun(at)
-    rows = [box for box in at.selectbox if box.label == "Query to explain"]
+    rows = [box for box in at.selectbox if box.label == message("modern.row")]
     rows[0].set_value(5)
     _rerun(at)
     assert at.query_params["hd"] == "8" and at.query_params["r"] == "5"
@@ -252,8 +267,8 @@ def test_the_kv_cache_stepper_grows_the_cache_and_checks_each_step():
     slider.set_value(3)
     _rerun(at)
     text = _text(at)
-    assert "Step 3: the new token “sat”" in text and "now holds 3 keys and 3 values (24 numbers for this head)" in text
-    assert "Equal to the ordinary computation" in at.success[0].value
+    assert says(text, "modern.kv_step", step=3, token="sat", rows=3, numbers=24)
+    assert _checked_equal(at)
     assert len(_table(at, "K[1]")) == 3 and len(_table(at, "V[1]")) == 3
     assert at.query_params["t"] == "3"
 
@@ -296,14 +311,14 @@ def test_bad_sentences_and_numbers_are_named_and_the_page_keeps_working():
     assert "33" in at.error[0].value and "32" in at.error[0].value
     at = _page(tp="kv_cache", s="<b> **y**", t="1")  # tokens <, b, >, *, *, y, *, *
     text = _text(at)
-    assert "the new token “\\<” brings" in text and "“<”" not in text
+    assert says(text, "modern.kv_step", token="\\<") and "“<”" not in text
 
 
 def test_typed_numbers_drive_the_page():
     at = _page(**{"in": "numbers"}, x="1,0;0,1;1,1;2,0", dh="2", h="1", g="1", tp="flash", bs="2")
-    assert "Equal to the ordinary computation" in at.success[0].value
+    assert _checked_equal(at)
     at = _page(**{"in": "numbers"}, x="1,a")
-    assert "row 1, column 2: 'a' is not a number" in at.warning[0].value
+    assert says(at.warning[0].value, "error.cell_nan", row=1, col=2, value="a")
     assert at.get("plotly_chart")  # on the default numbers
 
 
@@ -320,12 +335,12 @@ def test_links_round_trip_and_a_reset_state_writes_no_parameters():
 
 def test_presentation_mode_folds_the_inputs():
     at = _page(pm="1", pr="gqa_8_2")
-    assert at.expander[0].label == "Inputs"
+    assert at.expander[0].label == message("frame.inputs")
     assert not at.error
 
 
 def _pairs(at: AppTest) -> int:
-    return int(re.search(r"This mask scores \*\*(\d+) of", _text(at))[1])
+    return int(pattern("modern.pair_count").search(_text(at))["scored"])
 
 
 def test_the_preset_picker_and_the_mask_controls_drive_the_page():
@@ -356,27 +371,27 @@ def test_the_preset_picker_and_the_mask_controls_drive_the_page():
 
 def test_the_position_head_size_source_and_projection_controls_drive_the_page():
     at = _page(tp="kv_cache", s="a b c d", h="1", g="1")
-    assert "(32 numbers for this head)" in _text(at)  # 2 x 4 tokens x 4
+    assert says(_text(at), "modern.kv_step", numbers=32)  # 2 x 4 tokens x 4
     _widget(at, "number_input", "head_dim").set_value(2)
-    assert "(16 numbers for this head)" in _text(_rerun(at))
+    assert says(_text(_rerun(at)), "modern.kv_step", numbers=16)
     _widget(at, "selectbox", "positions").set_value("alibi")
     _rerun(at)
-    assert "Equal to the ordinary computation" in at.success[0].value and at.query_params["p"] == "alibi"
+    assert _checked_equal(at) and at.query_params["p"] == "alibi"
     _widget(at, "radio", "source").set_value("numbers")
     _rerun(at)
-    assert "Tokens' numbers x (one row per token)" in _text(at) and "(16 numbers" not in _text(at)  # the editor
-    assert "Step 6:" in _text(at)
+    assert message("modern.x") in _text(at) and not says(_text(at), "modern.kv_step", numbers=16)  # the editor
+    assert says(_text(at), "modern.kv_step", step=6)
     _widget(at, "selectbox", "projections").set_value("identity")
     _rerun(at)
-    assert "heads × head size must equal the number of features" in at.error[0].value  # 1 x 2 for 4 numbers
+    assert says(at.error[0].value, "error.identity_size", heads=1, head_dim=2)  # 1 x 2 for 4 numbers
     _widget(at, "number_input", "head_dim").set_value(4)
     _rerun(at)
-    assert not at.error and "Equal to the ordinary computation" in at.success[0].value
+    assert not at.error and _checked_equal(at)
 
 
 def test_typing_a_sentence_redraws_the_page_and_keeps_it_in_the_link():
     at = _page(s="one two three four")
-    assert "No pair of tokens occurs twice" in at.info[0].value
+    assert at.info[0].value == message("modern.rope_no_repeats")
     _widget(at, "text_input", "sentence").set_value("a b a b a b")
     _rerun(at)
     assert not at.info and _rope_lines(at)[0][:4] == ("a", "a", 0, "1→1, 3→3, 5→5")
@@ -386,5 +401,5 @@ def test_typing_a_sentence_redraws_the_page_and_keeps_it_in_the_link():
 def test_the_kv_cache_check_ignores_the_pages_valid_length_and_mask():
     """Decoding reads every token so far: the reference it is checked against must too (it kept the valid length)."""
     at = _page(tp="kv_cache", vl="3", m="sliding", w="2")
-    assert not at.error and "Equal to the ordinary computation" in at.success[0].value
-    assert "now holds 12 keys and 12 values" in _text(at)  # all 12 tokens of the default sentence
+    assert not at.error and _checked_equal(at)
+    assert says(_text(at), "modern.kv_step", rows=12)  # all 12 tokens of the default sentence

@@ -6,12 +6,15 @@ from __future__ import annotations
 import os
 import re
 import shutil
+from html import unescape
 from pathlib import Path
 
 import nbformat
 import plotly.offline
 import pytest
 from nbclient import NotebookClient
+
+from tests.messages import message
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "docs" / "notebooks"
@@ -52,7 +55,7 @@ def test_the_basics_notebook_draws_each_example_inline_and_writes_the_offline_fi
         assert html.count(bundle) == 1 and "Plotly.newPlot(" in html
         assert not re.search(r"https?://|src=|href=", html.replace(bundle, ""))
     assert outputs[1].count("Plotly.newPlot(") == 2  # a chart per batch row
-    assert "Show your work: query 3" in outputs[2]
+    assert message("display.worked_row", row=3) in outputs[2]
     printed = "".join(o.get("text", "") for cell in notebook.cells for o in cell.get("outputs", []))
     assert "tensor([45.5000])" in printed
     written = tmp_path / "attention.html"
@@ -71,8 +74,10 @@ def test_the_model_notebook_names_the_sdpa_fix_then_shows_the_real_heads(tmp_pat
     assert f"torch.Size([6, 12, {count}, {count}])" in printed  # MiniLM: 6 layers x 12 heads over the word pieces
     assert "Loading weights" not in printed  # the notebook switches the progress bars off
     outputs = _html_outputs(notebook)
-    assert len(outputs) == 2 and all("Encoder: every layer" in output for output in outputs)
-    assert "Head view: layer 1, head 1" in outputs[0] and "Head view: layer 6, head 12" in outputs[1]
+    assert len(outputs) == 2 and all(message("display.part_encoder") in unescape(output) for output in outputs)
+    which = [message("model.which_one", head=head) for head in (1, 12)]
+    assert message("model.head_view_title", layer=1, which=which[0]) in outputs[0]
+    assert message("model.head_view_title", layer=6, which=which[1]) in outputs[1]
 
 
 @pytest.fixture(autouse=True)

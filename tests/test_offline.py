@@ -49,7 +49,7 @@ def test_an_open_share_box_records_every_chart_as_sent_and_the_worked_steps(page
     assert [chart.spec for chart in charts] == sent and sent  # the same charts, in order, byte for byte
     worked = [item for item in contents if isinstance(item, Worked)]
     assert len(worked) == 1 and worked[0].steps  # every page shows one worked row
-    assert next(button.proto.label for button in at.get("download_button")) == "Offline HTML file"
+    assert next(button.proto.label for button in at.get("download_button")) == t("widget.offline_html")
     at.session_state[f"{page}:open:share"] = False
     at.run()
     assert at.session_state[RECORD_KEY] is None  # closed again: the record is dropped

@@ -16,6 +16,7 @@ from attnviz.app.state import (
     encode_attention,
     encode_kernel,
 )
+from attnviz.core.errors import AttnvizError, Name
 
 numbers = st.floats(-1000, 1000, allow_nan=False).map(lambda x: float(f"{x:.6g}"))
 matrices = (
@@ -105,19 +106,21 @@ def test_bad_link_fields_warn_and_fall_back_to_their_default(params, field):
 
 
 @pytest.mark.parametrize(
-    ("cells", "message"),
+    ("cells", "code", "params"),
     [
-        ([[1.0, None]], "no complete row"),
-        ([[1.0, float("nan")]], "no complete row"),
-        ([[1.0, "abc"]], "'abc' is not a number"),
-        ([[1.0, float("inf")]], "too large"),
-        ([[1.0, 2.0], [3.0]], "row 2 has 1 numbers but row 1 has 2"),
-        ([], "no rows"),
+        ([[1.0, None]], "no_complete_rows", {}),
+        ([[1.0, float("nan")]], "no_complete_rows", {}),
+        ([[1.0, "abc"]], "cell_text", {"row": 1, "value": "abc"}),
+        ([[1.0, float("inf")]], "cell_large", {"row": 1, "value": "inf"}),
+        ([[1.0, 2.0], [3.0]], "ragged", {"row": 2, "count": 1, "width": 2}),
+        ([], "no_rows", {}),
     ],
 )
-def test_editor_cells_errors_name_the_cell(cells, message):
-    with pytest.raises(ValueError, match=message):
+def test_editor_cells_errors_name_the_cell(cells, code, params):
+    with pytest.raises(AttnvizError) as info:
         matrix_from_cells(cells, "queries", ["d1", "d2"])
+    assert info.value.code == code and info.value.params["name"] == Name("queries")
+    assert params.items() <= info.value.params.items()
 
 
 def test_editor_cells_parse_numbers():

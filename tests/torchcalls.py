@@ -1,5 +1,5 @@
 """Counting the torch calls a block makes: each tensor operation lets another thread take Python's lock, and under a
-class's load each such hand-over costs the server more than the arithmetic (bench/README.md, items 19 and 27)."""
+class's load each such hand-over costs the server more than the arithmetic (CHANGELOG.md, Performance history)."""
 
 from __future__ import annotations
 

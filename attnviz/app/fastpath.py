@@ -3,8 +3,8 @@ results.
 
 Why. Each tensor operation lets go of Python's lock (the GIL), and under a class's load (30 sessions on two cores)
 every hand-over between threads costs the server more than the arithmetic of eight tokens: the self page's attention
-took 2.7 ms of server CPU a rerun at 30 users against 0.3 ms alone (bench/README.md, item 19; which calls let go,
-item 27). So here the pages' computations make the calls the maths needs and no other.
+took 2.7 ms of server CPU a rerun at 30 users against 0.3 ms alone (CHANGELOG.md, Performance history, 2026-11-24).
+So here the pages' computations make the calls the maths needs and no other.
 
 `attnviz.core` is the reference, written to read like the maths; library users and notebooks get it. The app calls
 this module instead (attnviz/app/pipeline.py, and the modern page's attnviz/app/ui/modern_compute.py). Each function

@@ -79,10 +79,10 @@ def test_switching_the_language_keeps_every_control(
 ) -> None:
     """Choose cosine and the causal mask, then switch to Traditional Chinese in the sidebar: the same score (now
     labelled in Chinese), the same heatmap, and a link that carries all of it."""
-    from .test_pages import CAUSAL_LABEL, choose, toggle
+    from .test_pages import CAUSAL_LABEL, SCORING, choose, toggle
 
     open_app(page, server.url_for("Self_attention"), 1)
-    choose(page, "Scoring function", "Cosine similarity")
+    choose(page, SCORING, t("score.cosine.label", "en"))
     toggle(page, CAUSAL_LABEL)
     before = weights_z(wait_for_figures(page, lambda figs: weights_z(figs)[0][1] is None))
     page.get_by_role("combobox", name=t("frame.language", "en"), exact=True).click()

@@ -9,6 +9,7 @@ from playwright.sync_api import Page, Route
 import attnviz
 from attnviz.core.modern import modern_attention
 from attnviz.i18n import t
+from tests.messages import message, says
 
 
 def test_the_offline_file_draws_without_the_network(new_page, tmp_path) -> None:
@@ -35,10 +36,10 @@ def test_the_offline_file_draws_without_the_network(new_page, tmp_path) -> None:
         titles = page.eval_on_selector_all(".modebar-btn", "buttons => buttons.map(b => b.dataset.title)")
         assert "Download plot as a PNG" in titles and "SVG" in titles
         assert not any("Share" in title or "Edit" in title for title in titles)  # nothing that uploads the chart
-    assert "Show your work" not in page.inner_text("body")  # the grid has no single row to work out
+    assert not says(page.inner_text("body"), "display.worked_row")  # the grid has no single row to work out
     page.goto(first.resolve().as_uri())
     page.wait_for_selector(".js-plotly-plot .main-svg", timeout=30000)
-    assert "Show your work: query 1" in page.inner_text("body")
+    assert message("display.worked_row", row=1) in page.inner_text("body")
     assert fetched == [] and errors == []
 
 

@@ -9,6 +9,7 @@ from playwright.sync_api import Page
 
 from testkit.browser import exceptions, goto, plotly_figures, wait_for_plotly
 from testkit.server import StreamlitServer
+from tests.messages import message, text_pattern
 
 STEPS = 120  # long enough (~5 s) to see the progress, short enough for CI
 
@@ -25,10 +26,10 @@ def _loss_points(page: Page) -> list[float]:
 def _train_and_read(page: Page, url: str) -> list[float]:
     """Open `url`, press Train, watch the curves grow until the step slider comes; the final losses."""
     goto(page, url, timeout=90000)
-    page.get_by_text(f"Training with seed 4 for {STEPS} steps").wait_for(timeout=30000)
-    page.get_by_role("button", name="Train", exact=True).click()
+    page.get_by_text(text_pattern("learned.not_recorded", seed=4, steps=STEPS)).wait_for(timeout=30000)
+    page.get_by_role("button", name=message("learned.train"), exact=True).click()
     page.get_by_role("progressbar").wait_for(timeout=30000)  # the progress bar, while it trains
-    slider = page.get_by_role("slider", name="Training step")
+    slider = page.get_by_role("slider", name=message("learned.step"))
     seen: set[int] = set()
     deadline = time.monotonic() + 120
     while slider.count() == 0 and time.monotonic() < deadline:
@@ -61,7 +62,7 @@ def test_press_train_see_it_grow_then_the_steps_and_the_link_reproduces_it(new_p
 def test_the_default_link_shows_the_shipped_run_without_training(new_page, server: StreamlitServer) -> None:
     page: Page = new_page(viewport={"width": 390, "height": 844})
     goto(page, server.url_for("Learned_attention") + "?tk=induction", timeout=90000)
-    page.get_by_role("slider", name="Training step").wait_for(timeout=30000)
-    assert page.get_by_role("button", name="Train", exact=True).count() == 0
+    page.get_by_role("slider", name=message("learned.step")).wait_for(timeout=30000)
+    assert page.get_by_role("button", name=message("learned.train"), exact=True).count() == 0
     assert len(_loss_points(page)) > 20
     assert exceptions(page) == []

@@ -6,6 +6,7 @@ from playwright.sync_api import Page
 
 from testkit.browser import exceptions, goto, plotly_figures, wait_for_plotly, wait_rerun
 from testkit.server import StreamlitServer
+from tests.messages import message
 
 _THUMBNAIL_JS = """([layer, head]) => {
   const gd = document.querySelector('.js-plotly-plot');
@@ -16,10 +17,14 @@ _THUMBNAIL_JS = """([layer, head]) => {
 }"""
 
 
+def _head_view(layer: int, head: int) -> str:
+    return message("model.head_view_title", layer=layer, which=message("model.which_one", head=head))
+
+
 def test_clicking_a_thumbnail_opens_that_head(new_page, server: StreamlitServer) -> None:
     page: Page = new_page(viewport={"width": 1400, "height": 1000})
     goto(page, server.url_for("Pretrained_model"), timeout=90000)
-    assert wait_for_plotly(page, count=3)[1]["title"] == "Head view: layer 6, head 12"
+    assert wait_for_plotly(page, count=3)[1]["title"] == _head_view(6, 12)
     for layer, head in ((2, 3), (5, 1)):
         x, y = page.evaluate(_THUMBNAIL_JS, [layer, head])
         page.mouse.click(x, y)
@@ -27,11 +32,11 @@ def test_clicking_a_thumbnail_opens_that_head(new_page, server: StreamlitServer)
         page.wait_for_function(
             "(title) => [...document.querySelectorAll('.js-plotly-plot')].some((gd) => gd.layout.title.text"
             " .includes(title))",
-            arg=f"layer {layer}, head {head}",
+            arg=_head_view(layer, head),
         )
         assert f"l={layer}" in page.url and f"hd={head}" in page.url
         titles = [figure["title"] for figure in plotly_figures(page)]
-        assert f"Head view: layer {layer}, head {head}" in titles
+        assert _head_view(layer, head) in titles
     assert exceptions(page) == []
 
 

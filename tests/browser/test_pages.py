@@ -27,6 +27,7 @@ from testkit.browser import (
     wait_rerun,
 )
 from testkit.server import StreamlitServer
+from tests.messages import message, pattern, says, text_pattern
 
 Figures = list[dict[str, Any]]
 
@@ -40,7 +41,12 @@ PAGES = [
 ]
 SELF_CHARTS = 1  # the weights; raw scores and outputs are only built once their expander is opened
 KERNEL_CHARTS = 2  # regression curve; weights
-CAUSAL_LABEL = "Causal mask (query i sees keys 1…i)"
+CAUSAL_LABEL = message("attention.causal")
+TEMPERATURE = message("attention.temperature")
+BANDWIDTH = message("widget.bandwidth")
+SCORING = message("widget.scoring_function")
+SENTENCE = message("attention.sentence")
+PREDICTIONS = message("kernel.predictions").replace("**", "").strip(" :")  # the Markdown as the browser shows it
 PREDICTION = re.compile(r"f\(57\) = [-0-9.e+]+")
 # Streamlit's frontend, opened on a sub-page, first probes <page>/_stcore/{health,host-config} to find the base
 # path and gets a 404 before it tries /_stcore/... (streamlit/streamlit#7074, open). Not the app's doing.
@@ -85,12 +91,17 @@ def trace_named(figure: dict[str, Any], name: str) -> dict[str, Any] | None:
     return next((trace for trace in figure["data"] if trace["name"] == name), None)
 
 
-def figure_titled(figures: Figures, prefix: str) -> dict[str, Any]:
-    """The figure whose title starts with `prefix`."""
+def figure_titled(figures: Figures, key: str) -> dict[str, Any]:
+    """The figure whose title is the message `key` (its placeholders: any text)."""
     for figure in figures:
-        if (figure["title"] or "").startswith(prefix):
+        if pattern(key).fullmatch(figure["title"] or ""):
             return figure
-    raise AssertionError(f"no figure titled {prefix!r} among {[f['title'] for f in figures]}")
+    raise AssertionError(f"no figure titled {message(key)!r} among {[f['title'] for f in figures]}")
+
+
+def weights_title(score: str) -> str:
+    """The attention weights' title under the scoring function `score`."""
+    return message("attention.weights_title", score=message(f"score.{score}.label"))
 
 
 def comparable(figures: Figures) -> Figures:
@@ -143,7 +154,7 @@ def choose(page: Page, label: str, option: str) -> None:
 
 def prediction_text(page: Page) -> str:
     """The kernel page's "Predictions: f(57) = …" line."""
-    line = page.locator('[data-testid="stMarkdownContainer"]', has_text="Predictions").first
+    line = page.locator('[data-testid="stMarkdownContainer"]', has_text=PREDICTIONS).first
     expect(line).to_contain_text(PREDICTION)
     return line.inner_text().strip()
 
@@ -206,7 +217,7 @@ def test_page_renders(
 def test_self_temperature_changes_heatmap(page: Page, server: StreamlitServer, console_errors: ConsoleRecorder) -> None:
     """A lower temperature sharpens every row of the weights and is written to the URL as T=."""
     before = weights_z(open_app(page, server.url_for("Self_attention"), SELF_CHARTS))
-    set_number(page, "Temperature T", "0.25")
+    set_number(page, TEMPERATURE, "0.25")
     after = weights_z(wait_for_figures(page, lambda figs: weights_z(figs) != before))
     assert len(after) == len(before)
     for old, new in zip(before, after, strict=True):
@@ -233,11 +244,11 @@ def test_url_follows_controls(page: Page, server: StreamlitServer, console_error
     """Every changed control lands in the URL: temperature as T=, the causal mask as c=1, the score as sc=."""
     open_app(page, server.url_for("Self_attention"), SELF_CHARTS)
     assert query_of(page) == {}, f"the default page should have a bare URL, got {page.url}"
-    set_number(page, "Temperature T", "2.5")
+    set_number(page, TEMPERATURE, "2.5")
     assert wait_for_params(page, {"T": "2.5"}) == {"T": ["2.5"]}
     toggle(page, CAUSAL_LABEL)
     assert wait_for_params(page, {"T": "2.5", "c": "1"}) == {"T": ["2.5"], "c": ["1"]}
-    choose(page, "Scoring function", "Dot product")
+    choose(page, SCORING, message("score.dot.label"))
     assert wait_for_params(page, {"sc": "dot"}) == {"T": ["2.5"], "c": ["1"], "sc": ["dot"]}
     toggle(page, CAUSAL_LABEL)  # back off: the parameter disappears again
     page.wait_for_function("() => !new URLSearchParams(window.location.search).has('c')")
@@ -263,14 +274,14 @@ def test_share_link_self_attention_on_fresh_server(
     """Cosine similarity + causal mask, shared as a link, opened first thing on a new server: the same charts."""
     page = new_page()
     open_app(page, server.url_for("Self_attention"), SELF_CHARTS)
-    choose(page, "Scoring function", "Cosine similarity")
-    wait_for_figures(page, lambda figs: weights_figure(figs)["title"].startswith("Cosine similarity"))
+    choose(page, SCORING, message("score.cosine.label"))
+    wait_for_figures(page, lambda figs: weights_figure(figs)["title"] == weights_title("cosine"))
     toggle(page, CAUSAL_LABEL)
     wait_for_params(page, {"sc": "cosine", "c": "1"})
     link = _path_and_query(page.url)
     original = settled_figures(page, lambda figs: len(figs) >= SELF_CHARTS and has_mask(figs))
     assert_causal(original)
-    assert weights_figure(original)["title"] == "Cosine similarity: attention weights"
+    assert weights_figure(original)["title"] == weights_title("cosine")
 
     cold = fresh_server()
     shared = new_page()  # a new browser context: no cookies, no session of the first server
@@ -285,7 +296,7 @@ def test_share_link_self_attention_on_fresh_server(
         mine["yaxis_title"],
     )
     assert comparable(copy) == comparable(original), "the other charts differ"
-    expect(shared.get_by_role("combobox", name="Scoring function", exact=True)).to_have_value("Cosine similarity")
+    expect(shared.get_by_role("combobox", name=SCORING, exact=True)).to_have_value(message("score.cosine.label"))
     expect(shared.get_by_role("switch", name=CAUSAL_LABEL, exact=True)).to_be_checked()
     assert query_of(shared) == query_of(page), "the deep link was rewritten"
     assert exceptions(shared) == []
@@ -302,8 +313,8 @@ def test_share_link_kernel_on_fresh_server(
     page = new_page()
     before = comparable(open_app(page, server.url_for("Kernel_attention"), KERNEL_CHARTS))
     default = prediction_text(page)
-    set_number(page, "Bandwidth σ", "3")
-    line = page.locator('[data-testid="stMarkdownContainer"]', has_text="Predictions").first
+    set_number(page, BANDWIDTH, "3")
+    line = page.locator('[data-testid="stMarkdownContainer"]', has_text=PREDICTIONS).first
     expect(line).not_to_have_text(default)
     prediction = prediction_text(page)
     assert prediction != default
@@ -321,7 +332,7 @@ def test_share_link_kernel_on_fresh_server(
     open_app(shared, cold.url_for(link), KERNEL_CHARTS)
     copy = settled_figures(shared, lambda figs: len(figs) >= KERNEL_CHARTS)
     assert prediction_text(shared) == prediction
-    expect(shared.get_by_role("spinbutton", name="Bandwidth σ", exact=True)).to_have_value("3")
+    expect(shared.get_by_role("spinbutton", name=BANDWIDTH, exact=True)).to_have_value("3")
     assert comparable(copy) == comparable(original)
     assert query_of(shared) == query_of(page)
     assert exceptions(shared) == []
@@ -337,7 +348,7 @@ def test_sentence_is_text_not_html(page: Page, server: StreamlitServer, console_
     """An HTML payload as the sentence becomes tokens shown as text: no <img>, no dialog, no exception."""
     figures = open_app(page, server.url_for(f"Self_attention?s={quote(XSS, safe='')}"), SELF_CHARTS)
     weights = weights_figure(figures)
-    expect(page.get_by_role("textbox", name="Sentence", exact=True)).to_have_value(XSS)
+    expect(page.get_by_role("textbox", name=SENTENCE, exact=True)).to_have_value(XSS)
     # give an injected onerror handler every chance to run before looking
     page.evaluate("() => new Promise((r) => setTimeout(r, 300))")
     injected = page.evaluate(
@@ -358,17 +369,17 @@ def test_hostile_link_parameters_warn_and_fall_back(
 ) -> None:
     """Bad score, temperature, heads and matrix in a link: one warning each, the default heatmap still drawn."""
     figures = open_app(page, server.url_for("Self_attention?sc=evil&T=abc&h=999&q=1,2;3"), SELF_CHARTS)
-    alerts = page.locator('[data-testid="stAlert"]', has_text="Link parameter")
+    alerts = page.locator('[data-testid="stAlert"]')
     expect(alerts.first).to_be_visible()
     texts = alerts.all_inner_texts()
     for key in ("sc", "T", "h", "q"):
-        assert any(f"Link parameter '{key}'" in text for text in texts), f"no warning for {key!r}: {texts}"
+        assert any(says(text, "error.link", param=key) for text in texts), f"no warning for {key!r}: {texts}"
     assert len(texts) == 4, texts
     weights = weights_figure(figures)
-    assert weights["title"] == "Scaled dot product: attention weights"
+    assert weights["title"] == weights_title("scaled_dot")
     z = weights["data"][0]["z"]
     assert len(z) == 8 and all(x is not None for row in z for x in row)
-    expect(page.get_by_role("spinbutton", name="Temperature T", exact=True)).to_have_value("1")
+    expect(page.get_by_role("spinbutton", name=TEMPERATURE, exact=True)).to_have_value("1")
     assert exceptions(page) == []
     assert_clean(console_errors)
 
@@ -391,7 +402,7 @@ def test_a_link_streamlit_ignores_is_named_on_the_page(
     expect(alert).to_be_visible()
     assert len(weights_figure(figures)["data"][0]["z"]) == 8  # the default sentence's 8 tokens
     page.wait_for_function("() => window.location.search.length < 1000")
-    expect(page.get_by_role("spinbutton", name="Temperature T", exact=True)).to_have_value("1")
+    expect(page.get_by_role("spinbutton", name=TEMPERATURE, exact=True)).to_have_value("1")
     screenshot(page, f"link_ignored_{message_id.rsplit('_', 1)[1]}")
     assert exceptions(page) == []
     assert_clean(console_errors)
@@ -403,19 +414,15 @@ def test_a_link_streamlit_ignores_is_named_on_the_page(
 def test_cross_attention_preset_link(page: Page, server: StreamlitServer, console_errors: ConsoleRecorder) -> None:
     """d2l's additive attention, batch row 1 (valid length 6 of 10): uniform 1/6 weights, four masked keys."""
     open_app(page, server.url_for("Cross_attention?p=d2l_additive&b=1"), 1)
-    page.locator(
-        '[data-testid="stExpander"] summary', has_text="The numbers: the charts as tables, raw scores and outputs"
-    ).click()
-    details = page.locator(
-        '[data-testid="stExpander"]', has_text="The numbers: the charts as tables, raw scores and outputs"
-    )
+    page.locator('[data-testid="stExpander"] summary', has_text=message("attention.raw")).click()
+    details = page.locator('[data-testid="stExpander"]', has_text=message("attention.raw"))
     expect(details.locator(".js-plotly-plot")).to_have_count(2)  # built on opening: raw scores and outputs
     figures = wait_for_plotly(page, count=3)
     z = weights_z(figures)
     assert len(z) == 1 and len(z[0]) == 10, f"expected 1 query x 10 keys, got {z}"
     assert z[0][:6] == pytest.approx([1 / 6] * 6, abs=1e-4), f"weights row: {z[0]}"
     assert z[0][6:] == [None] * 4, f"keys 7-10 are not masked: {z[0]}"
-    output = figure_titled(figures, "Output")
+    output = figure_titled(figures, "attention.output")
     assert output["data"][0]["z"] == [pytest.approx([10.0, 11.0, 12.0, 13.0], abs=1e-3)], output["data"][0]["z"]
     assert exceptions(page) == []
     assert_clean(console_errors)
@@ -445,22 +452,24 @@ def test_model_page_link_on_a_cold_server_then_a_typed_sentence(
     cold = fresh_server()
     page = new_page()
     figures = open_app(page, cold.url_for("Pretrained_model?l=1&hd=3"), 3)
-    assert figure_titled(figures, "Head view")["title"] == "Head view: layer 1, head 3"
-    model_view = figure_titled(figures, "Model view")["data"][0]
+    head_view = message("model.head_view_title", layer=1, which=message("model.which_one", head=3))
+    assert figure_titled(figures, "model.head_view_title")["title"] == head_view
+    model_view = figure_titled(figures, "fig.model_view")["data"][0]
     assert len(model_view["x"]) == 12 * 13 and len(model_view["y"]) == 6 * 13  # 72 heads, 13 tokens by default
-    box = page.get_by_role("textbox", name="Sentence", exact=True)
+    box = page.get_by_role("textbox", name=SENTENCE, exact=True)
     box.fill("one two three four five")
     box.press("Enter")
     assert wait_rerun(page)
     words = ["[CLS]", "one", "two", "three", "four", "five", "[SEP]"]
-    figures = settled_figures(page, lambda figs: figure_titled(figs, "Head view")["data"][0]["x"] == words)
-    rows = figure_titled(figures, "Head view")["data"][0]["z"]
+    figures = settled_figures(page, lambda figs: figure_titled(figs, "model.head_view_title")["data"][0]["x"] == words)
+    rows = figure_titled(figures, "model.head_view_title")["data"][0]["z"]
     for i in range(2, 6):  # this head's weights peak at the previous token for every word
         assert max(range(len(words)), key=lambda j: rows[i][j]) == i - 1, rows[i]
     assert wait_for_params(page, {"s": "one two three four five", "l": "1", "hd": "3"})
-    choose(page, "Token to follow (neuron view)", "3: three")
-    figures = settled_figures(page, lambda figs: "'three'" in figure_titled(figs, "Neuron view")["title"])
-    weights = figure_titled(figures, "Neuron view")["data"][4]["z"]
+    choose(page, message("model.token"), "3: three")
+    neuron = "fig.neuron_view"
+    figures = settled_figures(page, lambda figs: says(figure_titled(figs, neuron)["title"], neuron, token="three"))
+    weights = figure_titled(figures, neuron)["data"][4]["z"]
     assert math.isclose(sum(row[0] for row in weights), 1.0, abs_tol=1e-4)
     assert wait_for_params(page, {"tk": "3"})
     screenshot(page, "Pretrained_model_typed")
@@ -501,7 +510,7 @@ def test_back_button_keeps_each_pages_settings_apart(
     _wait_for_path(page, "/Cross_attention")
     wait_ready(page)
     page.wait_for_function("() => !new URLSearchParams(window.location.search).has('T')")
-    assert _number_value(page, "Temperature T") == "1"
+    assert _number_value(page, TEMPERATURE) == "1"
     assert exceptions(page) == []
     assert_clean(console_errors)
 
@@ -511,15 +520,16 @@ def test_the_row_picker_shows_the_new_tokens(
 ) -> None:
     """Typing a new sentence changes the 'Query row to explain' picker's text at once."""
     open_app(page, server.url_for("Self_attention"), SELF_CHARTS)
-    box = page.locator('input[aria-label="Sentence"]').first
+    box = page.locator(f'input[aria-label="{SENTENCE}"]').first
     box.fill("a b c")
     box.press("Enter")
     # While the run is under way the old picker may still stand (faded) beside the new one: wait for the new one alone.
     page.wait_for_function(
-        """() => {
-            const pickers = [...document.querySelectorAll('input[aria-label="Query row to explain"]')];
+        """(label) => {
+            const pickers = [...document.querySelectorAll(`input[aria-label="${label}"]`)];
             return pickers.length === 1 && pickers[0].value === "1: a";
         }""",
+        arg=message("widget.query_row"),
         timeout=30_000,
     )
     assert exceptions(page) == []
@@ -558,11 +568,16 @@ def _type_into_first_cell(page: Page, text: str, column_share: float) -> None:
 
 
 @pytest.mark.parametrize(
-    ("typed", "link", "message"),
-    [("1e-3", "0.001,56,58", None), ("1e7", None, "too large"), ("1e309", None, "too large"), ("abc", None, "'abc'")],
+    ("typed", "link", "error"),
+    [
+        ("1e-3", "0.001,56,58", None),
+        ("1e7", None, text_pattern("error.cell_large")),
+        ("1e309", None, text_pattern("error.cell_large")),
+        ("abc", None, text_pattern("error.cell_text", value="abc")),
+    ],
 )
 def test_kernel_editor_reads_scientific_notation_or_says_why_not(
-    page: Page, server: StreamlitServer, console_errors: ConsoleRecorder, typed: str, link: str | None, message: str
+    page: Page, server: StreamlitServer, console_errors: ConsoleRecorder, typed: str, link: str | None, error: Any
 ) -> None:
     """Streamlit's number column turned 1e-3 into -13 and 1e7 into 17 without a word."""
     open_app(page, server.url_for("Kernel_attention"), KERNEL_CHARTS)
@@ -570,8 +585,8 @@ def test_kernel_editor_reads_scientific_notation_or_says_why_not(
     if link is not None:
         assert wait_for_params(page, {"k": link}, timeout=30_000)["k"] == [link]
     else:
-        error = page.locator('[data-testid="stAlert"]').filter(has_text=message)
-        expect(error.first).to_be_visible(timeout=30_000)
+        alert = page.locator('[data-testid="stAlert"]').filter(has_text=error)
+        expect(alert.first).to_be_visible(timeout=30_000)
         assert "k" not in query_of(page)  # the last good points are kept
     assert exceptions(page) == []
     assert_clean(console_errors)
@@ -595,8 +610,8 @@ def test_model_page_downloads_are_made_when_pressed(
     """The exports are made on the click from the shared trace (a session no longer keeps their bytes): the files a
     browser receives are the head view's CSV and every head's weights, loadable without pickle."""
     open_app(page, server.url_for("Pretrained_model?l=6&hd=12"), 3)
-    page.get_by_text("🔗 Share and export", exact=True).click()
-    npz_button = page.get_by_role("button", name="Download every head (NumPy .npz)")
+    page.get_by_text(message("widget.share_and_export"), exact=True).click()
+    npz_button = page.get_by_role("button", name=message("model.download_npz"))
     expect(npz_button).to_be_visible(timeout=30_000)
     with page.expect_download(timeout=60_000) as npz_download:
         npz_button.click()
@@ -605,7 +620,7 @@ def test_model_page_downloads_are_made_when_pressed(
     expected = load_minilm().run("The cat sat on the mat because it was tired.").attentions.numpy()
     np.testing.assert_allclose(attentions, expected, atol=1e-6)
     with page.expect_download(timeout=60_000) as csv_download:
-        page.get_by_role("button", name="Download the head view (CSV)").click()
+        page.get_by_role("button", name=message("model.download_csv")).click()
     rows = Path(csv_download.value.path()).read_text(encoding="utf-8").splitlines()
     assert rows[0] == "query_position,query,key_position,key,weight"
     weights = [float(row.rsplit(",", 1)[1]) for row in rows[1:]]  # one row per (query, key) of 13 tokens

@@ -26,7 +26,9 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+import logging
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -37,6 +39,7 @@ from pathlib import Path
 
 from attnviz.app.training.cgroup import memory_headroom_mb
 from attnviz.app.training.timings import Timings
+from attnviz.core.errors import AttnvizError
 from attnviz.models.learned.train import Snapshot, TrainingRun, TrainSettings, load_run_bytes, snapshot_from_json
 
 TRAINING_MB = 400  # a training process's peak memory (~370 MB measured: torch itself is ~225 MB of it)
@@ -47,6 +50,8 @@ MEMORY_POLL_S = 1.0  # how often a training waiting for memory looks again
 # server on the internet for such classes may raise it (ATTNVIZ_TRAININGS_PER_CLIENT), at the cost of what one
 # client there can hold.
 PER_CLIENT = max(1, int(os.environ.get("ATTNVIZ_TRAININGS_PER_CLIENT", "1") or 1))
+
+log = logging.getLogger(__name__)
 
 
 class QueueFullError(RuntimeError):
@@ -81,7 +86,8 @@ class TrainingJob:
     status: str = "queued"  # queued, running, done, failed
     snapshots: list[Snapshot] = field(default_factory=list)
     run: TrainingRun | None = None
-    error: str = ""
+    error: AttnvizError | None = None  # why it failed, coded: the page shows it in the reader's language
+    detail: str = ""  # what the training process said last (English, for the server's log, not the page)
     started: float = 0.0
     finished: float = 0.0
     pid: int = 0  # the training process, once it has started
@@ -108,6 +114,24 @@ def training_command(settings: TrainSettings, out: Path | str = "-", server: int
 def training_key(settings: TrainSettings) -> TrainSettings:
     """The training that `settings` name: their task, seed and steps, recording the task's own probes."""
     return TrainSettings(settings.task, settings.seed, settings.steps).resolved()
+
+
+def ended(returncode: int) -> AttnvizError:
+    """The coded error of a training process that ended with `returncode`: killed by a signal (negative: the
+    out-of-memory killer sends SIGKILL) or exited with a status."""
+    if returncode < 0:
+        with contextlib.suppress(ValueError):
+            return AttnvizError("training_signal", signal=signal.Signals(-returncode).name)
+        return AttnvizError("training_signal", signal=-returncode)
+    return AttnvizError("training_exit", status=returncode)
+
+
+def failure(exc: Exception) -> AttnvizError:
+    """A failed training's error, coded: its own when it has a code, else one naming the kind of failure (what it
+    said in English stays in the server's log)."""
+    if isinstance(exc, AttnvizError):
+        return exc
+    return AttnvizError("training_failed", kind=type(exc).__name__)
 
 
 class TrainingQueue:
@@ -236,7 +260,8 @@ class TrainingQueue:
                         time.monotonic() - job.first_snapshot,
                     )
             except Exception as exc:  # any failure of the child is the job's, shown on its page
-                job.error, job.status = str(exc) or type(exc).__name__, "failed"
+                job.error, job.status = failure(exc), "failed"
+                log.warning("training %s failed: %s %s", job.settings, exc, job.detail)
             job.finished = time.monotonic()
             with self._lock:
                 self._drop_old()
@@ -267,10 +292,11 @@ class TrainingQueue:
                 job.first_snapshot = job.first_snapshot or time.monotonic()
         reader.join()
         said = "".join(errors).strip()
+        job.detail = said.splitlines()[-1] if said else ""
         if child.wait() != 0:
-            raise RuntimeError(said.splitlines()[-1] if said else f"exit {child.returncode}")
+            raise ended(child.returncode)
         if checkpoint is None:
-            raise RuntimeError("the training ended without its checkpoint")
+            raise AttnvizError("training_no_checkpoint")
         return load_run_bytes(checkpoint)
 
     def _drop_old(self) -> None:

@@ -5,7 +5,7 @@ rest of the page follows in a second run. That run must not start before the cha
 rendered by the browser's one thread, and while Plotly's 4.7 MB chunk is still being fetched and run (it is fetched
 only when the first chart arrives), everything that arrives is rendered first and the chart waits behind it. A fixed
 delay cannot know when that is: 0.5 s was after the chart on one machine and 2 s before it on a slower one
-(bench/README.md, item 28). So the browser says when: this component, which draws nothing, watches the page and
+(CHANGELOG.md, Performance history). So the browser says when: this component, which draws nothing, watches the page and
 sends the trigger "drawn" once
 
 - a Plotly chart on the page is drawn (Plotly has laid it out), or

@@ -228,7 +228,7 @@ def chart(
 # the chart and the section below it. The rest comes in a whole-page run that the browser asks for once it has drawn
 # the chart (`chart_drawn`, a component in the sidebar's fragment). The browser renders what arrives in one thread:
 # every element sent before the chart is drawn is rendered while Plotly's 4.7 MB chunk loads (it is fetched when the
-# first chart arrives), and the chart is drawn after all of them. Measured (bench/README.md, items 13, 18 and 28), a
+# first chart arrives), and the chart is drawn after all of them. Measured (CHANGELOG.md, Performance history), a
 # new visitor's first chart over the minimal page's: 1.35x (self) and 1.63x (model) with everything in one run,
 # 1.23x-1.33x on both with only the section below deferred, 1.11x-1.19x with the rest asked for by a timer 0.5 s
 # after the first run, on a machine that drew the chart within that time. On a slower machine the timer came first

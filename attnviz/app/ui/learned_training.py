@@ -14,7 +14,7 @@ from attnviz.app.ui import fieldwidgets
 from attnviz.app.ui.client import client_address, session_token
 from attnviz.app.ui.common import chart
 from attnviz.app.ui.session import PageSession
-from attnviz.app.ui.settings import current_language, md_escape, palette, tr
+from attnviz.app.ui.settings import current_language, error_text, md_escape, palette, tr
 from attnviz.core.fields import field
 from attnviz.figures import learned as learned_figures
 from attnviz.figures.attention import AttentionGrid
@@ -87,7 +87,7 @@ def history(state: LearnedState) -> LearnedState:
         _progress(settings)
         return state
     if job is not None:  # failed
-        st.error(tr("learned.training_failed", error=md_escape(job.error)), icon="🚫")
+        st.error(tr("learned.training_failed", error=error_text(job.error)), icon="🚫")
     _, ready = QUEUE.estimate(settings)
     st.caption(
         tr("learned.not_recorded", seed=settings.seed, steps=settings.steps, ready=about(ready), ahead=QUEUE.in_line())
