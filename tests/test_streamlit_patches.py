@@ -101,10 +101,10 @@ def fake_streamlit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_a_fingerprint_names_the_code_it_covers_and_changes_with_it(fake_streamlit: Path) -> None:
     """The check itself: a method (the implementation after its overloads), a class attribute, a constant and a
     function defined under `if` are found, and editing one changes its fingerprint and no other's."""
-    assert fingerprints.source_of("fakelit.session.Session.run") == "def run(self, x):\n    return x\n"
-    assert fingerprints.source_of("fakelit.session.Session.queue") == "queue: list = []\n"
-    assert fingerprints.source_of("fakelit.session.LIMIT") == "LIMIT: Final[int] = 512\n"
-    assert fingerprints.source_of("fakelit.session.helper").endswith("return -x\n")  # the last definition
+    assert fingerprints.source_of("fakelit.session.Session.run") == "def run(self, x):\n    return x"
+    assert fingerprints.source_of("fakelit.session.Session.queue") == "queue: list = []"
+    assert fingerprints.source_of("fakelit.session.LIMIT") == "LIMIT: Final[int] = 512"
+    assert fingerprints.source_of("fakelit.session.helper").endswith("return -x")  # the last definition
     names = ["fakelit.session.Session.run", "fakelit.session.Session.queue", "fakelit.session.LIMIT"]
     before = {name: fingerprints.fingerprint(name) for name in names}
     fake_streamlit.write_text(FAKE_MODULE.replace("return x\n", "return x + 1\n"))
