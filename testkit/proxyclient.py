@@ -13,7 +13,8 @@ testkit.wire's `SimulatedUser` speaks Streamlit's websocket protocol straight to
    and each run's end. A closed connection is noticed at once, not only when the next request fails.
 4. After its replica died, it reconnects as the frontend does: it asks `/_stcore/health` through the proxy until it
    answers, opens a new websocket with the same cookies (nginx moves it to a live replica) and sends a rerun with
-   its current query string and widget values (see attnviz/app/server.py and attnviz/app/ui/session.py).
+   its current query string and widget values (see attnviz/app/streamlit_patches/fragments.py and
+   attnviz/app/ui/session.py).
 
     user = ProxyUser("http://127.0.0.1:8080", "Self_attention", "T=0.5")
     await user.open()                       # GET the page, open the websocket, first run

@@ -1,4 +1,5 @@
-"""The chart element sent from a figure's JSON (attnviz.app.ui.plotly_element) is the element st.plotly_chart makes."""
+"""The chart element sent from a figure's JSON (attnviz.app.ui.plotly_element and
+attnviz.app.streamlit_patches.plotly_chart) is the element st.plotly_chart makes."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ def _script(method: str, which: str, key: str | None, on_select: str) -> None:
     import numpy as np
     import streamlit as st
 
-    from attnviz.app.ui.plotly_element import figure_json, plotly_json_chart
+    from attnviz.app.streamlit_patches.plotly_chart import plotly_json_chart
+    from attnviz.app.ui.plotly_element import figure_json
     from attnviz.figures import attention as figures
     from attnviz.figures import model as model_figures
     from attnviz.figures.attention import chart_config
@@ -61,7 +63,7 @@ def _script(method: str, which: str, key: str | None, on_select: str) -> None:
         st.plotly_chart(fig, width="stretch", config=chart_config("x"), key=key, **select)
     else:
         spec, height = figure_json(fig)
-        plotly_json_chart(st._main, spec, height, config=chart_config("x"), key=key, **select)
+        plotly_json_chart(spec, height, config=chart_config("x"), key=key, **select)
     st.session_state["z_after"] = fig.data[0].z
 
 

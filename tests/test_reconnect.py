@@ -15,7 +15,7 @@ from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.runtime.app_session import AppSession
 from streamlit.testing.v1 import AppTest
 
-from attnviz.app import server
+from attnviz.app.streamlit_patches import fragments
 from tests.test_app import KERNEL, ROOT, SELF
 
 TEMPERATURE = "w:self:temperature"
@@ -113,7 +113,7 @@ def fragment_rerun(fragment_id: str) -> Any:
 
 
 def test_an_unknown_fragment_rerun_becomes_a_whole_page_rerun_with_the_same_values(recording_rerun):
-    server.keep_input_of_unknown_fragments()
+    fragments.keep_input_of_unknown_fragments()
     session = FakeSession({"known"})
     AppSession.request_rerun(session, fragment_rerun("gone"))  # type: ignore[arg-type]
     AppSession.request_rerun(session, fragment_rerun("known"))  # type: ignore[arg-type]
@@ -128,7 +128,7 @@ def test_a_timers_rerun_of_an_unknown_fragment_is_left_to_streamlit(recording_re
     """A fragment's timer (the learned page's training progress) that ticks once more after the whole-page run
     dropped the fragment carries no input: it stays a fragment rerun, which Streamlit drops, instead of a whole-page
     run."""
-    server.keep_input_of_unknown_fragments()
+    fragments.keep_input_of_unknown_fragments()
     session = FakeSession({"known"})
     tick = fragment_rerun("gone")
     tick.is_auto_rerun = True

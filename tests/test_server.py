@@ -1,5 +1,8 @@
-"""attnviz.app.server: the launcher switches Nagle's algorithm off on the connections Streamlit's server accepts, keeps
-glibc to two malloc arenas, and hands a run's messages to the event loop in batches."""
+"""The launcher (attnviz.app.server) and the patches it installs (attnviz.app.streamlit_patches): Nagle's algorithm
+off on the connections Streamlit's server accepts, glibc kept to two malloc arenas, a run's messages handed to the
+event loop in batches, widgets that look up their own key, no developer-menu messages in a class, uploads capped,
+long links read and ignored ones reported. What each patch relies on in Streamlit is fingerprinted in
+tests/test_streamlit_patches.py."""
 
 import asyncio
 import asyncio.base_events
@@ -21,7 +24,14 @@ from streamlit.runtime.app_session import AppSession
 from streamlit.runtime.runtime import Runtime
 from streamlit.runtime.scriptrunner import ScriptRunnerEvent
 
-from attnviz.app import server
+from attnviz.app.streamlit_patches import (
+    long_links,
+    nodelay,
+    script_events,
+    uploads,
+    version,
+    widget_state,
+)
 from tests.loop import run_in_own_loop
 
 
@@ -64,7 +74,7 @@ def test_plain_asyncio_leaves_nagle_on_for_a_protocol_0_listener(restore_asyncio
 
 
 def test_enable_nodelay_switches_nagle_off_on_accepted_connections(restore_asyncio):
-    server.enable_nodelay()
+    nodelay.enable_nodelay()
     assert accepted_nodelay() != 0
 
 
@@ -197,7 +207,7 @@ def test_a_runs_events_reach_the_loop_in_order_with_one_wakeup_when_batched(
     restore_streamlit, loop_thread: LoopThread, batched: bool
 ) -> None:
     if batched:
-        server.batch_script_events()
+        script_events.batch_script_events()
     session = RecordingSession(loop_thread.loop)
     with loop_thread.hold():  # the loop is busy while the script draws its 40 elements
         sent = script_thread_sends(session, 40)
@@ -209,7 +219,7 @@ def test_a_runs_events_reach_the_loop_in_order_with_one_wakeup_when_batched(
 
 
 def test_events_sent_after_a_batch_was_taken_wake_the_loop_again(restore_streamlit, loop_thread: LoopThread) -> None:
-    server.batch_script_events()
+    script_events.batch_script_events()
     session = RecordingSession(loop_thread.loop)
     first = script_thread_sends(session, 3)
     loop_thread.settle()
@@ -219,7 +229,7 @@ def test_events_sent_after_a_batch_was_taken_wake_the_loop_again(restore_streaml
 
 
 def test_the_send_loop_is_asked_for_once_until_it_wakes(restore_streamlit, loop_thread: LoopThread) -> None:
-    server.batch_script_events()
+    script_events.batch_script_events()
     runtime = Runtime.__new__(Runtime)  # only what _enqueued_some_message reads: the loop and its events
     need_send_data = asyncio.run_coroutine_threadsafe(_new_event(), loop_thread.loop).result(10)
     runtime._get_async_objs = lambda: types.SimpleNamespace(eventloop=loop_thread.loop, need_send_data=need_send_data)
@@ -264,7 +274,7 @@ def restore_widget_modules(monkeypatch: pytest.MonkeyPatch) -> None:
     """Undo widgets_look_up_their_key() after the test (it patches the widget modules process-wide)."""
     import importlib
 
-    for name in server.WIDGET_MODULES:
+    for name in widget_state.WIDGET_MODULES:
         module = importlib.import_module(f"streamlit.elements.widgets.{name}")
         monkeypatch.setattr(module, "get_session_state", module.get_session_state)
 
@@ -297,8 +307,8 @@ def test_without_the_fix_every_widget_copies_the_whole_session_state(monkeypatch
 def test_widgets_look_up_their_key_without_copying_the_session_state(
     monkeypatch: pytest.MonkeyPatch, restore_widget_modules: None
 ) -> None:
-    server.widgets_look_up_their_key()
-    server.widgets_look_up_their_key()  # a second call changes nothing
+    widget_state.widgets_look_up_their_key()
+    widget_state.widgets_look_up_their_key()  # a second call changes nothing
     at, copies = run_widgets(monkeypatch)
     assert copies == 0
     assert not at.exception
@@ -426,8 +436,8 @@ def test_without_the_cap_streamlit_keeps_every_upload_of_a_session() -> None:
 def test_a_session_keeps_only_its_newest_upload(restore_upload_manager: None) -> None:
     from streamlit.runtime.memory_uploaded_file_manager import MemoryUploadedFileManager
 
-    server.cap_uploads(per_session=1, total_bytes=10**9)
-    server.cap_uploads()  # a second call changes nothing
+    uploads.cap_uploads(per_session=1, total_bytes=10**9)
+    uploads.cap_uploads()  # a second call changes nothing
     manager = MemoryUploadedFileManager("/_stcore/upload_file")
     for index in range(50):
         manager.add_file("attacker", upload(f"made-up-{index}", 1000 + index))
@@ -443,7 +453,7 @@ def test_the_server_keeps_a_bounded_total_and_drops_the_oldest_first(restore_upl
     what Streamlit removes itself (a session ends, a file is deleted) is no longer counted."""
     from streamlit.runtime.memory_uploaded_file_manager import MemoryUploadedFileManager
 
-    server.cap_uploads(per_session=1, total_bytes=10_000)
+    uploads.cap_uploads(per_session=1, total_bytes=10_000)
     manager = MemoryUploadedFileManager("/_stcore/upload_file")
     for index in range(40):
         manager.add_file(f"session-{index}", upload("f", 1000))
@@ -462,7 +472,7 @@ def test_many_uploads_leave_no_bookkeeping_behind(restore_upload_manager: None) 
     """Sessions come and go: the cap's own record of arrivals stays as small as the files kept."""
     from streamlit.runtime.memory_uploaded_file_manager import MemoryUploadedFileManager
 
-    server.cap_uploads(per_session=1, total_bytes=10**9)
+    uploads.cap_uploads(per_session=1, total_bytes=10**9)
     manager = MemoryUploadedFileManager("/_stcore/upload_file")
     for index in range(5000):
         manager.add_file(f"session-{index}", upload("f", 10))
@@ -481,7 +491,7 @@ def test_a_file_the_page_has_read_is_dropped(monkeypatch: pytest.MonkeyPatch) ->
     manager.add_file("other", upload("state", 300))
     context = types.SimpleNamespace(uploaded_file_mgr=manager, session_id="student")
     monkeypatch.setattr(scriptrunner, "get_script_run_ctx", lambda: context)
-    server.forget_upload(types.SimpleNamespace(file_id="state"))
+    uploads.forget_upload(types.SimpleNamespace(file_id="state"))
     assert manager.get_files("student", ["state"]) == [] and kept(manager) == {"other": ["state"]}
     assert stored_bytes(manager) == 300
 
@@ -491,10 +501,10 @@ def test_the_upload_cap_refuses_another_streamlit(monkeypatch: pytest.MonkeyPatc
     change the private upload manager it patches)."""
     import streamlit
 
-    assert streamlit.__version__ == server.CHECKED_STREAMLIT, "Streamlit changed: check cap_uploads against it"
+    assert streamlit.__version__ == version.CHECKED_STREAMLIT, "Streamlit changed: check cap_uploads against it"
     monkeypatch.setattr(streamlit, "__version__", "1.99.0")
     with pytest.raises(RuntimeError, match=r"1\.99\.0"):
-        server.cap_uploads()
+        uploads.cap_uploads()
 
 
 # ----- 7. long links read, ignored ones reported ----------------------------------------------------------------
@@ -548,21 +558,21 @@ def test_a_link_streamlit_ignores_is_reported_to_the_page_and_no_other(
     from streamlit.runtime.state.query_params import sanitize_query_string
 
     query = LINK_CASES[case]
-    server.report_ignored_links()
-    server.report_ignored_links()  # a second call changes nothing
+    long_links.report_ignored_links()
+    long_links.report_ignored_links()  # a second call changes nothing
     session = RerunRecorder(f"session-{case}")
     monkeypatch.setattr(scriptrunner, "get_script_run_ctx", lambda: types.SimpleNamespace(session_id=session.id))
     AppSession.request_rerun(session, rerun_with(query))  # type: ignore[arg-type]
     assert [run.query_string for run in session.runs] == [query]
     dropped_by_streamlit = bool(query) and sanitize_query_string(query) == ""
-    ignored = server.ignored_link()
+    ignored = long_links.ignored_link()
     assert (ignored is not None) == dropped_by_streamlit
     if ignored is not None:
-        assert ignored == server.IgnoredLink(len(query), query.count("&") + 1)
+        assert ignored == long_links.IgnoredLink(len(query), query.count("&") + 1)
     AppSession.request_rerun(session, None)  # type: ignore[arg-type]  # a rerun without client state: unchanged
-    assert server.ignored_link() == ignored
+    assert long_links.ignored_link() == ignored
     AppSession.request_rerun(session, rerun_with("T=1"))  # type: ignore[arg-type]  # the page wrote its own link
-    assert server.ignored_link() is None
+    assert long_links.ignored_link() is None
 
 
 def test_an_ignored_link_is_reported_to_its_own_session_only(
@@ -570,17 +580,17 @@ def test_an_ignored_link_is_reported_to_its_own_session_only(
 ) -> None:
     import streamlit.runtime.scriptrunner as scriptrunner
 
-    server.report_ignored_links()
+    long_links.report_ignored_links()
     long, short = RerunRecorder("long"), RerunRecorder("short")
     AppSession.request_rerun(long, rerun_with(LINK_CASES["600 KB"]))  # type: ignore[arg-type]
     AppSession.request_rerun(short, rerun_with(LINK_CASES["short"]))  # type: ignore[arg-type]
     running = types.SimpleNamespace(session_id="short")
     monkeypatch.setattr(scriptrunner, "get_script_run_ctx", lambda: running)
-    assert server.ignored_link() is None
+    assert long_links.ignored_link() is None
     running.session_id = "long"
-    assert server.ignored_link() == server.IgnoredLink(600_002, 1)
+    assert long_links.ignored_link() == long_links.IgnoredLink(600_002, 1)
     monkeypatch.setattr(scriptrunner, "get_script_run_ctx", lambda: None)  # outside a script run
-    assert server.ignored_link() is None
+    assert long_links.ignored_link() is None
 
 
 def send_in_pieces(port: int, target: str, piece: int = 4096) -> bytes:
@@ -616,10 +626,10 @@ def test_the_long_link_patch_relies_on_streamlits_server_settings(monkeypatch: p
     monkeypatch.setattr(starlette_server, "_get_uvicorn_config_kwargs", starlette_server._get_uvicorn_config_kwargs)
     before = starlette_server._get_uvicorn_config_kwargs()
     assert "h11_max_incomplete_event_size" not in before and "ws_max_size" in before
-    server.read_long_links()
-    server.read_long_links()
+    long_links.read_long_links()
+    long_links.read_long_links()
     after = starlette_server._get_uvicorn_config_kwargs()
-    assert after == {**before, "h11_max_incomplete_event_size": server.LINK_REQUEST_BYTES}
+    assert after == {**before, "h11_max_incomplete_event_size": long_links.LINK_REQUEST_BYTES}
     import uvicorn
 
-    assert uvicorn.Config(app=None, **after).h11_max_incomplete_event_size == server.LINK_REQUEST_BYTES
+    assert uvicorn.Config(app=None, **after).h11_max_incomplete_event_size == long_links.LINK_REQUEST_BYTES

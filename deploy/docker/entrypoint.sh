@@ -25,5 +25,5 @@ if [ -z "${STREAMLIT_SERVER_COOKIE_SECRET:-}" ]; then
     fi
 fi
 
-# attnviz.app.server is `streamlit run` with TCP_NODELAY on the websocket connections (see attnviz/app/server.py).
+# attnviz.app.server is `streamlit run` with the patches of attnviz/app/streamlit_patches (TCP_NODELAY, ...).
 exec python3 -m attnviz.app.server app.py "$@"

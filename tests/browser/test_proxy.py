@@ -27,7 +27,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from attnviz.app.links import state_file
-from attnviz.app.server import UPLOAD_BYTES
+from attnviz.app.streamlit_patches.uploads import UPLOAD_BYTES
 from attnviz.i18n import t
 from testkit.browser import APP_SELECTOR, ConsoleRecorder, exceptions, goto, screenshot, wait_for_plotly
 from testkit.nginx import NginxProxy
@@ -358,8 +358,9 @@ def test_base_path_through_proxy(
 
 # ----- uploads ---------------------------------------------------------------------------------------------------
 
-# What one replica may grow by while any number of uploads arrive: the uploads it keeps (attnviz/app/server.py:
-# UPLOAD_BYTES), plus 32 MiB for the requests in flight and the allocator's slack (deploy/README.md).
+# What one replica may grow by while any number of uploads arrive: the uploads it keeps
+# (attnviz/app/streamlit_patches/uploads.py: UPLOAD_BYTES), plus 32 MiB for the requests in flight and the
+# allocator's slack (deploy/README.md).
 UPLOAD_GROWTH_BOUND_MB = UPLOAD_BYTES / 2**20 + 32
 
 

@@ -90,6 +90,6 @@ def _rerun_is_all() -> None:
 def trigger_state(component_id: str) -> tuple[str, str]:
     """(widget id, JSON trigger value) that a browser sends when the watcher with element id `component_id` fires:
     for clients that are not browsers but act as one (the class load test's simulated browsers, the tests)."""
-    from streamlit.components.v2.bidi_component.main import _make_trigger_id
+    from attnviz.app.streamlit_patches.components import trigger_widget_id
 
-    return _make_trigger_id(component_id, "events"), json.dumps([{"event": EVENT, "value": True}])
+    return trigger_widget_id(component_id, "events"), json.dumps([{"event": EVENT, "value": True}])

@@ -13,14 +13,15 @@ import pandas  # noqa: F401  (see below)
 import plotly.graph_objects as go
 import pyarrow as pa
 import streamlit as st
-from streamlit.delta_generator import DeltaGenerator
 from streamlit.errors import StreamlitAPIException
-from streamlit.runtime.scriptrunner_utils.script_run_context import ThreadState, get_script_run_ctx
 
 from attnviz.app.budget import RERUN_BYTES
+from attnviz.app.streamlit_patches import script_run
+from attnviz.app.streamlit_patches.plotly_chart import plotly_json_chart
+from attnviz.app.streamlit_patches.script_run import DeltaGenerator
 from attnviz.app.ui import offline, settings
 from attnviz.app.ui.chart_drawn import watch_first_chart
-from attnviz.app.ui.plotly_element import figure_json, plotly_json_chart
+from attnviz.app.ui.plotly_element import figure_json
 from attnviz.app.ui.session import sent_by_browser
 from attnviz.app.ui.settings import md_escape, tr
 from attnviz.figures.attention import chart_config, figure_tables
@@ -156,8 +157,7 @@ def chart_bytes_sent() -> int:
 
 def _run() -> object:
     """This run of the script: its cursors, a new dict in every run (kept by the ledger, so never reused)."""
-    ctx = get_script_run_ctx()
-    return ctx.cursors if ctx is not None else None
+    return script_run.this_run()
 
 
 def _within_byte_budget(spec: str) -> bool:
@@ -207,7 +207,7 @@ def chart(
         mb = f"{len(spec) / 2**20:.1f}"
         st.info(tr("budget.not_drawn", mb=mb, sent=f"{chart_bytes_sent() / 2**20:.1f}", limit=RERUN_BYTES // 2**20))
         return figure
-    plotly_json_chart(st._main, spec, height, config=chart_config(name), key=key, **select)
+    plotly_json_chart(spec, height, config=chart_config(name), key=key, **select)
     offline.record_chart(spec, name)
 
     def tables() -> None:
@@ -283,10 +283,9 @@ def _after_first_paint() -> None:
     has not yet rendered a widget of the first paint (a page still busy with its charts) never saw the value the
     link gave it, only the run after, which without this would name no value: the widget would show its default and
     send it back with the next change (a link's seed 4 became 0 after the next click)."""
-    ctx = get_script_run_ctx()
-    if ctx is None or ThreadState.get().fragment_id not in (ctx.fragment_ids_this_run or ()):
+    if not script_run.rerunning_this_fragment():
         pending("sidebar")
-        watch_first_chart(token=ctx.session_id if ctx is not None else "")
+        watch_first_chart(token=script_run.session_id() or "")
         return
     settings.write_back_widgets()
     st.session_state[FIRST_PAINT_KEY] = False

@@ -19,6 +19,7 @@ from attnviz.app.modern_state import (
     decode_modern,
     encode_modern,
 )
+from attnviz.app.streamlit_patches.script_run import DeltaGenerator
 from attnviz.app.ui import fieldwidgets, modern_sections, modern_steppers
 from attnviz.app.ui.common import inputs_box
 from attnviz.app.ui.editors import matrix_editor
@@ -150,7 +151,7 @@ def _model_controls(state: ModernState) -> ModernState:
     )
 
 
-def _head_picker(heads: int, where: st.delta_generator.DeltaGenerator) -> int:
+def _head_picker(heads: int, where: DeltaGenerator) -> int:
     """The query head shown and worked out (1-based), a picker when there are several; clamped to the heads."""
     key = SESSION.bound("head")
     if not 1 <= SESSION.current(key, int, 1) <= heads:
@@ -160,7 +161,7 @@ def _head_picker(heads: int, where: st.delta_generator.DeltaGenerator) -> int:
     return int(where.selectbox(tr("modern.head"), list(range(1, heads + 1)), key=key))
 
 
-def _global_tokens(where: st.delta_generator.DeltaGenerator) -> tuple[int, ...]:
+def _global_tokens(where: DeltaGenerator) -> tuple[int, ...]:
     """The global tokens as "1, 5": numbers from 1, each checked (a wrong one is named on the page)."""
     f = field(MODERN_FIELDS, "global_tokens")
     key = SESSION.key("global_text")

@@ -27,10 +27,10 @@ from dataclasses import dataclass, field
 
 import streamlit as st
 from cachetools import LRUCache
-from streamlit.runtime.scriptrunner_utils.script_run_context import ThreadState, get_script_run_ctx
 
 from attnviz.app.budget import FILE_BYTES
 from attnviz.app.gate import GATE, ServerBusyError
+from attnviz.app.streamlit_patches.script_run import running_fragment, this_run
 from attnviz.i18n import t
 from attnviz.lessons.explain import Step
 from attnviz.notebook import Chart, Worked, html_document
@@ -85,8 +85,7 @@ class PageRecord:
 
 def _where() -> tuple[str | None, object]:
     """(the fragment running now, or None; this run: its cursors, a new dict in every run of the script)."""
-    ctx = get_script_run_ctx()
-    return ThreadState.get().fragment_id, (ctx.cursors if ctx is not None else None)
+    return running_fragment(), this_run()
 
 
 def begin(page: str | None = None) -> None:

@@ -16,31 +16,13 @@ from dataclasses import fields
 from typing import Any
 
 import streamlit as st
-from streamlit.runtime.state.common import unpack_widget_state_value
-from streamlit.runtime.state.session_state import Value
-from streamlit.runtime.state.session_state_proxy import get_session_state
 
-from attnviz.app import server
 from attnviz.app.links import ignored_link_warning, link_problem
+from attnviz.app.streamlit_patches import sent_widgets
+from attnviz.app.streamlit_patches.long_links import ignored_link
 from attnviz.app.ui import settings
 
 Convert = dict[str, Callable[[Any], Any]]  # state value -> the value its widget holds (e.g. numbers -> text)
-WIDGET_ID_PREFIX = "$$ID-"  # Streamlit's ids of keyed widgets: "$$ID-<hash>-<key>"
-
-
-def _sent_states() -> dict[str, Any]:
-    """Streamlit's widget states that the browser sent with this run, by widget id, not drawn yet."""
-    try:
-        return dict(get_session_state()._state._new_widget_state.states)
-    except (AttributeError, RuntimeError):  # outside a script run, or Streamlit's internals changed
-        return {}
-
-
-def _user_key(widget_id: str) -> str | None:
-    """The key of a keyed widget's id ("$$ID-<hash>-<key>"), None for others."""
-    if widget_id.startswith(WIDGET_ID_PREFIX) and widget_id.count("-") >= 2:
-        return widget_id.split("-", 2)[2]
-    return None
 
 
 def sent_by_browser() -> frozenset[str]:
@@ -49,9 +31,10 @@ def sent_by_browser() -> frozenset[str]:
     A page whose server went away (a replica died and the proxy moved it, or the server restarted) reconnects to a
     new session and sends the values on its screen with that session's first run, the student's latest change
     included. Streamlit keeps them by widget id until the widget is drawn; Session State has no public way to list
-    them, so this reads its widget states (tests/test_reconnect.py fails if a Streamlit release moves them).
+    them, so attnviz/app/streamlit_patches/sent_widgets.py reads its widget states (tests/test_reconnect.py and
+    tests/test_streamlit_patches.py fail if a Streamlit release moves them).
     """
-    return frozenset(key for key in map(_user_key, _sent_states()) if key is not None)
+    return sent_widgets.sent_keys()
 
 
 def sent_value(key: str) -> Any:
@@ -59,16 +42,7 @@ def sent_value(key: str) -> Any:
     bool, or an option's text (a select slider's first), None when none was sent. Until the widget is drawn,
     Session State does not hold it (reading its key fails), so a page that checks a value before drawing its
     widget reads it here."""
-    for widget_id, wstate in _sent_states().items():
-        if _user_key(widget_id) != key:
-            continue
-        if isinstance(wstate, Value):
-            return wstate.value
-        raw = unpack_widget_state_value(wstate.value)
-        if isinstance(raw, list | tuple):
-            return raw[0] if raw else None
-        return raw
-    return None
+    return sent_widgets.sent_value(key)
 
 
 class PageSession:
@@ -189,7 +163,7 @@ class PageSession:
         A link Streamlit ignored (over 512 Ki characters or 1,000 fields: the page ran without it) is named in a
         warning, and leaves the address bar, which would send it with every rerun."""
         self._forget_other_pages()
-        ignored = server.ignored_link()
+        ignored = ignored_link()
         params = settings.link_params()
         stored = self.state
         if params and self._carried_over(params):

@@ -10,8 +10,8 @@ import segno
 import streamlit as st
 
 from attnviz.app.links import link_problem, read_state_file, state_file
-from attnviz.app.server import forget_upload
 from attnviz.app.state import Decoded
+from attnviz.app.streamlit_patches.uploads import forget_upload
 from attnviz.app.ui import offline
 from attnviz.app.ui.common import lazy_expander
 from attnviz.app.ui.session import PageSession
