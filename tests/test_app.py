@@ -17,7 +17,7 @@ from attnviz.app.state import decode_attention
 from attnviz.i18n import t as t_
 
 ROOT = Path(__file__).resolve().parent.parent
-SELF, CROSS, KERNEL = "pages/1_Self_attention.py", "pages/2_Cross_attention.py", "pages/3_Kernel_attention.py"
+SELF, CROSS, KERNEL = "app_pages/self_attention.py", "app_pages/cross_attention.py", "app_pages/kernel_attention.py"
 
 
 def run_page(path: str, **params: str) -> AppTest:

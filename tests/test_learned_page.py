@@ -13,7 +13,7 @@ from attnviz.app.learned_state import LearnedState, decode_learned, encode_learn
 from attnviz.app.training.jobs import QUEUE
 from attnviz.models.learned.train import TrainSettings
 
-PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "5_Learned_attention.py")
+PAGE = str(Path(__file__).resolve().parent.parent / "app_pages" / "learned_attention.py")
 
 
 def _page(**params: str) -> AppTest:

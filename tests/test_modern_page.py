@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 from attnviz.app.modern_state import PRESETS, ModernState, apply_modern_preset, decode_modern, encode_modern
 from tests.test_app import _array, figures, run_page
 
-PAGE = "pages/6_Modern_attention.py"
+PAGE = "app_pages/modern_attention.py"
 SIXTEEN = "the cat sat on the mat and the dog lay on the rug by the door"
 
 

@@ -486,7 +486,7 @@ def test_back_button_keeps_each_pages_settings_apart(
     """Self with T=0.3 -> sidebar Cross -> sidebar Self -> Back: the Cross page keeps its own temperature and
     link (the browser puts Self's query string on Cross's path)."""
     open_app(page, server.url_for("Self_attention?T=0.3"), SELF_CHARTS)
-    sidebar_links = page.locator('[data-testid="stPageLink-NavLink"]')
+    sidebar_links = page.locator('[data-testid="stSidebarNavLink"]')  # the navigation menu (st.navigation)
     sidebar_links.filter(has_text="Cross-attention").first.click()
     _wait_for_path(page, "/Cross_attention")
     wait_ready(page)
