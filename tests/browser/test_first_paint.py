@@ -19,6 +19,8 @@ from testkit.proxyclient import ProxyUser
 from testkit.server import StreamlitServer
 from tests.loop import run_in_own_loop
 
+from .test_navigation import TITLES, menu_titles
+
 BROWSER = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/140.0 Safari/537.36"
 BELOW = {"Self_attention": "Show your work", "Pretrained_model": "Head view"}  # the first thing below the chart
 CONTROL = {"Self_attention": "Temperature T", "Pretrained_model": "Layer", "Kernel_attention": "Bandwidth σ"}
@@ -27,8 +29,7 @@ INPUT = {
     "Pretrained_model": "Sentence",
     "Kernel_attention": "Query points (comma-separated)",
 }
-MENU = ["attnviz", "Self-attention", "Cross-attention", "Kernel attention", "Pretrained model"]
-MENU += ["Watch attention learn", "Modern attention"]  # the navigation menu's titles (st.navigation), in English
+MENU = TITLES["en"]  # the navigation menu's titles (st.navigation)
 
 
 def _texts(messages: list[ForwardMsg]) -> str:
@@ -204,7 +205,7 @@ def test_in_chromium_everything_follows_the_first_paint_and_nothing_stays_pendin
     assert tab.locator('[class*="st-key-attnviz_pending"]').count() == 0
     assert tab.get_by_text(BELOW[page]).first.is_visible()
     assert tab.get_by_label(CONTROL[page]).first.is_visible()
-    assert tab.locator('[data-testid="stSidebarNav"] [data-testid="stSidebarNavLink"]').all_inner_texts() == MENU
+    assert menu_titles(tab) == MENU
     assert len(plotly_figures(tab)) >= (3 if page == "Pretrained_model" else 1)
     tab.wait_for_timeout(1000)  # the watcher asked once: no run follows
     assert tab.locator('[data-testid="stApp"]').get_attribute("data-test-script-state") == "notRunning"
