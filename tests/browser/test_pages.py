@@ -46,7 +46,8 @@ PREDICTION = re.compile(r"f\(57\) = [-0-9.e+]+")
 # path and gets a 404 before it tries /_stcore/... (streamlit/streamlit#7074, open). Not the app's doing.
 BASE_PATH_PROBE = re.compile(
     r"Failed to load resource: the server responded with a status of 404 \(Not Found\) "
-    r"\(http://127\.0\.0\.1:\d+/(Self_attention|Cross_attention|Kernel_attention|Pretrained_model)/_stcore/(health|host-config):\d+\)"
+    r"\(http://127\.0\.0\.1:\d+/(Self_attention|Cross_attention|Kernel_attention|Pretrained_model|Learned_attention|Modern_attention)"
+    r"/_stcore/(health|host-config):\d+\)"
 )
 
 
