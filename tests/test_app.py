@@ -378,7 +378,7 @@ def test_first_chart_spreads_its_weights_over_at_least_half_of_its_colour_scale(
     finite = weights[np.isfinite(weights)]
     used = (finite.max() - finite.min()) / (trace["zmax"] - trace["zmin"])
     assert used >= 0.5, (trace["zmin"], trace["zmax"], finite.min(), finite.max())
-    assert at.radio(key=f"w:{'kernel' if path == KERNEL else path.split('_')[1].lower()}:crange").value == "data"
+    assert at.radio(key=f"w:{ {SELF: 'self', CROSS: 'cross', KERNEL: 'kernel'}[path] }:crange").value == "data"
 
 
 def first_weights_trace(at: AppTest) -> dict:
