@@ -89,7 +89,7 @@ COPY --from=build /opt/venv /opt/venv
 WORKDIR /app
 # The app and the container scripts, named one by one: deploy/pip/ (certificates, wheels) stays in the build stages.
 COPY app.py /app/
-COPY pages /app/pages
+COPY app_pages /app/app_pages
 COPY attnviz /app/attnviz
 COPY .streamlit/config.toml /app/.streamlit/config.toml
 COPY deploy/docker /app/deploy/docker

@@ -95,7 +95,7 @@ i18n: $(VENV)/.build-deps
 	PYTHONPATH=. $(BIN)/pybabel --quiet extract --mapping-file babel.cfg --output-file $(POT).new \
 		--no-default-keywords --keyword t --keyword tr --keyword N_ --no-location --sort-output \
 		--project attnviz --version "$$(sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)" \
-		--header-comment "$$(printf '$(POT_HEADER)')" attnviz app.py pages
+		--header-comment "$$(printf '$(POT_HEADER)')" attnviz app.py app_pages
 	if diff -q -I '^"POT-Creation-Date: ' $(POT) $(POT).new >/dev/null; then rm $(POT).new; else mv $(POT).new $(POT); fi
 	$(BIN)/pybabel --quiet update --input-file $(POT) --output-dir $(LOCALES) --domain attnviz \
 		--no-fuzzy-matching --ignore-pot-creation-date

@@ -165,7 +165,7 @@ class SimulatedUser:
             elif fwd.metadata.cacheable and fwd.hash:
                 used.add(fwd.hash)
             if kind == "delta" and fwd.metadata.active_script_hash:
-                # The page that ran (pages/ discovery serves every page under one main script hash); a browser
+                # The page that ran (under st.navigation, the hash of its URL path); a browser
                 # sends this hash back on its next rerun.
                 self.page_hash = fwd.metadata.active_script_hash
             if kind == "delta" and fwd.delta.WhichOneof("type") == "new_element":

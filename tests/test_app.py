@@ -18,7 +18,7 @@ from attnviz.i18n import t as t_
 from tests.messages import says
 
 ROOT = Path(__file__).resolve().parent.parent
-SELF, CROSS, KERNEL = "pages/1_Self_attention.py", "pages/2_Cross_attention.py", "pages/3_Kernel_attention.py"
+SELF, CROSS, KERNEL = "app_pages/self_attention.py", "app_pages/cross_attention.py", "app_pages/kernel_attention.py"
 
 
 def run_page(path: str, **params: str) -> AppTest:
@@ -381,7 +381,7 @@ def test_first_chart_spreads_its_weights_over_at_least_half_of_its_colour_scale(
     finite = weights[np.isfinite(weights)]
     used = (finite.max() - finite.min()) / (trace["zmax"] - trace["zmin"])
     assert used >= 0.5, (trace["zmin"], trace["zmax"], finite.min(), finite.max())
-    assert at.radio(key=f"w:{'kernel' if path == KERNEL else path.split('_')[1].lower()}:crange").value == "data"
+    assert at.radio(key=f"w:{ {SELF: 'self', CROSS: 'cross', KERNEL: 'kernel'}[path] }:crange").value == "data"
 
 
 def first_weights_trace(at: AppTest) -> dict:

@@ -27,7 +27,7 @@ from attnviz.i18n.extract import KEYWORDS
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATE = LOCALE_DIR / "attnviz.pot"
 DYNAMIC_FILE = ROOT / "attnviz" / "i18n" / "dynamic_ids.py"
-SOURCES = [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py")), *sorted((ROOT / "attnviz").rglob("*.py"))]
+SOURCES = [ROOT / "app.py", *sorted((ROOT / "app_pages").glob("*.py")), *sorted((ROOT / "attnviz").rglob("*.py"))]
 # Characters that exist only in one script: a Simplified text must not use the Traditional form and vice versa.
 SIMPLIFIED_ONLY = set("这个们语键头为发关时来对说计权选择显输数据签态钮")
 TRADITIONAL_ONLY = set("這個們語鍵頭為發關時來對說計權選擇顯輸數據籤態鈕")
@@ -87,7 +87,7 @@ def extracted_ids(root: Path = ROOT) -> dict[str, str]:
         method_map, options_map = parse_mapping_cfg(config)
     keywords = dict.fromkeys(KEYWORDS)
     found: dict[str, str] = {}
-    for folder in ("attnviz", "pages"):
+    for folder in ("attnviz", "app_pages"):
         for filename, line, message_id, _, _ in extract_from_dir(
             root / folder, method_map, options_map, keywords=keywords
         ):
@@ -298,7 +298,7 @@ def test_the_catalogue_check_finds_every_kind_of_problem():
 
 def test_the_extraction_sees_literal_ids_only_and_both_branches_of_a_choice(tmp_path):
     shutil.copy(ROOT / "babel.cfg", tmp_path)
-    (tmp_path / "pages").mkdir()
+    (tmp_path / "app_pages").mkdir()
     (tmp_path / "attnviz").mkdir()
     (tmp_path / "app.py").write_text('tr("app.title")\n', encoding="utf-8")
     (tmp_path / "attnviz" / "page.py").write_text(
@@ -316,9 +316,9 @@ def test_the_extraction_sees_literal_ids_only_and_both_branches_of_a_choice(tmp_
 
 
 def test_the_template_check_finds_unknown_and_unused_ids():
-    problems = template_problems({"a.used", "a.unused"}, {"a.used": "app.py:1", "a.typo": "pages/x.py:7"})
+    problems = template_problems({"a.used", "a.unused"}, {"a.used": "app.py:1", "a.typo": "app_pages/x.py:7"})
     assert problems == [
-        "a.typo (used at pages/x.py:7) is not in the catalogue: run make i18n, then translate it",
+        "a.typo (used at app_pages/x.py:7) is not in the catalogue: run make i18n, then translate it",
         "a.unused is in the catalogue but the code never uses it: run make i18n",
     ]
 

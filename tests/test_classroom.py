@@ -45,7 +45,7 @@ def test_the_numbers_section_has_the_heatmap_as_a_table():
 
 
 def test_other_charts_fold_their_table_below_them():
-    at = run_page("pages/3_Kernel_attention.py")
+    at = run_page("app_pages/kernel_attention.py")
     assert len(at.dataframe) == 1  # only the training points' editor
     at.session_state["open:table:kernel_weights"] = True
     at.run()

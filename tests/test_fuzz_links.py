@@ -22,12 +22,12 @@ from attnviz.lessons.presets import PRESET_PAGES
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = {
-    "self": ("pages/1_Self_attention.py", attention_fields("self")),
-    "cross": ("pages/2_Cross_attention.py", attention_fields("cross")),
-    "kernel": ("pages/3_Kernel_attention.py", KERNEL_FIELDS),
-    "model": ("pages/4_Pretrained_model.py", MODEL_FIELDS),
-    "learned": ("pages/5_Learned_attention.py", LEARNED_FIELDS),
-    "modern": ("pages/6_Modern_attention.py", MODERN_FIELDS),
+    "self": ("app_pages/self_attention.py", attention_fields("self")),
+    "cross": ("app_pages/cross_attention.py", attention_fields("cross")),
+    "kernel": ("app_pages/kernel_attention.py", KERNEL_FIELDS),
+    "model": ("app_pages/pretrained_model.py", MODEL_FIELDS),
+    "learned": ("app_pages/learned_attention.py", LEARNED_FIELDS),
+    "modern": ("app_pages/modern_attention.py", MODERN_FIELDS),
 }
 CASES_PER_PAGE = 130  # 780 in all
 

@@ -23,7 +23,7 @@ from tests.test_app import run_page as run
 from tests.test_budget import CRAFTED
 from tests.test_gate import Holder
 
-MODEL = "pages/4_Pretrained_model.py"
+MODEL = "app_pages/pretrained_model.py"
 # 202 WordPieces with [CLS] and [SEP]: a long sentence, as a student pastes a paragraph
 LONG_SENTENCE = " ".join(f"word{i}" for i in range(100))
 MANY_POINTS = {

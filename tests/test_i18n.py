@@ -71,7 +71,7 @@ def test_an_unknown_language_in_a_link_warns_and_falls_back_to_english():
 
 
 def test_choosing_a_language_puts_it_in_the_link_and_keeps_the_page_state():
-    at = run_page("pages/1_Self_attention.py", T="2")
+    at = run_page("app_pages/self_attention.py", T="2")
     at.selectbox(key="w:lang").set_value("zh-Hans").run()
     assert not at.exception
     assert at.query_params["lang"] == "zh-Hans" and at.query_params["T"] == "2"
@@ -84,12 +84,12 @@ def test_choosing_a_language_puts_it_in_the_link_and_keeps_the_page_state():
 
 def test_a_link_in_chinese_opens_each_page_in_chinese():
     for path, page in (
-        ("pages/1_Self_attention.py", "self"),
-        ("pages/2_Cross_attention.py", "cross"),
-        ("pages/3_Kernel_attention.py", "kernel"),
-        ("pages/4_Pretrained_model.py", "model"),
-        ("pages/5_Learned_attention.py", "learned"),
-        ("pages/6_Modern_attention.py", "modern"),
+        ("app_pages/self_attention.py", "self"),
+        ("app_pages/cross_attention.py", "cross"),
+        ("app_pages/kernel_attention.py", "kernel"),
+        ("app_pages/pretrained_model.py", "model"),
+        ("app_pages/learned_attention.py", "learned"),
+        ("app_pages/modern_attention.py", "modern"),
     ):
         at = run_page(path, lang="zh-Hant")
         assert at.title[0].value == t(f"{page}.title", "zh-Hant"), path
@@ -205,12 +205,12 @@ def test_the_errors_a_page_can_show_are_translated_by_code(lang):
 
 PAGES = {
     "home": "app.py",
-    "self": "pages/1_Self_attention.py",
-    "cross": "pages/2_Cross_attention.py",
-    "kernel": "pages/3_Kernel_attention.py",
-    "model": "pages/4_Pretrained_model.py",
-    "learned": "pages/5_Learned_attention.py",
-    "modern": "pages/6_Modern_attention.py",
+    "self": "app_pages/self_attention.py",
+    "cross": "app_pages/cross_attention.py",
+    "kernel": "app_pages/kernel_attention.py",
+    "model": "app_pages/pretrained_model.py",
+    "learned": "app_pages/learned_attention.py",
+    "modern": "app_pages/modern_attention.py",
 }
 # English prose left on a Chinese page: three or more English words in a row. Allowed: the user's own example
 # sentences, names of models, functions and formulas.

@@ -17,7 +17,7 @@ from attnviz.models.learned.train import TrainSettings
 from tests.messages import message, pattern, says
 from tests.test_errors_coded import english_in
 
-PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "5_Learned_attention.py")
+PAGE = str(Path(__file__).resolve().parent.parent / "app_pages" / "learned_attention.py")
 
 
 def _page(**params: str) -> AppTest:

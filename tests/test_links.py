@@ -45,7 +45,7 @@ from attnviz.lessons.presets import PRESET_PAGES, presets_for
 from tests.messages import says
 from tests.test_app import CROSS, KERNEL, ROOT, SELF, first_weights, run_page
 
-MODEL = "pages/4_Pretrained_model.py"
+MODEL = "app_pages/pretrained_model.py"
 PAGE_FILES = {"self": SELF, "cross": CROSS, "kernel": KERNEL}
 
 

@@ -15,7 +15,7 @@ from attnviz.app.ui import model_page
 from attnviz.models.bert import BertTrace, load_minilm
 from tests.test_app import ROOT
 
-MODEL = "pages/4_Pretrained_model.py"
+MODEL = "app_pages/pretrained_model.py"
 LONG = "the cat sat on the mat while the dog ran over the hill " * 18  # 236 tokens with [CLS] and [SEP]
 COLOURS = ("red", "blue", "green", "black", "white", "brown")  # one token each: six sentences of one length
 

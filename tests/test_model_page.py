@@ -10,7 +10,7 @@ from attnviz.models.bert import load_minilm
 from tests.messages import message, pattern, says
 from tests.test_app import _array, figures, run_page
 
-MODEL, SELF, CROSS = "pages/4_Pretrained_model.py", "pages/1_Self_attention.py", "pages/2_Cross_attention.py"
+MODEL, SELF, CROSS = "app_pages/pretrained_model.py", "app_pages/self_attention.py", "app_pages/cross_attention.py"
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from attnviz.app.modern_state import PRESETS, ModernState, apply_modern_preset, 
 from tests.messages import message, pattern, says
 from tests.test_app import _array, figures, run_page
 
-PAGE = "pages/6_Modern_attention.py"
+PAGE = "app_pages/modern_attention.py"
 SIXTEEN = "the cat sat on the mat and the dog lay on the rug by the door"
 
 

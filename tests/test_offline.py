@@ -19,17 +19,17 @@ from attnviz.notebook import Chart, Worked, html_document
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = {
-    "self": "1_Self_attention.py",
-    "cross": "2_Cross_attention.py",
-    "kernel": "3_Kernel_attention.py",
-    "model": "4_Pretrained_model.py",
-    "learned": "5_Learned_attention.py",
-    "modern": "6_Modern_attention.py",
+    "self": "self_attention.py",
+    "cross": "cross_attention.py",
+    "kernel": "kernel_attention.py",
+    "model": "pretrained_model.py",
+    "learned": "learned_attention.py",
+    "modern": "modern_attention.py",
 }
 
 
 def _open_share_box(page: str, **params: str) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "pages" / PAGES[page]), default_timeout=120)
+    at = AppTest.from_file(str(ROOT / "app_pages" / PAGES[page]), default_timeout=120)
     for key, value in params.items():
         at.query_params[key] = value
     at.run()

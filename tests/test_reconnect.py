@@ -19,7 +19,7 @@ from attnviz.app.streamlit_patches import fragments
 from tests.test_app import KERNEL, ROOT, SELF
 
 TEMPERATURE = "w:self:temperature"
-MODERN, LEARNED = "pages/6_Modern_attention.py", "pages/5_Learned_attention.py"
+MODERN, LEARNED = "app_pages/modern_attention.py", "app_pages/learned_attention.py"
 
 
 def browser_values(path: str, link: dict[str, str], key: str, value: Any) -> Any:

@@ -8,21 +8,6 @@ still built or named somewhere in the code. Never imported by the app.
 from attnviz.i18n import N_
 
 DYNAMIC_IDS = (
-    # Page titles and introductions: f"{name}.title", page + ".intro"
-    N_("cross.intro"),
-    N_("cross.title"),
-    N_("home.intro"),
-    N_("home.title"),
-    N_("kernel.intro"),
-    N_("kernel.title"),
-    N_("learned.intro"),
-    N_("learned.title"),
-    N_("model.intro"),
-    N_("model.title"),
-    N_("modern.intro"),
-    N_("modern.title"),
-    N_("self.intro"),
-    N_("self.title"),
     # What to reduce when a change is over its budget: f"budget.reduce_{knob}" (attnviz/app/budget.py's advice)
     N_("budget.reduce_compare"),
     N_("budget.reduce_heads"),

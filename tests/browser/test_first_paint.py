@@ -19,6 +19,8 @@ from testkit.proxyclient import ProxyUser
 from testkit.server import StreamlitServer
 from tests.loop import run_in_own_loop
 
+from .test_navigation import TITLES, menu_titles
+
 BROWSER = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/140.0 Safari/537.36"
 BELOW = {"Self_attention": "Show your work", "Pretrained_model": "Head view"}  # the first thing below the chart
 CONTROL = {"Self_attention": "Temperature T", "Pretrained_model": "Layer", "Kernel_attention": "Bandwidth σ"}
@@ -27,7 +29,7 @@ INPUT = {
     "Pretrained_model": "Sentence",
     "Kernel_attention": "Query points (comma-separated)",
 }
-PAGE_LINKS = 7  # the sidebar's links to every page
+MENU = TITLES["en"]  # the navigation menu's titles (st.navigation)
 
 
 def _texts(messages: list[ForwardMsg]) -> str:
@@ -52,6 +54,15 @@ def _elements(messages: list[ForwardMsg], kind: str) -> list:
         if msg.WhichOneof("type") == "delta"
         and msg.delta.WhichOneof("type") == "new_element"
         and msg.delta.new_element.WhichOneof("type") == kind
+    ]
+
+
+def _menu(messages: list[ForwardMsg]) -> list[list[str]]:
+    """The titles of each navigation menu (st.navigation) that a run sent."""
+    return [
+        [page.page_name for page in msg.navigation.app_pages]
+        for msg in messages
+        if msg.WhichOneof("type") == "navigation"
     ]
 
 
@@ -136,7 +147,7 @@ def test_a_new_visitors_first_run_draws_the_main_chart_and_the_next_run_everythi
     assert INPUT[page] in _labels(first)  # the inputs above the chart
     assert below not in _texts(first)
     assert CONTROL[page] not in _labels(first)
-    assert _elements(first, "page_link") == []
+    assert _menu(first) == [MENU]  # the navigation menu is not deferred: it is one small message
     assert not [m for m in first if m.WhichOneof("type") == "auto_rerun"]  # no timer: the browser says when
     (watcher,) = _watchers(first)
     # the watcher's trigger: its fragment's run, then a whole-page run with everything
@@ -146,7 +157,7 @@ def test_a_new_visitors_first_run_draws_the_main_chart_and_the_next_run_everythi
         assert _elements(run, "plotly_chart")
         assert below in _texts(run) or page not in BELOW
         assert CONTROL[page] in _labels(run)
-        assert len(_elements(run, "page_link")) == PAGE_LINKS
+        assert _menu(run) == [MENU]  # (the trigger's fragment run sends none; the whole-page run after it does)
     assert not _watchers(deferred) and not _watchers(later)
 
 
@@ -154,7 +165,7 @@ def test_a_client_that_is_not_a_browser_gets_everything_in_one_run(server: Strea
     first, _later = _runs(server, "Self_attention", "Python/3.11 websockets/17.4")
     assert BELOW["Self_attention"] in _texts(first)
     assert CONTROL["Self_attention"] in _labels(first)
-    assert len(_elements(first, "page_link")) == PAGE_LINKS
+    assert _menu(first) == [MENU]
     assert not _watchers(first)
 
 
@@ -182,7 +193,7 @@ def test_the_whole_page_after_a_first_paint_sets_the_links_values_again(server: 
 def test_a_page_without_controls_beside_its_chart_is_drawn_whole(server: StreamlitServer) -> None:
     first, _later = _runs(server, "Learned_attention", BROWSER)
     assert not _watchers(first)
-    assert len(_elements(first, "page_link")) == PAGE_LINKS
+    assert _menu(first) == [MENU]
 
 
 @pytest.mark.parametrize("page", sorted(BELOW))
@@ -194,21 +205,21 @@ def test_in_chromium_everything_follows_the_first_paint_and_nothing_stays_pendin
     assert tab.locator('[class*="st-key-attnviz_pending"]').count() == 0
     assert tab.get_by_text(BELOW[page]).first.is_visible()
     assert tab.get_by_label(CONTROL[page]).first.is_visible()
-    assert tab.locator('[data-testid="stSidebar"] [data-testid="stPageLink"]').count() == PAGE_LINKS
+    assert menu_titles(tab) == MENU
     assert len(plotly_figures(tab)) >= (3 if page == "Pretrained_model" else 1)
     tab.wait_for_timeout(1000)  # the watcher asked once: no run follows
     assert tab.locator('[data-testid="stApp"]').get_attribute("data-test-script-state") == "notRunning"
     assert exceptions(tab) == []
 
 
-# The times (ms since navigation) at which a chart was first drawn, the sidebar's page links (the rest of the page,
+# The times (ms since navigation) at which a chart was first drawn, the sidebar's settings (the rest of the page,
 # after the first paint) appeared, and an error box appeared; polled with a timer, as the watcher polls.
 _SEEN_JS = """
 (() => {
   const seen = (window.__seenAt = { chart: null, links: null, alert: null });
   const shown = {
     chart: () => [...document.querySelectorAll('.js-plotly-plot')].some((gd) => gd._fullLayout && gd.data),
-    links: () => document.querySelector('[data-testid="stSidebar"] [data-testid="stPageLink"]') !== null,
+    links: () => document.querySelector('[data-testid="stSidebarUserContent"] [data-testid="stSelectbox"]') !== null,
     alert: () => document.querySelector('[data-testid="stAlert"]') !== null,
   };
   const poll = () => {

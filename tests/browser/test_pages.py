@@ -52,7 +52,8 @@ PREDICTION = re.compile(r"f\(57\) = [-0-9.e+]+")
 # path and gets a 404 before it tries /_stcore/... (streamlit/streamlit#7074, open). Not the app's doing.
 BASE_PATH_PROBE = re.compile(
     r"Failed to load resource: the server responded with a status of 404 \(Not Found\) "
-    r"\(http://127\.0\.0\.1:\d+/(Self_attention|Cross_attention|Kernel_attention|Pretrained_model)/_stcore/(health|host-config):\d+\)"
+    r"\(http://127\.0\.0\.1:\d+/(Self_attention|Cross_attention|Kernel_attention|Pretrained_model|Learned_attention|Modern_attention)"
+    r"/_stcore/(health|host-config):\d+\)"
 )
 
 
@@ -495,7 +496,7 @@ def test_back_button_keeps_each_pages_settings_apart(
     """Self with T=0.3 -> sidebar Cross -> sidebar Self -> Back: the Cross page keeps its own temperature and
     link (the browser puts Self's query string on Cross's path)."""
     open_app(page, server.url_for("Self_attention?T=0.3"), SELF_CHARTS)
-    sidebar_links = page.locator('[data-testid="stPageLink-NavLink"]')
+    sidebar_links = page.locator('[data-testid="stSidebarNavLink"]')  # the navigation menu (st.navigation)
     sidebar_links.filter(has_text="Cross-attention").first.click()
     _wait_for_path(page, "/Cross_attention")
     wait_ready(page)

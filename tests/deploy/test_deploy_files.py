@@ -197,7 +197,7 @@ def dockerignored(path: str) -> bool:
     "path",
     [
         "app.py",
-        "pages/1_Self_attention.py",
+        "app_pages/self_attention.py",
         "attnviz/__init__.py",
         "attnviz/app/ui/common.py",
         "requirements.txt",
@@ -235,8 +235,8 @@ def test_dockerignore_keeps_out_the_rest(path: str) -> None:
 
 
 def test_dockerignore_admits_every_python_file_the_app_imports() -> None:
-    """Every file of app.py, pages/ and attnviz/ in the repository reaches the image."""
-    files = [REPO_ROOT / "app.py", *(REPO_ROOT / "pages").rglob("*.py"), *(REPO_ROOT / "attnviz").rglob("*.py")]
+    """Every file of app.py, app_pages/ and attnviz/ in the repository reaches the image."""
+    files = [REPO_ROOT / "app.py", *(REPO_ROOT / "app_pages").rglob("*.py"), *(REPO_ROOT / "attnviz").rglob("*.py")]
     assert [f for f in files if dockerignored(f.relative_to(REPO_ROOT).as_posix())] == []
 
 
@@ -248,7 +248,7 @@ def runtime_stage() -> list[tuple[str, str]]:
 
 
 def test_the_runtime_stage_copies_the_app_and_nothing_from_deploy_pip() -> None:
-    """Every file of app.py, pages/, attnviz/ and the container scripts is under a COPY of the runtime stage, and no
+    """Every file of app.py, app_pages/, attnviz/ and the container scripts is under a COPY of the runtime stage, and no
     COPY of it takes deploy/pip/ (a school's certificates and wheel folder) or the whole context."""
     sources = [args.split()[:-1] for name, args in runtime_stage() if name == "COPY" and not args.startswith("--from")]
     copied = [source.rstrip("/") for group in sources for source in group]
@@ -256,7 +256,7 @@ def test_the_runtime_stage_copies_the_app_and_nothing_from_deploy_pip() -> None:
     files = [
         REPO_ROOT / "app.py",
         REPO_ROOT / ".streamlit" / "config.toml",
-        *(REPO_ROOT / "pages").rglob("*.py"),
+        *(REPO_ROOT / "app_pages").rglob("*.py"),
         *(REPO_ROOT / "attnviz").rglob("*.py"),
         *(REPO_ROOT / "attnviz").rglob("*.po"),
         *(DEPLOY / "docker").iterdir(),

@@ -21,6 +21,7 @@ from attnviz.app.streamlit_patches.plotly_chart import plotly_json_chart
 from attnviz.app.streamlit_patches.script_run import DeltaGenerator
 from attnviz.app.ui import offline, settings
 from attnviz.app.ui.chart_drawn import watch_first_chart
+from attnviz.app.ui.navigation import app_page
 from attnviz.app.ui.plotly_element import figure_json
 from attnviz.app.ui.session import sent_by_browser
 from attnviz.app.ui.settings import md_escape, tr
@@ -30,40 +31,31 @@ from attnviz.figures.plotting import FigureSpec, figure_specs
 # pandas is imported here, with the module every page imports first, and not lazily by Streamlit inside two script
 # threads at once: that race gave a restarted replica's first two model-page sessions "partially initialized module
 # 'pandas'" (the class load test's reconnect check). Importing common is serialised by the import lock.
-PAGES = (  # (script, icon, catalogue name): the sidebar's links, in the interface language
-    ("app.py", "🔍", "home"),
-    ("pages/1_Self_attention.py", "🔁", "self"),
-    ("pages/2_Cross_attention.py", "🔀", "cross"),
-    ("pages/3_Kernel_attention.py", "📈", "kernel"),
-    ("pages/4_Pretrained_model.py", "🧠", "model"),
-    ("pages/5_Learned_attention.py", "🌱", "learned"),
-    ("pages/6_Modern_attention.py", "🚀", "modern"),
-)
 
 
-def page_frame(page: str, icon: str, link_warnings: bool = False) -> None:
-    """Page config, title and the shared sidebar (settings first); every page (and a cold deep link) calls this
-    first. `page` names the catalogue's "<page>.title" and "<page>.intro". The link's bad settings are shown with
-    the page's own link warnings, or here (`link_warnings`) on a page without a state of its own."""
+def page_frame(page: str, link_warnings: bool = False) -> None:
+    """Page config, title and the shared sidebar (settings first); every page calls this first. `page` names its row
+    of the navigation table (its icon, title and intro). The link's bad settings are shown with the page's own link
+    warnings, or here (`link_warnings`) on a page without a state of its own."""
+    about = app_page(page)
     warnings = settings.from_link()
     offline.begin(page)
     settings.begin_run()
     st.set_page_config(
-        page_title=f"{tr(page + '.title')} · attnviz",
-        page_icon=icon,
+        page_title=f"{tr(about.title)} · attnviz",
+        page_icon=about.icon,
         layout="wide",
         initial_sidebar_state="collapsed" if settings.presenting() else "auto",
     )
     st.html(settings.PAGE_CSS + (settings.PRESENTATION_CSS if settings.presenting() else ""))  # the app's own
-    st.title(tr(page + ".title"))
+    st.title(tr(about.title))
     if not settings.presenting():  # on a projector the teacher says it, and the first chart needs the room
-        st.caption(tr(page + ".intro"))
+        st.caption(tr(about.intro))
     with st.sidebar:
         if _begin_first_paint(page):  # the sidebar comes after the main chart
             _after_first_paint()
         else:
             settings.sidebar_controls()
-            _page_links()
             st.caption(tr("frame.sidebar"))
     for warning in warnings if link_warnings else ():
         st.warning(settings.error_text(warning), icon="⚠️")
@@ -91,15 +83,6 @@ def controls_and_results(widths: list[int]) -> tuple[Any, Any]:
         return st.expander(tr("frame.controls"), expanded=False), st.container()
     left, right = st.columns(widths, gap="large")
     return left, right
-
-
-def _page_links() -> None:
-    """Links to every page, titled in the interface language (Streamlit's own list shows file names)."""
-    for path, icon, name in PAGES:
-        try:
-            st.page_link(path, label=tr(f"{name}.title"), icon=icon)
-        except StreamlitAPIException:  # a page file run as the entry point itself (`streamlit run pages/...`)
-            return
 
 
 # The JSON of figures that depend only on what several sessions share (the pretrained-model page's views of one

@@ -14,6 +14,7 @@ from attnviz.app.state import Decoded
 from attnviz.app.streamlit_patches.uploads import forget_upload
 from attnviz.app.ui import offline
 from attnviz.app.ui.common import lazy_expander
+from attnviz.app.ui.navigation import app_page
 from attnviz.app.ui.session import PageSession
 from attnviz.app.ui.settings import current_language, error_text, tr
 
@@ -66,8 +67,8 @@ def share_box(
 
 def offline_button(page: str, link: str | None) -> None:
     """The page as it is in one HTML file that fetches nothing, made when the button is clicked (`offline`)."""
-    lang = current_language()
-    make = offline.file_maker(tr(f"{page}.title"), tr(f"{page}.intro"), link, lang)
+    lang, about = current_language(), app_page(page)
+    make = offline.file_maker(tr(about.title), tr(about.intro), link, lang)
     if make is None:
         return
     st.download_button(

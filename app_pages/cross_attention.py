@@ -3,5 +3,5 @@
 from attnviz.app.ui.attention_page import attention_page
 from attnviz.app.ui.common import page_frame
 
-page_frame("cross", "🔀")
+page_frame("cross")
 attention_page("cross")

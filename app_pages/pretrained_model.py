@@ -3,5 +3,5 @@
 from attnviz.app.ui.common import page_frame
 from attnviz.app.ui.model_page import model_page
 
-page_frame("model", "🧠")
+page_frame("model")
 model_page()

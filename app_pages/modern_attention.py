@@ -3,5 +3,5 @@
 from attnviz.app.ui.common import page_frame
 from attnviz.app.ui.modern_page import modern_page
 
-page_frame("modern", "🚀")
+page_frame("modern")
 modern_page()

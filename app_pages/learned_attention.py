@@ -3,5 +3,5 @@
 from attnviz.app.ui.common import page_frame
 from attnviz.app.ui.learned_page import learned_page
 
-page_frame("learned", "🌱")
+page_frame("learned")
 learned_page()

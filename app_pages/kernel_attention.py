@@ -3,5 +3,5 @@
 from attnviz.app.ui.common import page_frame
 from attnviz.app.ui.kernel_page import kernel_page
 
-page_frame("kernel", "📈")
+page_frame("kernel")
 kernel_page()
