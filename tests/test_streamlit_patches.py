@@ -275,8 +275,12 @@ def private_uses(path: Path, banned: list[str], root: Path = ROOT) -> list[str]:
 
 
 def app_files(root: Path = ROOT) -> list[Path]:
-    """The app's code outside attnviz/app/streamlit_patches: the package, app.py and the page files."""
-    files = [*sorted((root / "attnviz").rglob("*.py")), *sorted(root.glob("*.py")), *sorted(root.glob("pages/*.py"))]
+    """The app's code outside attnviz/app/streamlit_patches: the package, app.py and the page files (app_pages/)."""
+    files = [
+        *sorted((root / "attnviz").rglob("*.py")),
+        *sorted(root.glob("*.py")),
+        *sorted(root.glob("app_pages/*.py")),
+    ]
     return [path for path in files if "streamlit_patches" not in path.relative_to(root).parts]
 
 

@@ -13,7 +13,6 @@ import pandas  # noqa: F401  (see below)
 import plotly.graph_objects as go
 import pyarrow as pa
 import streamlit as st
-from streamlit.errors import StreamlitAPIException
 
 from attnviz.app.budget import RERUN_BYTES
 from attnviz.app.streamlit_patches import script_run
