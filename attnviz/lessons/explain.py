@@ -75,6 +75,8 @@ class _QueryRow(NamedTuple):
     weights: list[float]
 
     def tr(self, key: str, **params: object) -> str:
+        """The message `key` in this row's language. Call it as a plain `tr(...)` (`tr = query.tr`) or as
+        `t(key, query.lang)`: the message extractor finds `tr(` and `t(`, not `query.tr(`."""
         return t(key, self.lang, **params)
 
 
@@ -83,10 +85,10 @@ def _score_step(query: _QueryRow, score_module: Any) -> Step:
     spec = SCORES.get(query.trace.score)
     working = score_working(query.trace, query.row, 0, score_module)  # its lines, each its own formula
     return Step(
-        query.tr("explain.score", query=query.query_label),
+        t("explain.score", query.lang, query=query.query_label),
         spec.formula if spec else r"a(\mathbf q, \mathbf k)",
-        note=query.tr("explain.first_key") + "\n\n".join(f" ${line}$" for line in working.split(LINE)),
-        columns=[query.tr("explain.key"), query.tr("explain.score_column")],
+        note=t("explain.first_key", query.lang) + "\n\n".join(f" ${line}$" for line in working.split(LINE)),
+        columns=[t("explain.key", query.lang), t("explain.score_column", query.lang)],
         rows=[[k, s] for k, s in zip(query.key_labels, query.scores, strict=True)],
         note_is_latex=True,
     )
@@ -161,12 +163,12 @@ def _sum_step(query: _QueryRow) -> Step:
     more = " + …" if sum(w > 0 for w in weights) > MAX_TERMS else ""
     shown = ", ".join(_num(x) for x in output[:16]) + (", …" if len(output) > 16 else "")
     return Step(
-        query.tr("explain.weighted_sum"),
+        t("explain.weighted_sum", query.lang),
         rf"\mathbf o_{{{_tex_label(query.query_label)}}} = \sum_j \alpha_j \mathbf v_j",
         note=f"o = {' + '.join(terms) or '0'}{more} = [{shown}]",
         columns=[
-            query.tr("explain.key"),
-            query.tr("explain.weight"),
+            t("explain.key", query.lang),
+            t("explain.weight", query.lang),
             *[f"v[{i + 1}]" for i in range(min(len(output), 8))],
         ],
         rows=[[k, w, *v[:8]] for k, w, v in zip(query.key_labels, weights, values, strict=True)],
