@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -15,8 +17,11 @@ import textwrap
 import time
 from pathlib import Path
 
+from attnviz.app.training.jobs import training_command
 from attnviz.app.training.pacing import process_cpu_s
+from attnviz.models.learned.train import TrainSettings
 from testkit.cgroups import ControlGroup
+from testkit.procstat import children
 from testkit.proxyclient import ProxyUser
 from testkit.server import StreamlitServer
 
@@ -34,13 +39,7 @@ def _alive(pid: int) -> bool:
 
 def _trainers(parent: int) -> list[int]:
     """The training processes that `parent` started."""
-    found = []
-    for task in Path(f"/proc/{parent}/task").iterdir():
-        for child in (task / "children").read_text().split():
-            command = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
-            if b"attnviz.app.training.worker" in command:
-                found.append(int(child))
-    return found
+    return children(parent, "attnviz.app.training.worker")
 
 
 def _wait_for(condition, timeout: float, every: float = 0.05) -> bool:
@@ -136,6 +135,49 @@ async def _press_train(url: str) -> None:
         await user.click("Train")
     finally:
         await user.close()
+
+
+# A stand-in for a server: it starts the training command it is given, with its own process id as the server's, prints
+# the trainer's process id, and waits to be killed.
+STARTS_A_TRAINING = textwrap.dedent(
+    """
+    import json, os, subprocess, sys, time
+    command = [str(os.getpid()) if part == "SERVER_PID" else part for part in json.loads(sys.argv[1])]
+    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    print(child.pid, flush=True)
+    time.sleep(600)
+    """
+)
+
+
+def test_a_training_dies_with_its_server_while_it_is_still_starting():
+    """The trainer asked the kernel to end it with its server only after `import attnviz` had loaded torch: seconds of
+    CPU on a loaded pod, during which a killed server left it running. Here server and trainer share a tenth of a
+    core, so that the import takes many seconds, and the server is killed half a second after it started the
+    training."""
+    command = [
+        part if part != "999999" else "SERVER_PID" for part in training_command(TrainSettings("dates"), "-", 999999)
+    ]
+    assert "SERVER_PID" in command
+    with ControlGroup(cpu_cores=0.1) as group:
+        server = subprocess.Popen(
+            group.command([sys.executable, "-c", STARTS_A_TRAINING, json.dumps(command)]),
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+        )
+        assert server.stdout is not None
+        trainer = int(server.stdout.readline())
+        try:
+            time.sleep(0.5)
+            assert _alive(trainer), "the training ended before its server"
+            server.kill()
+            server.wait(timeout=10)
+            assert _wait_for(lambda: not _alive(trainer), 1.0), "the training outlived its server"
+        finally:
+            server.kill()
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(trainer, signal.SIGKILL)
 
 
 def test_a_server_killed_during_a_training_takes_the_training_with_it_and_leaves_no_folder():

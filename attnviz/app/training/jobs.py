@@ -100,11 +100,24 @@ class TrainingJob:
         return self.status in ("queued", "running")
 
 
+# A server's training asks the kernel to kill it with the server (PR_SET_PDEATHSIG, 1 in linux/prctl.h) as its first
+# statement: `python -m attnviz.app.training.worker` would import torch first (`import attnviz` does), seconds of CPU
+# on a loaded pod, and a server killed meanwhile left it running until the import ended. The worker checks again.
+WORKER_BOOT = (
+    "import sys\n"
+    "if sys.platform.startswith('linux'):\n"
+    "    import ctypes, signal\n"
+    "    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)\n"
+    "import runpy\n"
+    "runpy.run_module('attnviz.app.training.worker', run_name='__main__', alter_sys=True)\n"
+)
+
+
 def training_command(settings: TrainSettings, out: Path | str = "-", server: int = 0) -> list[str]:
     """The command line that trains `settings` and writes the checkpoint to `out` ("-": as its last JSON line),
     giving way to and ending with the process `server` (0: none)."""
-    script = ["attnviz.app.training.worker", "--server", str(server)] if server else ["attnviz.models.learned.train"]
-    command = [sys.executable, "-m", *script, settings.task, "--seed", str(settings.seed)]
+    script = ["-c", WORKER_BOOT, "--server", str(server)] if server else ["-m", "attnviz.models.learned.train"]
+    command = [sys.executable, *script, settings.task, "--seed", str(settings.seed)]
     command += ["--steps", str(settings.steps), "--out", str(out), "--json"]
     for probe in settings.probes:
         command += ["--probe", probe]

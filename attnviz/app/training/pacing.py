@@ -12,7 +12,8 @@ is at the limit), never less than the floor, so that it always moves on. With th
 with a class using it, slowly (bench/README.md has the figures).
 
 A training started by a server also stops when the server does: the kernel kills it when its parent goes (Linux's
-PR_SET_PDEATHSIG), and where that is not available, it notices at its next pause that the server's process is gone.
+PR_SET_PDEATHSIG, asked for before anything is imported: `jobs.WORKER_BOOT`), and where that is not available, it
+notices at its next pause that the server's process is gone.
 """
 
 from __future__ import annotations
