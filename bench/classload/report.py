@@ -11,6 +11,8 @@ from typing import Any
 from bench.classload.students import PAGES
 from bench.classload.trainer import FIRST_TRAINING_SEED, TRAINING_STEPS
 
+Run = dict[str, Any]  # one run's results, as in the results file
+
 
 def checks(result: dict[str, Any]) -> dict[str, Any]:
     """The behaviour a class needs, as numbers: errors, lost inputs, recoveries, memory against the limit."""
@@ -56,18 +58,49 @@ def _or_dash(value: Any) -> Any:
 
 
 def markdown(results: dict[str, Any]) -> str:
-    """The results of the runs as a Markdown report."""
-    runs: list[dict[str, Any]] = results["runs"]
+    """The results of the runs as a Markdown report: the set-up and the goals, then a section per part of the test."""
+    runs: list[Run] = results["runs"]
+    sections: list[Callable[[list[Run]], list[str]]] = [
+        _goals,
+        _students,
+        _per_page,
+        _per_action,
+        _problems,
+        _killed_replica,
+        _memory,
+        _adversaries,
+        _training,
+        _control_groups,
+        _cpu,
+        _proxy,
+    ]
+    lines = _header(results)
+    for section in sections:
+        lines += section(runs)
+    return "\n".join(lines) + "\n"
+
+
+def _header(results: dict[str, Any]) -> list[str]:
+    """The title, and the set-up: the machine, the commit, the cluster, the class and its conditions."""
+    runs: list[Run] = results["runs"]
     info = results["machine"]
     first = runs[0]["config"]
-    lines = [
+    return [
         f"# attnviz class load test, {results['date']}",
         "",
         f"Machine: {info['cpu']}, {info['cores']} cores, {info['memory']}; commit {results['commit']}. "
         f"Two replicas of `python -m attnviz.app.server app.py` behind nginx with `deploy/nginx/attnviz.conf`, all on "
         f"this one machine. {first['students']} simulated students for {first['seconds'] / 60:g} minutes, thinking "
         f"{first['think'][0]:g}-{first['think'][1]:g} s between actions; "
-        + (
+        + _conditions(first)
+        + "Method: [bench/README.md, Class load test](../README.md#class-load-test).",
+    ]
+
+
+def _conditions(first: dict[str, Any]) -> str:
+    """The set-up's sentences on the kill, the replicas' environment, the CPU quota, the memory limit, the training."""
+    return (
+        (
             f"one replica SIGKILLed at {first['kill_at']:g} s and restarted {first['restart_after']:g} s later. "
             if first["kill_at"] is not None
             else "no replica killed. "
@@ -92,64 +125,103 @@ def markdown(results: dict[str, Any]) -> str:
             if first.get("training")
             else "Training: none. "
         )
-        + "Method: [bench/README.md, Class load test](../README.md#class-load-test).",
+    )
+
+
+def _goal(goal: str, values: list[str], ok: bool | None) -> str:
+    """A row of the goals' table: the goal, each run's figure, and whether it was met (None: no verdict)."""
+    return f"| {goal} | " + " | ".join(values) + f" | {'met' if ok else '**not met**' if ok is not None else ''} |"
+
+
+def _goals(runs: list[Run]) -> list[str]:
+    """The goals' table: a row per goal, a column per run."""
+    verdicts = [checks(r) for r in runs]
+    return [
         "",
         "## Goals",
         "",
         "| goal | " + " | ".join(r["label"] for r in runs) + " | |",
         "|---|" + "---|" * len(runs) + "---|",
+        *_recovery_goals(verdicts),
+        *_memory_goals(runs, verdicts),
+        *_latency_goals(runs),
     ]
-    verdicts = [checks(r) for r in runs]
-    base = next((r for r in runs if not r["config"]["adversaries"]), None)
-    adv = next((r for r in runs if r["config"]["adversaries"]), None)
 
-    def row(goal: str, values: list[str], ok: bool | None) -> None:
-        lines.append(
-            f"| {goal} | " + " | ".join(values) + f" | {'met' if ok else '**not met**' if ok is not None else ''} |"
-        )
 
-    row(
-        "student errors: 0",
-        [str(v["student_errors"]) for v in verdicts],
-        all(v["student_errors"] == 0 for v in verdicts),
-    )
-    row("lost inputs: 0", [str(v["lost_inputs"]) for v in verdicts], all(v["lost_inputs"] == 0 for v in verdicts))
-    row(
-        "students on the killed replica working again",
-        [f"{v['affected_students'] - len(v['not_working_again'])} of {v['affected_students']}" for v in verdicts],
-        all(v["affected_students"] > 0 and not v["not_working_again"] for v in verdicts),
-    )
-    row(
-        "their pages restored from their links",
-        [f"{v['affected_students'] - len(v['not_restored'])} of {v['affected_students']}" for v in verdicts],
-        all(not v["not_restored"] for v in verdicts),
-    )
-    row(
-        f"peak RSS of each replica under the k8s limit ({runs[0]['memory']['limit_mb']:.0f} MiB)",
-        [" / ".join(f"{mb:.0f}" for mb in v["peak_rss_mb"]) + " MiB" for v in verdicts],
-        all(not v["over_limit"] for v in verdicts),
-    )
+def _recovery_goals(verdicts: list[dict[str, Any]]) -> list[str]:
+    """No errors, no lost inputs, and every student on the killed replica working again on its own page."""
+    return [
+        _goal(
+            "student errors: 0",
+            [str(v["student_errors"]) for v in verdicts],
+            all(v["student_errors"] == 0 for v in verdicts),
+        ),
+        _goal(
+            "lost inputs: 0", [str(v["lost_inputs"]) for v in verdicts], all(v["lost_inputs"] == 0 for v in verdicts)
+        ),
+        _goal(
+            "students on the killed replica working again",
+            [f"{v['affected_students'] - len(v['not_working_again'])} of {v['affected_students']}" for v in verdicts],
+            all(v["affected_students"] > 0 and not v["not_working_again"] for v in verdicts),
+        ),
+        _goal(
+            "their pages restored from their links",
+            [f"{v['affected_students'] - len(v['not_restored'])} of {v['affected_students']}" for v in verdicts],
+            all(not v["not_restored"] for v in verdicts),
+        ),
+    ]
+
+
+def _memory_goals(runs: list[Run], verdicts: list[dict[str, Any]]) -> list[str]:
+    """Each replica under the limit (with its trainings, when they ran), and nothing killed at a memory limit."""
     limit = runs[0]["memory"]["limit_mb"]
+    rows = [
+        _goal(
+            f"peak RSS of each replica under the k8s limit ({limit:.0f} MiB)",
+            [" / ".join(f"{mb:.0f}" for mb in v["peak_rss_mb"]) + " MiB" for v in verdicts],
+            all(not v["over_limit"] for v in verdicts),
+        )
+    ]
     if any(r["config"].get("training") for r in runs):
         together = [[m.get("with_training_peak_mb") or 0.0 for m in r["memory"]["replicas"]] for r in runs]
-        row(
-            f"each replica with its trainings under the limit ({limit:.0f} MiB; peaks added, an upper bound)",
-            [" / ".join(f"{mb:.0f}" for mb in v) + " MiB" for v in together],
-            all(mb < limit for v in together for mb in v),
+        rows.append(
+            _goal(
+                f"each replica with its trainings under the limit ({limit:.0f} MiB; peaks added, an upper bound)",
+                [" / ".join(f"{mb:.0f}" for mb in v) + " MiB" for v in together],
+                all(mb < limit for v in together for mb in v),
+            )
         )
     if any(r["config"].get("memory") for r in runs):
         kills = [sum(g.get("oom_kills", 0) for g in r["memory_groups"]) for r in runs]
-        row("processes the kernel killed at the memory limit: 0", [str(k) for k in kills], not any(kills))
+        rows.append(
+            _goal("processes the kernel killed at the memory limit: 0", [str(k) for k in kills], not any(kills))
+        )
+    return rows
+
+
+def _latency_goals(runs: list[Run]) -> list[str]:
+    """The students' p95 under 1 s, and within 2x of the run without adversaries in the run with them."""
     p95 = [r["students"]["latency"]["p95_ms"] for r in runs]
-    row("student p95 under 1 s", [f"{_ms(v)} ms" for v in p95], all(v is not None and v < 1000 for v in p95))
+    rows = [_goal("student p95 under 1 s", [f"{_ms(v)} ms" for v in p95], all(v is not None and v < 1000 for v in p95))]
+    base = next((r for r in runs if not r["config"]["adversaries"]), None)
+    adv = next((r for r in runs if r["config"]["adversaries"]), None)
     if base and adv:
         b, a = base["students"]["latency"]["p95_ms"], adv["students"]["latency"]["p95_ms"]
         ratio = a / b if a and b else None
         values = ["" for _ in runs]
         values[runs.index(adv)] = f"{ratio:.2f}x" if ratio else "—"
-        row("p95 with adversaries within 2x of the run without", values, ratio is not None and ratio <= 2)
-    lines += ["", "## Students", ""]
-    lines += [
+        rows.append(
+            _goal("p95 with adversaries within 2x of the run without", values, ratio is not None and ratio <= 2)
+        )
+    return rows
+
+
+def _students(runs: list[Run]) -> list[str]:
+    """The students' table: actions, latency, errors, lost inputs and shared links, a row per run."""
+    lines = [
+        "",
+        "## Students",
+        "",
         "| run | actions | p50 ms | p95 ms | p99 ms | max ms | errors | lost inputs | links opened (restored) |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
@@ -160,63 +232,95 @@ def markdown(results: dict[str, Any]) -> str:
             f"{_ms(lat['max_ms'])} | {len(s['errors'])} | {len(s['lost_inputs'])} | "
             f"{s['links_opened']} ({s['links_restored']}) |"
         )
-    lines += ["", "Per page (p50 / p95 ms, actions):", ""]
+    return lines
+
+
+def _latencies(entry: dict[str, Any] | None) -> str:
+    """ "p50 / p95 (count)" of one page's or one action's latency; a dash when there is none."""
+    return f"{_ms(entry['p50_ms'])} / {_ms(entry['p95_ms'])} ({entry['n']})" if entry else "—"
+
+
+def _per_page(runs: list[Run]) -> list[str]:
+    """The students' latency on each page, a column per run."""
+    lines = ["", "Per page (p50 / p95 ms, actions):", ""]
     lines += ["| page | " + " | ".join(r["label"] for r in runs) + " |", "|---|" + "---|" * len(runs)]
     for page in PAGES:
-        cells = [
-            f"{_ms(r['students']['per_page'][page]['p50_ms'])} / {_ms(r['students']['per_page'][page]['p95_ms'])} "
-            f"({r['students']['per_page'][page]['n']})"
-            for r in runs
-        ]
+        cells = [_latencies(r["students"]["per_page"][page]) for r in runs]
         lines.append(f"| {PAGES[page]} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _per_action(runs: list[Run]) -> list[str]:
+    """The students' latency for each kind of action, a column per run."""
     names = sorted({n for r in runs for n in r["students"]["per_action"]})
-    lines += ["", "Per action (p50 / p95 ms, count):", ""]
+    lines = ["", "Per action (p50 / p95 ms, count):", ""]
     lines += ["| action | " + " | ".join(r["label"] for r in runs) + " |", "|---|" + "---|" * len(runs)]
     for name in names:
-        cells = []
-        for r in runs:
-            entry = r["students"]["per_action"].get(name)
-            cells.append(f"{_ms(entry['p50_ms'])} / {_ms(entry['p95_ms'])} ({entry['n']})" if entry else "—")
+        cells = [_latencies(r["students"]["per_action"].get(name)) for r in runs]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _problems(runs: list[Run]) -> list[str]:
+    """The first errors and lost inputs of each run, as recorded."""
+    lines: list[str] = []
     for r in runs:
         problems = r["students"]["errors"][:10] + r["students"]["lost_inputs"][:10]
         if problems:
             lines += ["", f"Problems, {r['label']} (first ones):", ""]
             lines += [f"- `{json.dumps(p, ensure_ascii=False)[:400]}`" for p in problems]
-    lines += ["", "## The replica killed midway", ""]
+    return lines
+
+
+def _killed_replica(runs: list[Run]) -> list[str]:
+    """For each run with a kill: what was killed and when, and each affected student's way back."""
+    lines = ["", "## The replica killed midway", ""]
     for r in runs:
-        kill = r["kill"]
-        if not kill:
-            continue
-        recoveries = r["recoveries"]
-        works = [x["works_again_s"] for x in recoveries if x.get("works_again_s") is not None]
-        reconnect = [x["reconnect_s"] for x in recoveries if x.get("reconnect_s") is not None]
-        lines += [
-            f"**{r['label']}**: killed {kill['replica']} (pid {kill['pid']}) at {kill['at_s']:.1f} s, holding "
-            f"{len(kill['students_on_victim'])} students (sessions per replica: {kill['sessions_per_replica']}); "
-            f"restarted at {kill.get('restarted_at_s', float('nan')):.1f} s, healthy after "
-            f"{kill.get('restart_to_healthy_s', float('nan')):.1f} s. {len(recoveries)} students lost their "
-            f"websocket; reconnected after {_span(reconnect)} s; working again (their change in the URL) after "
-            f"{_span(works)} s.",
-            "",
-            "| student | page | websockets served by | change sent | reconnected s | first run s | working again s | "
-            "page from its link | change applied |",
-            "|---|---|---|---|---|---|---|---|---|",
-        ]
-        for x in recoveries:
-            change = x.get("change") or {}
-            lines.append(
-                f"| {x['student']} | {x['page']} | "
-                + _served(x.get("websockets_served_by", []))
-                + f" | {x.get('moment', '—')} | {x.get('reconnect_s', '—')} | "
-                f"{x.get('first_run_s', '—')} | {x.get('works_again_s') or '—'} | "
-                f"{'yes' if x.get('restored') else '**no**'} | "
-                f"{change.get('param', '?')}={str(change.get('sent', '?'))[:24]}: "
-                f"{'yes' if not x.get('lost') else '**lost**: ' + x.get('why', '?')} |"
-            )
-        lines.append("")
-    lines += ["## Memory (RSS from /proc, MiB)", ""]
-    lines += [
+        if r["kill"]:
+            lines += _kill_summary(r)
+            lines += [_recovery_row(x) for x in r["recoveries"]]
+            lines.append("")
+    return lines
+
+
+def _kill_summary(r: Run) -> list[str]:
+    """The kill in one run, in a sentence, and the head of its students' table."""
+    kill, recoveries = r["kill"], r["recoveries"]
+    works = [x["works_again_s"] for x in recoveries if x.get("works_again_s") is not None]
+    reconnect = [x["reconnect_s"] for x in recoveries if x.get("reconnect_s") is not None]
+    return [
+        f"**{r['label']}**: killed {kill['replica']} (pid {kill['pid']}) at {kill['at_s']:.1f} s, holding "
+        f"{len(kill['students_on_victim'])} students (sessions per replica: {kill['sessions_per_replica']}); "
+        f"restarted at {kill.get('restarted_at_s', float('nan')):.1f} s, healthy after "
+        f"{kill.get('restart_to_healthy_s', float('nan')):.1f} s. {len(recoveries)} students lost their "
+        f"websocket; reconnected after {_span(reconnect)} s; working again (their change in the URL) after "
+        f"{_span(works)} s.",
+        "",
+        "| student | page | websockets served by | change sent | reconnected s | first run s | working again s | "
+        "page from its link | change applied |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+
+
+def _recovery_row(x: dict[str, Any]) -> str:
+    """One affected student's row: who served it, when it worked again, its page and its change."""
+    change = x.get("change") or {}
+    return (
+        f"| {x['student']} | {x['page']} | "
+        + _served(x.get("websockets_served_by", []))
+        + f" | {x.get('moment', '—')} | {x.get('reconnect_s', '—')} | "
+        f"{x.get('first_run_s', '—')} | {x.get('works_again_s') or '—'} | "
+        f"{'yes' if x.get('restored') else '**no**'} | "
+        f"{change.get('param', '?')}={str(change.get('sent', '?'))[:24]}: "
+        f"{'yes' if not x.get('lost') else '**lost**: ' + x.get('why', '?')} |"
+    )
+
+
+def _memory(runs: list[Run]) -> list[str]:
+    """Each replica's RSS: after the warm-up, its peaks, at the end of the load, settled; beside the k8s limit."""
+    lines = [
+        "## Memory (RSS from /proc, MiB)",
+        "",
         "| run | replica | after warm-up | peak | peak per process | end of load | settled | k8s limit |",
         "|---|---|---|---|---|---|---|---|",
     ]
@@ -227,44 +331,66 @@ def markdown(results: dict[str, Any]) -> str:
                 f"| {r['label']} | :{m['port']}{' (killed)' if m['killed'] else ''} | {m['after_warm_up_mb']} | "
                 f"{m['peak_mb']:.0f} | {lives} | {m['end_mb']} | {m['settled_mb']} | {r['memory']['limit_mb']:.0f} |"
             )
-    if adv and adv["adversaries"]:
-        lines += ["", "## What the adversaries got", ""]
-        lines += [
-            "| adversary | link | requests | HTTP | runs finished | run s median / max | largest reply KB | "
-            "the page said |",
-            "|---|---|---|---|---|---|---|---|",
-        ]
-        for kind, summary in adv["adversaries"].items():
-            for name, entry in summary["by_link"].items():
-                said = "; ".join(entry["alerts"]) or ", ".join(entry.get("error", [])) or "no message"
-                if entry.get("exceptions"):
-                    said = f"EXCEPTION {entry['exceptions'][0]}; " + said
-                if entry.get("page_not_found"):
-                    said = "page not found; " + said
-                said = re.sub(r"[\x00-\x1f]", lambda m: f"\\x{ord(m.group()):02x}", said.replace("\n", " "))
-                said = said.replace("|", "\\|")[:300]
-                http = ", ".join(f"{k}×{v}" for k, v in entry["http"].items())
-                lines.append(
-                    f"| {kind} | {name} | {entry['count']} | {http} | {entry['runs']} | "
-                    f"{entry['run_s_median']} / {entry['run_s_max']} | {entry['received_kb_max']} | {said} |"
-                )
+    return lines
+
+
+def _adversaries(runs: list[Run]) -> list[str]:
+    """What each adversary's links got, in the run with adversaries."""
+    adv = next((r for r in runs if r["config"]["adversaries"]), None)
+    if not (adv and adv["adversaries"]):
+        return []
+    lines = [
+        "",
+        "## What the adversaries got",
+        "",
+        "| adversary | link | requests | HTTP | runs finished | run s median / max | largest reply KB | "
+        "the page said |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for kind, summary in adv["adversaries"].items():
+        for name, entry in summary["by_link"].items():
+            http = ", ".join(f"{k}×{v}" for k, v in entry["http"].items())
+            lines.append(
+                f"| {kind} | {name} | {entry['count']} | {http} | {entry['runs']} | "
+                f"{entry['run_s_median']} / {entry['run_s_max']} | {entry['received_kb_max']} | {_said(entry)} |"
+            )
+    return lines
+
+
+def _said(entry: dict[str, Any]) -> str:
+    """What the page said to one adversary's link (its messages, else its errors), fit for a table cell."""
+    said = "; ".join(entry["alerts"]) or ", ".join(entry.get("error", [])) or "no message"
+    if entry.get("exceptions"):
+        said = f"EXCEPTION {entry['exceptions'][0]}; " + said
+    if entry.get("page_not_found"):
+        said = "page not found; " + said
+    said = re.sub(r"[\x00-\x1f]", lambda m: f"\\x{ord(m.group()):02x}", said.replace("\n", " "))
+    return said.replace("|", "\\|")[:300]
+
+
+def _training(runs: list[Run]) -> list[str]:
+    """The trainings alongside, in the runs that had them: how many ended, and their memory beside the replicas'."""
     trained = [r for r in runs if r.get("training")]
-    if trained:
-        lines += ["", "## The training alongside", ""]
-        lines += _run_table(
-            ["Train pressed", "started", "finished", "outcomes", "finished in s (median)"],
-            trained,
-            lambda t: [t["pressed"], t["started"], t["finished"], t["outcomes"], _or_dash(t["finished_in_s_median"])],
-            lambda r: r["training"],
-        )
-        lines += ["", "Peak RSS of each replica's trainings, and of the replica and its trainings together (MiB):", ""]
-        lines += _per_replica(
-            trained,
-            lambda r: r["memory"]["replicas"],
-            lambda r, m: (
-                f":{m['port']} training {m.get('training_peak_mb')}, together {m.get('with_training_peak_mb')}"
-            ),
-        )
+    if not trained:
+        return []
+    lines = ["", "## The training alongside", ""]
+    lines += _run_table(
+        ["Train pressed", "started", "finished", "outcomes", "finished in s (median)"],
+        trained,
+        lambda t: [t["pressed"], t["started"], t["finished"], t["outcomes"], _or_dash(t["finished_in_s_median"])],
+        lambda r: r["training"],
+    )
+    lines += ["", "Peak RSS of each replica's trainings, and of the replica and its trainings together (MiB):", ""]
+    lines += _per_replica(
+        trained,
+        lambda r: r["memory"]["replicas"],
+        lambda r, m: f":{m['port']} training {m.get('training_peak_mb')}, together {m.get('with_training_peak_mb')}",
+    )
+    return lines
+
+
+def _control_groups(runs: list[Run]) -> list[str]:
+    """The replicas' cgroups over the load, in the runs that had them: the CPU quota's throttling, the memory limit."""
     groups = (
         (
             "The CPU quota over the load (each replica's group)",
@@ -285,27 +411,39 @@ def markdown(results: dict[str, Any]) -> str:
             ),
         ),
     )
+    lines: list[str] = []
     for title, selected, entries, describe in groups:
         if selected:
             lines += ["", f"## {title}", "", *_per_replica(selected, entries, describe)]
-    lines += ["", "## CPU over the load (seconds, both cores together)", ""]
-    lines += _run_table(
-        ["load s", "machine busy", "replicas", "trainings", "clients (this process)", "others (nginx, the rest)"],
-        runs,
-        lambda cpu: [
-            cpu["load_seconds"],
-            cpu.get("machine_busy_s"),
-            cpu.get("replicas_s"),
-            cpu.get("training_s", 0),
-            cpu.get("client_s"),
-            cpu.get("others_s"),
-        ],
-        lambda r: {**r["cpu"], "load_seconds": r["load_seconds"]},
-    )
-    lines += ["", "## Proxy responses (nginx access log, status: count)", ""]
-    for r in runs:
-        lines.append(f"- {r['label']}: {dict(sorted(r['proxy_status'].items()))}")
-    return "\n".join(lines) + "\n"
+    return lines
+
+
+def _cpu(runs: list[Run]) -> list[str]:
+    """CPU seconds over the load: the whole machine, the replicas, the trainings, the clients, the rest."""
+    return [
+        "",
+        "## CPU over the load (seconds, both cores together)",
+        "",
+        *_run_table(
+            ["load s", "machine busy", "replicas", "trainings", "clients (this process)", "others (nginx, the rest)"],
+            runs,
+            lambda cpu: [
+                cpu["load_seconds"],
+                cpu.get("machine_busy_s"),
+                cpu.get("replicas_s"),
+                cpu.get("training_s", 0),
+                cpu.get("client_s"),
+                cpu.get("others_s"),
+            ],
+            lambda r: {**r["cpu"], "load_seconds": r["load_seconds"]},
+        ),
+    ]
+
+
+def _proxy(runs: list[Run]) -> list[str]:
+    """The proxy's responses by status, from nginx's access log."""
+    lines = ["", "## Proxy responses (nginx access log, status: count)", ""]
+    return lines + [f"- {r['label']}: {dict(sorted(r['proxy_status'].items()))}" for r in runs]
 
 
 def _served(upstreams: list[str]) -> str:
