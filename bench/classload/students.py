@@ -353,25 +353,52 @@ class Student:
     # ----- after a lost replica -----------------------------------------------------------------------------------
     async def recover(self) -> None:
         """Reconnect as a browser does, then change a control soon after and check the change and the page."""
-        user, config = self.user, self.run.config
-        closed = user.closed_at or time.perf_counter()
+        closed = self.user.closed_at or time.perf_counter()
+        record, pending = self._lost_websocket(closed)
+        if not await self._reconnect(record, closed):
+            return
+        record["reconnect_s"] = round(time.perf_counter() - closed, 3)
+        record["reconnected_at_s"] = round(self.run.now(), 2)  # beside the kill's "restarted_at_s"
+        # The replica nginx sent the reconnect to (its health request, logged when answered): the survivor, or the
+        # killed one already restarted (cold: its first runs import the app and load the model)
+        record["reconnected_to"] = (await asyncio.to_thread(self.run.cluster.replica_of)).get(self.user.affinity)
+        immediate = self.rng.random() < 0.5
+        record["moment"] = "immediately" if immediate else "after 0.5-2 s"
+        try:
+            await self._change_after_reconnect(record, closed, pending, immediate)
+        except DisconnectedError:
+            record["works_again_s"] = None
+            self.error("after reconnect", "the websocket closed again")
+            if self.run.now() < self.run.config.seconds:
+                await self.recover()
+        except (ScriptError, TimeoutError) as exc:
+            record["works_again_s"] = None
+            self.error("after reconnect", f"{type(exc).__name__}: {exc}")
+
+    def _lost_websocket(self, closed: float) -> tuple[dict[str, Any], tuple[Change, str | None] | None]:
+        """A closed websocket: an error unless it closed at a replica's loss. Starts its record in the recoveries;
+        returns it, and the change that was in flight (no longer pending)."""
         closed_t = closed - self.run.t0
         kill_t = self.run.kill_t
-        expected = kill_t is not None and kill_t - 0.5 <= closed_t <= kill_t + config.kill_window
+        expected = kill_t is not None and kill_t - 0.5 <= closed_t <= kill_t + self.run.config.kill_window
         if not expected:
             self.error("websocket", f"closed at {closed_t:.1f} s, not at a replica's loss")
         pending, self.pending = self.pending, None
-        before = user.query
         record: dict[str, Any] = {
             "student": self.index,
             "page": self.kind,
             "closed_at_s": round(closed_t, 2),
-            "before": before,
+            "before": self.user.query,
             "pending": pending[0].param if pending else None,
             "attempts": 0,
         }
         self.recoveries.append(record)
-        # The frontend: ping /_stcore/health until it answers, then a new websocket with the same cookies.
+        return record, pending
+
+    async def _reconnect(self, record: dict[str, Any], closed: float) -> bool:
+        """The frontend: ping /_stcore/health until it answers, then a new websocket with the same cookies. False
+        (an error) when there is no connection within 90 s of the close."""
+        user = self.user
         delay = self.rng.uniform(0.1, 0.5)
         deadline = closed + 90
         while True:
@@ -381,94 +408,111 @@ class Student:
             if reply.status == 200:
                 try:
                     await user.connect()
-                    break
+                    return True
                 except DisconnectedError:
                     pass
             if time.perf_counter() > deadline:
                 record["works_again_s"] = None
                 self.error("reconnect", f"no connection within 90 s (last health: {reply.status} {reply.error})")
-                return
+                return False
             delay = min(delay * 2, 5.0)
-        record["reconnect_s"] = round(time.perf_counter() - closed, 3)
-        record["reconnected_at_s"] = round(self.run.now(), 2)  # beside the kill's "restarted_at_s"
-        # The replica nginx sent the reconnect to (its health request, logged when answered): the survivor, or the
-        # killed one already restarted (cold: its first runs import the app and load the model)
-        record["reconnected_to"] = (await asyncio.to_thread(self.run.cluster.replica_of)).get(user.affinity)
-        immediate = self.rng.random() < 0.5
-        record["moment"] = "immediately" if immediate else "after 0.5-2 s"
-        try:
-            marks = await user.send_rerun()  # the page's query string and widget values, as a browser sends them
-            options = self.changes() or [(1, lambda: self._number(f"w:{self.kind}:temperature", "T", 0.1, 4.0, "T"))]
-            if not immediate:
-                first = await user.wait_run(marks, config.action_timeout)
-                record["first_run_s"] = round(first.at - closed, 3)
-                await asyncio.sleep(self.rng.uniform(0.5, 2.0))
-                options = self.changes() or options
-            change = self.rng.choices([m for _, m in options], [w for w, _ in options])[0]()
-            change_before = user.params().get(change.param)
-            user.set_widget(change.key, change.kind, change.value)
-            started = time.perf_counter()
-            change_marks = await user.send_rerun(user.fragment_of(change.key))
 
-            def settled() -> bool:
-                return user.finished_ok(change_marks) is not None and change.applied(
-                    change_before, user.params().get(change.param)
-                )
+    async def _change_after_reconnect(
+        self, record: dict[str, Any], closed: float, pending: tuple[Change, str | None] | None, immediate: bool
+    ) -> None:
+        """The reconnected tab's first run, and a change sent with it or soon after: the page must come from its
+        link, the change must reach the link, and a change in flight at the kill must not be lost."""
+        user = self.user
+        marks = await user.send_rerun()  # the page's query string and widget values, as a browser sends them
+        change = await self._change_soon(record, closed, marks, immediate)
+        change_before = user.params().get(change.param)
+        user.set_widget(change.key, change.kind, change.value)
+        started = time.perf_counter()
+        change_marks = await user.send_rerun(user.fragment_of(change.key))
+        applied = await self._applied(change, change_before, change_marks)
+        ignore = {change.param} | ({pending[0].param} if pending else set())
+        self._note_first_run(record, closed, marks, immediate, ignore)
+        record["change"] = {"param": change.param, "sent": change.value, "before": change_before}
+        record["after_change"] = user.query
+        if user.exceptions[marks[1] :]:
+            self.error("after reconnect", f"exception on the page: {user.exceptions[marks[1]]}")
+        if applied:
+            record["works_again_s"] = round(time.perf_counter() - closed, 3)
+            record["change_s"] = round(time.perf_counter() - started, 3)
+        else:
+            self._lost_after_reconnect(record, change, change_before, user.finished_ok(change_marks) is not None)
+        record["lost"] = not applied
+        record["runs_after_reconnect"] = runs_after(user.finishes[marks[0] :], closed, change.param)
+        if pending is not None and pending[0].param != change.param:
+            self._check_pending(record, pending)
 
-            applied = await user.wait_until(settled, config.action_timeout)
-            if not applied and user.closed_at is None:
-                await user.wait_until(lambda: False, 2.0)  # a late message: give it a moment more
-                applied = settled()
-            first = user.finished_ok(marks)
-            if immediate and first is not None:
-                record["first_run_s"] = round(first.at - closed, 3)
-            after_first = first.query if first else None
-            ignore = {change.param} | ({pending[0].param} if pending else set())
-            record["after_first_run"] = after_first
-            record["restored"] = page_restored(self.kind, before, after_first, ignore)
-            record["change"] = {"param": change.param, "sent": change.value, "before": change_before}
-            record["after_change"] = user.query
-            if user.exceptions[marks[1] :]:
-                self.error("after reconnect", f"exception on the page: {user.exceptions[marks[1]]}")
-            if applied:
-                record["works_again_s"] = round(time.perf_counter() - closed, 3)
-                record["change_s"] = round(time.perf_counter() - started, 3)
-            else:
-                record["works_again_s"] = None
-                record["why"] = why_lost(user.finished_ok(change_marks) is not None)
-                self.run.lost.append(
-                    {
-                        "student": self.index,
-                        "page": self.kind,
-                        "when": f"after reconnect ({record['moment']})",
-                        "t": self.run.now(),
-                        "param": change.param,
-                        "sent": change.value,
-                        "before": change_before,
-                        "after": user.params().get(change.param),
-                        "why": record["why"],
-                        "reconnected_to": record["reconnected_to"],
-                    }
-                )
-            record["lost"] = not applied
-            record["runs_after_reconnect"] = runs_after(user.finishes[marks[0] :], closed, change.param)
-            if pending is not None and pending[0].param != change.param:
-                kept = pending[0].applied(pending[1], user.params().get(pending[0].param))
-                record["pending_kept"] = kept
-                if not kept:
-                    self.run.lost.append(
-                        {"student": self.index, "page": self.kind, "when": "in flight at the kill", "t": self.run.now(),
-                         "param": pending[0].param, "sent": pending[0].value, "before": pending[1],
-                         "after": user.params().get(pending[0].param)}
-                    )  # fmt: skip
-        except DisconnectedError:
-            record["works_again_s"] = None
-            self.error("after reconnect", "the websocket closed again")
-            if self.run.now() < config.seconds:
-                await self.recover()
-        except (ScriptError, TimeoutError) as exc:
-            record["works_again_s"] = None
-            self.error("after reconnect", f"{type(exc).__name__}: {exc}")
+    async def _change_soon(
+        self, record: dict[str, Any], closed: float, marks: tuple[int, int], immediate: bool
+    ) -> Change:
+        """The change a student makes after reconnecting: at once, or 0.5-2 s after the first run ended."""
+        user = self.user
+        options = self.changes() or [(1, lambda: self._number(f"w:{self.kind}:temperature", "T", 0.1, 4.0, "T"))]
+        if not immediate:
+            first = await user.wait_run(marks, self.run.config.action_timeout)
+            record["first_run_s"] = round(first.at - closed, 3)
+            await asyncio.sleep(self.rng.uniform(0.5, 2.0))
+            options = self.changes() or options
+        return self.rng.choices([m for _, m in options], [w for w, _ in options])[0]()
+
+    async def _applied(self, change: Change, before: str | None, marks: tuple[int, int]) -> bool:
+        """Whether the run of `change` (sent with `marks`) ended with the change in the link, within the timeout."""
+        user = self.user
+
+        def settled() -> bool:
+            return user.finished_ok(marks) is not None and change.applied(before, user.params().get(change.param))
+
+        applied = await user.wait_until(settled, self.run.config.action_timeout)
+        if not applied and user.closed_at is None:
+            await user.wait_until(lambda: False, 2.0)  # a late message: give it a moment more
+            applied = settled()
+        return applied
+
+    def _note_first_run(
+        self, record: dict[str, Any], closed: float, marks: tuple[int, int], immediate: bool, ignore: set[str]
+    ) -> None:
+        """When the first run after the reconnect ended, and whether it showed the page of the student's link."""
+        first = self.user.finished_ok(marks)
+        if immediate and first is not None:
+            record["first_run_s"] = round(first.at - closed, 3)
+        after_first = first.query if first else None
+        record["after_first_run"] = after_first
+        record["restored"] = page_restored(self.kind, record["before"], after_first, ignore)
+
+    def _lost_after_reconnect(self, record: dict[str, Any], change: Change, before: str | None, ended: bool) -> None:
+        """A change sent after the reconnect that did not reach the link (`ended`: its run ended without it)."""
+        record["works_again_s"] = None
+        record["why"] = why_lost(ended)
+        self.run.lost.append(
+            {
+                "student": self.index,
+                "page": self.kind,
+                "when": f"after reconnect ({record['moment']})",
+                "t": self.run.now(),
+                "param": change.param,
+                "sent": change.value,
+                "before": before,
+                "after": self.user.params().get(change.param),
+                "why": record["why"],
+                "reconnected_to": record["reconnected_to"],
+            }
+        )
+
+    def _check_pending(self, record: dict[str, Any], pending: tuple[Change, str | None]) -> None:
+        """Whether the change in flight when the replica died reached the link after all; a lost input if not."""
+        change, before = pending
+        kept = change.applied(before, self.user.params().get(change.param))
+        record["pending_kept"] = kept
+        if not kept:
+            self.run.lost.append(
+                {"student": self.index, "page": self.kind, "when": "in flight at the kill", "t": self.run.now(),
+                 "param": change.param, "sent": change.value, "before": before,
+                 "after": self.user.params().get(change.param)}
+            )  # fmt: skip
 
 
 def runs_after(finishes: list[Any], closed: float, param: str) -> list[list[Any]]:
