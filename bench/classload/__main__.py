@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import tempfile
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import bench.classload
 from bench.classload.config import ClassConfig
@@ -30,8 +32,8 @@ def commit() -> str:
         return "unknown"
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Command-line entry point."""
+def argument_parser() -> argparse.ArgumentParser:
+    """The options of `python -m bench.classload`."""
     parser = argparse.ArgumentParser(
         prog="python -m bench.classload",
         description=bench.classload.__doc__,
@@ -65,50 +67,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--markdown-from", type=Path, help="only judge the recoveries again and write the .md from a results .json"
     )
-    args = parser.parse_args(argv)
-    if args.markdown_from:
-        results = json.loads(args.markdown_from.read_text())
-        reevaluate(results)
-        args.markdown_from.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
-        args.markdown_from.with_suffix(".md").write_text(markdown(results))
-        return
-    seconds = args.minutes * 60
-    kill_at = None if args.no_kill else (args.kill_at if args.kill_at is not None else seconds / 2)
-    variants = [False, True]
-    if args.no_adversaries:
-        variants = [False]
-    elif args.only_adversaries:
-        variants = [True]
-    import tempfile
+    return parser
 
-    runs = []
-    with tempfile.TemporaryDirectory(prefix="attnviz-class-") as tmp:
-        workdir = args.workdir or Path(tmp)
-        for adversaries in variants:
-            label = "with adversaries" if adversaries else "without adversaries"
-            config = ClassConfig(
-                students=args.students,
-                seconds=seconds,
-                adversaries=adversaries,
-                kill_at=kill_at,
-                restart_after=args.restart_after,
-                settle=args.settle,
-                seed=args.seed,
-                label=label,
-                quota=args.quota,
-                memory=args.memory,
-                training=args.training,
-            )
-            if args.adversary:
-                config.adversary_kinds = tuple(args.adversary)
-            config.replica_env = dict(item.split("=", 1) for item in args.replica_env)
-            print(
-                f"{label}: {args.students} students, {seconds:g} s, kill at {kill_at}, quota {args.quota}, "
-                f"training {args.training}",
-                flush=True,
-            )
-            runs.append(run_class(config, workdir / label.replace(" ", "-")))
-            print(json.dumps(checks(runs[-1])), flush=True)
+
+def main(argv: list[str] | None = None) -> None:
+    """Command-line entry point."""
+    args = argument_parser().parse_args(argv)
+    if args.markdown_from:
+        markdown_from(args.markdown_from)
+        return
+    runs = run_all(args)
     date = dt.date.today().isoformat()
     for run in runs:  # every action's timing stays out of the file: the summaries above are computed from them
         run["actions_per_student"] = dict(Counter(a["student"] for a in run.pop("actions")))
@@ -117,6 +85,61 @@ def main(argv: list[str] | None = None) -> None:
     (args.out / f"{date}-{args.name}.json").write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
     (args.out / f"{date}-{args.name}.md").write_text(markdown(results))
     print(f"wrote {args.out / f'{date}-{args.name}.md'} and .json")
+
+
+def markdown_from(path: Path) -> None:
+    """Judge the recoveries of a results .json again (rewriting it) and write its .md beside it."""
+    results = json.loads(path.read_text())
+    reevaluate(results)
+    path.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
+    path.with_suffix(".md").write_text(markdown(results))
+
+
+def run_all(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The runs the options ask for (without adversaries, then with them), each on a fresh cluster."""
+    runs = []
+    with tempfile.TemporaryDirectory(prefix="attnviz-class-") as tmp:
+        workdir = args.workdir or Path(tmp)
+        for config in configs(args):
+            print(
+                f"{config.label}: {args.students} students, {config.seconds:g} s, kill at {config.kill_at}, "
+                f"quota {args.quota}, training {args.training}",
+                flush=True,
+            )
+            runs.append(run_class(config, workdir / config.label.replace(" ", "-")))
+            print(json.dumps(checks(runs[-1])), flush=True)
+    return runs
+
+
+def configs(args: argparse.Namespace) -> list[ClassConfig]:
+    """The configuration of each run the options ask for."""
+    seconds = args.minutes * 60
+    kill_at = None if args.no_kill else (args.kill_at if args.kill_at is not None else seconds / 2)
+    variants = [False, True]
+    if args.no_adversaries:
+        variants = [False]
+    elif args.only_adversaries:
+        variants = [True]
+    out = []
+    for adversaries in variants:
+        config = ClassConfig(
+            students=args.students,
+            seconds=seconds,
+            adversaries=adversaries,
+            kill_at=kill_at,
+            restart_after=args.restart_after,
+            settle=args.settle,
+            seed=args.seed,
+            label="with adversaries" if adversaries else "without adversaries",
+            quota=args.quota,
+            memory=args.memory,
+            training=args.training,
+        )
+        if args.adversary:
+            config.adversary_kinds = tuple(args.adversary)
+        config.replica_env = dict(item.split("=", 1) for item in args.replica_env)
+        out.append(config)
+    return out
 
 
 if __name__ == "__main__":
