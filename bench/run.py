@@ -302,21 +302,30 @@ def _first_chart_ratio(browser: dict[str, Any], page: str) -> float | None:
 
 
 def markdown(results: dict[str, Any]) -> str:
-    """The results table, with the machine and versions."""
+    """The results table, with the machine and versions, then each step's figures."""
+    lines = _header(results) + _targets(results) + _load(results)
+    for step, section in STEP_SECTIONS:
+        if results.get(step):
+            lines += section(results[step])
+    return "\n".join(lines) + "\n"
+
+
+def _header(results: dict[str, Any]) -> list[str]:
+    """The title, the machine, the versions and the server's settings."""
     info = results["machine"] | results["versions"]
-    lines = [
+    return [
         f"# attnviz benchmark, {results['date']}",
         "",
         f"Machine: {info['cpu']}, {info['cores']} cores, {info['memory']}; Python {info['python']}, "
         f"torch {info['torch']}, Streamlit {info['streamlit']}, Plotly {info['plotly']}; commit {info['commit']}.",
         f"Server settings: those of `.streamlit/config.toml` (runner.postScriptGC = false), headless, no file "
         f"watcher. Each load window: {results['seconds']:g} s of continuous interaction per user count.",
-        "",
-        "## Targets",
-        "",
-        "| target | goal | measured | |",
-        "|---|---|---|---|",
     ]
+
+
+def _targets(results: dict[str, Any]) -> list[str]:
+    """Each target, its goal, the figure measured and whether it is met; where to read about those not met."""
+    lines = ["", "## Targets", "", "| target | goal | measured | |", "|---|---|---|---|"]
     missed = []
     for key, measured in figures_from(results).items():
         goal, shown, ok = verdict(key, measured)
@@ -331,7 +340,12 @@ def markdown(results: dict[str, Any]) -> str:
             "(../README.md#what-the-rest-is-spent-on-and-what-would-close-each-gap); what each change did: "
             "[the performance history](../../CHANGELOG.md#performance-history).",
         ]
-    lines += [
+    return lines
+
+
+def _load(results: dict[str, Any]) -> list[str]:
+    """The load windows of each page (the model page's too), a row per user count."""
+    lines = [
         "",
         "## Load (browserless websocket clients)",
         "",
@@ -343,78 +357,106 @@ def markdown(results: dict[str, Any]) -> str:
             f"| {SCENARIOS[row['page']].title} | {row['users']} | {row['reruns_per_s']} | {row['p50_ms']} | "
             f"{row['p95_ms']} | {row['p99_ms']} | {row['errors']} | {row['cpu_ms_per_rerun']} | {row['rss_mb']} |"
         )
-    if results.get("paired"):
-        lines += ["", "## Paired rounds: the minimal page before each page and after the last, 30 users", ""]
-        lines += [
-            "| round | page | reruns/s | p50 ms | p95 ms | errors | server CPU ms/rerun |",
-            "|---|---|---|---|---|---|---|",
-        ]
-        for row in results["paired"]:
-            lines.append(
-                f"| {row['round']} | {row['page']} | {row['reruns_per_s']} | {row['p50_ms']} | {row['p95_ms']} | "
-                f"{row['errors']} | {row['cpu_ms_per_rerun']} |"
-            )
-        lines += ["", "Server CPU per rerun over the minimal page's around it, per round (median):", ""]
-        for page in dict.fromkeys(row["page"] for row in results["paired"] if row["page"] != "minimal"):
-            values = cost_ratios(results["paired"], page)
-            shown = ", ".join(f"{value:.2f}" for value in values)
-            lines.append(f"- {SCENARIOS[page].title}: {shown} (median {statistics.median(values):.2f})")
-    if results.get("gc_on"):
-        lines += ["", "## The same self-attention page with Streamlit's post-run gc.collect() on (the default)", ""]
-        lines += ["| users | reruns/s | p50 ms | p95 ms | server CPU ms/rerun | RSS MB |", "|---|---|---|---|---|---|"]
-        for row in results["gc_on"]:
-            lines.append(
-                f"| {row['users']} | {row['reruns_per_s']} | {row['p50_ms']} | {row['p95_ms']} | "
-                f"{row['cpu_ms_per_rerun']} | {row['rss_mb']} |"
-            )
-    if results.get("memory"):
-        memory = results["memory"]
-        series = ", ".join(f"{n}: {mb:.0f}" for n, mb in memory["samples"])
-        lines += ["", f"## Memory over {memory['reruns']} reruns (10 users, MB after n reruns)", "", series]
-    if results.get("browser"):
-        browser = results["browser"]
-        lines += ["", "## Browser (Chromium, control change -> updated heatmap)", ""]
-        for timing in [browser[key] for key in ("small", "large", "minimal")] + browser.get("model", []):
-            lines.append(
-                f"- {timing['label']}: p50 {timing['p50_ms']:.0f} ms, p95 {timing['p95_ms']:.0f} ms "
-                f"({len(timing['samples'])} changes)"
-            )
-        for name, visit in (browser.get("first_chart") or {}).items():
-            shown = ", ".join(f"{value:.2f}" for value in visit["samples"])
-            lines.append(f"- A new visitor opens {SCENARIOS[name].title}: first chart after {shown} s (median "
-                         f"{visit['median_s']:.2f} s)")  # fmt: skip
-        runs = ", ".join(f"{run['render_s']:.2f} s" for run in browser["cold_runs"])
+    return lines
+
+
+def _paired(paired: list[dict[str, Any]]) -> list[str]:
+    """The paired rounds' windows, then each page's cost ratio per round."""
+    lines = ["", "## Paired rounds: the minimal page before each page and after the last, 30 users", ""]
+    lines += [
+        "| round | page | reruns/s | p50 ms | p95 ms | errors | server CPU ms/rerun |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for row in paired:
         lines.append(
-            f"- Cold start to first rendered page: {runs} (health answered after {browser['cold_health_s']:.2f} s, "
-            f"median); the minimal page, same harness: {browser['cold_minimal_render_s']:.2f} s"
+            f"| {row['round']} | {row['page']} | {row['reruns_per_s']} | {row['p50_ms']} | {row['p95_ms']} | "
+            f"{row['errors']} | {row['cpu_ms_per_rerun']} |"
         )
-    if results.get("payload"):
-        payload = results["payload"]
-        sizes = ", ".join(
-            f"{raw / 1e6:.2f} MB ({wire / 1e6:.2f} MB on the wire)"
-            for raw, wire in zip(payload["chart_bytes"], payload["chart_wire_bytes"], strict=True)
-        )
+    lines += ["", "Server CPU per rerun over the minimal page's around it, per round (median):", ""]
+    for page in dict.fromkeys(row["page"] for row in paired if row["page"] != "minimal"):
+        values = cost_ratios(paired, page)
+        shown = ", ".join(f"{value:.2f}" for value in values)
+        lines.append(f"- {SCENARIOS[page].title}: {shown} (median {statistics.median(values):.2f})")
+    return lines
+
+
+def _gc_on(rows: list[dict[str, Any]]) -> list[str]:
+    """The self-attention page with Streamlit's post-run gc.collect() on."""
+    lines = ["", "## The same self-attention page with Streamlit's post-run gc.collect() on (the default)", ""]
+    lines += ["| users | reruns/s | p50 ms | p95 ms | server CPU ms/rerun | RSS MB |", "|---|---|---|---|---|---|"]
+    for row in rows:
         lines.append(
-            f"- {payload['tokens']}-token page (all tokens different): heatmap message {sizes}; one rerun "
-            f"{payload['rerun_s']} s from request to finished script (one user)"
+            f"| {row['users']} | {row['reruns_per_s']} | {row['p50_ms']} | {row['p95_ms']} | "
+            f"{row['cpu_ms_per_rerun']} | {row['rss_mb']} |"
         )
-    if results.get("model"):
-        model = results["model"]
-        compute = ", ".join(
-            f"{tokens} tokens {timing['p50_ms']} ms (p90 {timing['p90_ms']})"
-            for tokens, timing in model["compute"].items()
-            if tokens != "threads"
+    return lines
+
+
+def _memory(memory: dict[str, Any]) -> list[str]:
+    """The server's memory after n reruns."""
+    series = ", ".join(f"{n}: {mb:.0f}" for n, mb in memory["samples"])
+    return ["", f"## Memory over {memory['reruns']} reruns (10 users, MB after n reruns)", "", series]
+
+
+def _browser(browser: dict[str, Any]) -> list[str]:
+    """Chromium's figures: a control change to the new heatmap, a new visitor's first chart, the cold start."""
+    lines = ["", "## Browser (Chromium, control change -> updated heatmap)", ""]
+    for timing in [browser[key] for key in ("small", "large", "minimal")] + browser.get("model", []):
+        lines.append(
+            f"- {timing['label']}: p50 {timing['p50_ms']:.0f} ms, p95 {timing['p95_ms']:.0f} ms "
+            f"({len(timing['samples'])} changes)"
         )
-        lines += [
-            "",
-            "## Pretrained model (all-MiniLM-L6-v2)",
-            "",
-            f"- Load in a fresh process after torch: {', '.join(f'{s:.3f} s' for s in model['load']['load_s'])}; "
-            f"first sentence after loading: {model['load']['first_run_s_median']:.3f} s",
-            f"- All 6 x 12 heads, every intermediate traced ({model['compute']['threads']} threads): {compute}",
-            "- The model page under load (128 tokens) is in the load table above.",
-        ]
-    return "\n".join(lines) + "\n"
+    for name, visit in (browser.get("first_chart") or {}).items():
+        shown = ", ".join(f"{value:.2f}" for value in visit["samples"])
+        lines.append(f"- A new visitor opens {SCENARIOS[name].title}: first chart after {shown} s (median "
+                     f"{visit['median_s']:.2f} s)")  # fmt: skip
+    runs = ", ".join(f"{run['render_s']:.2f} s" for run in browser["cold_runs"])
+    lines.append(
+        f"- Cold start to first rendered page: {runs} (health answered after {browser['cold_health_s']:.2f} s, "
+        f"median); the minimal page, same harness: {browser['cold_minimal_render_s']:.2f} s"
+    )
+    return lines
+
+
+def _payload(payload: dict[str, Any]) -> list[str]:
+    """The large page's heatmap message, raw and on the wire, and one rerun's time (a line after the browser's)."""
+    sizes = ", ".join(
+        f"{raw / 1e6:.2f} MB ({wire / 1e6:.2f} MB on the wire)"
+        for raw, wire in zip(payload["chart_bytes"], payload["chart_wire_bytes"], strict=True)
+    )
+    return [
+        f"- {payload['tokens']}-token page (all tokens different): heatmap message {sizes}; one rerun "
+        f"{payload['rerun_s']} s from request to finished script (one user)"
+    ]
+
+
+def _model(model: dict[str, Any]) -> list[str]:
+    """The pretrained model: its load, and all its heads computed at each length."""
+    compute = ", ".join(
+        f"{tokens} tokens {timing['p50_ms']} ms (p90 {timing['p90_ms']})"
+        for tokens, timing in model["compute"].items()
+        if tokens != "threads"
+    )
+    return [
+        "",
+        "## Pretrained model (all-MiniLM-L6-v2)",
+        "",
+        f"- Load in a fresh process after torch: {', '.join(f'{s:.3f} s' for s in model['load']['load_s'])}; "
+        f"first sentence after loading: {model['load']['first_run_s_median']:.3f} s",
+        f"- All 6 x 12 heads, every intermediate traced ({model['compute']['threads']} threads): {compute}",
+        "- The model page under load (128 tokens) is in the load table above.",
+    ]
+
+
+# The sections of the steps a run took, in the report's order: each gets its step's results.
+STEP_SECTIONS: tuple[tuple[str, Callable[[Any], list[str]]], ...] = (
+    ("paired", _paired),
+    ("gc_on", _gc_on),
+    ("memory", _memory),
+    ("browser", _browser),
+    ("payload", _payload),
+    ("model", _model),
+)
 
 
 def html_chart(results: dict[str, Any]) -> str:

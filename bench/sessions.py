@@ -8,7 +8,7 @@ sentence of its own, ~15 WordPieces; a "model128" session opens the model page w
 toggles a view control), and stay connected. The replica's RSS before and after, divided by the
 sessions, is what one session of that page holds; the pages are measured one after another in one process, so the
 last line is a replica holding all of them at once. Sessions are opened one at a time: this measures what sessions
-keep, not what concurrent runs need while they compute (bench/classload.py measures that).
+keep, not what concurrent runs need while they compute (bench/classload/ measures that).
 """
 
 from __future__ import annotations

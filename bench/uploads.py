@@ -4,10 +4,11 @@
     python -m bench.uploads --only proxy           # one of them
 
 Two app replicas (`python -m attnviz.app.server app.py`, one cookie secret) run behind nginx with the project's site
-file (bench/classload.py's Cluster). Simulated browsers open the self-attention page through the proxy (a session, its
-cookies, its XSRF token), then PUT files to `/_stcore/upload_file/<their session>/<a new file id>`, each under a file
-id of its own, as fast as 8 connections allow, as the issue's attacker did. The replica that holds the first session
-is measured (resident memory, sampled every 50 ms); with several sessions, those on the other replica sit out.
+file (the class load test's Cluster, bench/classload/cluster.py). Simulated browsers open the self-attention page
+through the proxy (a session, its cookies, its XSRF token), then PUT files to
+`/_stcore/upload_file/<their session>/<a new file id>`, each under a file id of its own, as fast as 8 connections
+allow, as the issue's attacker did. The replica that holds the first session is measured (resident memory, sampled
+every 50 ms); with several sessions, those on the other replica sit out.
 
 - proxy: one session, 1,000 files of 0.99 MB through the proxy (the issue: 350 -> 1,842 MiB in 7.2 s).
 - direct: the same straight to the replica, as on a single container without the proxy.
@@ -32,7 +33,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from bench.classload import Cluster
+from bench.classload.cluster import Cluster
 from testkit.procstat import machine
 from testkit.uploads import ISSUE_SIZE, FloodResult, run_flood
 

@@ -7,6 +7,7 @@
 - testkit.proxyclient: a simulated browser tab that goes through the proxy (`ProxyUser`).
 - testkit.uploads: the upload flood of issue 36 and the replica's memory while it runs.
 - testkit.cgroups, testkit.procstat: real control groups with CPU and memory limits; CPU and memory from /proc.
+- testkit.functionlength: how long each function is, for the checks that keep functions short.
 
 `tests/` and `bench/` both import testkit; testkit imports neither, and they never import each other
 (tests/test_layers.py checks all three).

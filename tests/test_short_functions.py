@@ -5,26 +5,15 @@ with its reason."""
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
+
+from testkit.functionlength import MAX_LINES, long_functions, too_long
 
 ROOT = Path(__file__).resolve().parent.parent
 CHECKED = ("attnviz/app/ui", "attnviz/figures")
-MAX_LINES = 60
 
 # (module, function): why it may be longer. Keep it short; an entry that is no longer needed fails the test too.
 LONGER: dict[tuple[str, str], str] = {}
-
-
-def long_functions(source: str, limit: int = MAX_LINES) -> list[tuple[str, int]]:
-    """(name, lines) of every function in `source` longer than `limit` lines, nested ones and methods included."""
-    found = []
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            lines = node.end_lineno - node.lineno + 1
-            if lines > limit:
-                found.append((node.name, lines))
-    return found
 
 
 def checked_modules() -> list[Path]:
@@ -32,13 +21,8 @@ def checked_modules() -> list[Path]:
 
 
 def test_no_function_is_longer_than_the_limit_without_a_reason():
-    too_long = {}
-    for path in checked_modules():
-        module = path.relative_to(ROOT).as_posix()
-        for name, lines in long_functions(path.read_text(encoding="utf-8")):
-            if (module, name) not in LONGER:
-                too_long[f"{module}:{name}"] = lines
-    assert too_long == {}, f"split these (at most {MAX_LINES} lines), or name them in LONGER with a reason"
+    found = too_long(ROOT, checked_modules(), LONGER)
+    assert found == {}, f"split these (at most {MAX_LINES} lines), or name them in LONGER with a reason"
 
 
 def test_every_longer_function_named_is_still_there_and_still_long():

@@ -3,7 +3,7 @@
 The budget (attnviz/app/budget.py) bounds what one change costs. It does not bound how often: a crafted link reopened
 again and again, or long sentences pasted into the model page in new sessions, each cost up to the budget and
 arrive back to back. In one process they also hold Python's GIL while they build charts, so every student's small
-rerun waits behind them. The class load test (bench/classload.py) measured it: with three such clients beside 30
+rerun waits behind them. The class load test (bench/classload/) measured it: with three such clients beside 30
 students, the students' p95 went from 72 ms to 178 ms and each replica peaked over its memory limit, because
 several large runs were in memory at once.
 

@@ -2,7 +2,7 @@
 
 Two malloc arenas. glibc gives each thread that meets contention an arena of its own, up to 8 per core, and an arena
 keeps the memory its thread freed. A server's script threads come and go, so the freed memory of large reruns stayed
-spread over many arenas: in the class load test (bench/classload.py) each replica peaked over its 1536 MiB limit and
+spread over many arenas: in the class load test (bench/classload/) each replica peaked over its 1536 MiB limit and
 settled at 1.1-1.3 GB. With two arenas (as MALLOC_ARENA_MAX=2 would set) the same load peaked at ~1.1 GB. Set before
 Streamlit starts its threads; elsewhere than glibc nothing changes.
 

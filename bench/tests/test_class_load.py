@@ -1,4 +1,4 @@
-"""A class cannot knock the app over: the class load test (bench/classload.py), small enough for every CI run.
+"""A class cannot knock the app over: the class load test (bench/classload/), small enough for every CI run.
 
 Two real replicas behind the real nginx with the project's site file; 8 simulated students on every page, going
 through the proxy as browsers do; each adversary of the full test twice (the crafted link, 254-WordPiece model
