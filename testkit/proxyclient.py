@@ -176,6 +176,10 @@ class ProxyUser(SimulatedUser):
         self.closed_at: float | None = None
         self._reader: asyncio.Task[None] | None = None
         self.rest_marks: tuple[int, int] | None = None  # the marks from which the run after a first paint counts
+        # A browser fires the first paint's watcher once it has drawn the chart, which may be well after the run:
+        # with `chart_later`, the watcher waits (`waiting_watcher`) until `ask_for_the_rest` fires it
+        self.chart_later = False
+        self.waiting_watcher = ""
         self._asking: set[asyncio.Task[None]] = set()  # the watcher's triggers being sent
         self._cond = asyncio.Condition()
 
@@ -436,16 +440,33 @@ class ProxyUser(SimulatedUser):
             return
         if self.finishes[-1].status not in FINISHED_OK:
             return
+        if self.chart_later:
+            self.waiting_watcher = widget_id
+            return
         self.rest_marks = (len(self.finishes), len(self.exceptions))
         task = asyncio.get_running_loop().create_task(self._send_drawn(widget_id))
         self._asking.add(task)
         task.add_done_callback(self._asking.discard)
 
+    async def ask_for_the_rest(self) -> tuple[int, int]:
+        """Fire the watcher that waits for the chart to be drawn (`chart_later`): the rest of the first paint, sent
+        with the tab's widget values; return the marks of its run."""
+        widget_id, self.waiting_watcher = self.waiting_watcher, ""
+        if not widget_id:
+            raise ScriptError("no first paint waits for its chart")
+        return await self._trigger(widget_id)
+
     async def _send_drawn(self, widget_id: str) -> None:
         """The watcher's trigger: a rerun of its fragment."""
-        trigger_id, payload = trigger_state(widget_id)
         with contextlib.suppress(DisconnectedError):  # the tab's reconnect sends its own first run
-            await self.send_rerun(self.fragment_of(widget_id), [WidgetState(id=trigger_id, json_trigger_value=payload)])
+            await self._trigger(widget_id)
+
+    async def _trigger(self, widget_id: str) -> tuple[int, int]:
+        """Send the trigger of the watcher `widget_id` with the tab's widget values; the marks of its run."""
+        trigger_id, payload = trigger_state(widget_id)
+        return await self.send_rerun(
+            self.fragment_of(widget_id), [WidgetState(id=trigger_id, json_trigger_value=payload)]
+        )
 
     def _element(self, fwd: ForwardMsg) -> None:
         element = fwd.delta.new_element

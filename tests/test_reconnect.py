@@ -8,14 +8,19 @@ back), and a rerun of a fragment the new session did not hold yet was dropped by
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from streamlit.proto.BackMsg_pb2 import BackMsg
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from streamlit.runtime.app_session import AppSession
 from streamlit.testing.v1 import AppTest
 
 from attnviz.app.streamlit_patches import fragments
+from testkit.proxyclient import ProxyUser
+from testkit.server import StreamlitServer
+from tests.loop import run_in_own_loop
 from tests.test_app import KERNEL, ROOT, SELF
 
 TEMPERATURE = "w:self:temperature"
@@ -164,3 +169,61 @@ def test_a_reconnect_after_fewer_query_heads_offers_a_kv_count_that_divides_them
     assert not at.exception, [e.value for e in at.exception]
     assert at.selectbox(key="w:modern:kv_heads").value == 1
     assert len(at.warning) == 1 and "3" in at.warning[0].value
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[StreamlitServer]:
+    """The app served by its launcher (the Streamlit patches installed), for clients that speak its websocket."""
+    with StreamlitServer("app.py", log_name="reconnect") as srv:
+        yield srv
+
+
+@pytest.mark.parametrize(
+    ("page", "link", "key", "kind", "value", "param"),
+    [
+        ("Self_attention", "s=attention+is+all+you+need&T=0.5&c=1", "w:self:causal", "bool", False, "c"),
+        ("Kernel_attention", "p=d2l_toy_regression", "w:kernel:bandwidth", "double", 0.632, "bw"),
+    ],
+)
+def test_a_change_sent_during_a_reconnects_first_paint_is_not_taken_back_by_the_rest_of_the_page(
+    server: StreamlitServer, page: str, link: str, key: str, kind: str, value: Any, param: str
+) -> None:
+    """A tab that had changed nothing since it opened its link reconnects to a new session and sends no widget
+    values, so the new session's first run is a first paint: it draws no controls, and the rest of the page follows
+    once the browser has drawn the chart (`attnviz.app.ui.common.first_paint`). The student changes a control in
+    the meantime; the new session holds the control's fragment by then, so the change stays a fragment rerun, which
+    runs after the first run and, still a first paint, does not draw the control either. The rest of the page then
+    wrote the link's value back over the student's: the class load test lost a causal mask this way (runs seen:
+    whole page, fragment, cut short for a rerun, whole page, the link unchanged)."""
+
+    async def scenario() -> tuple[list[int], dict[str, str], object]:
+        user = ProxyUser(server.url, page, link)
+        try:
+            await user.open()
+            user.session_id = ""  # its replica died: the new websocket gets a new session
+            await user.connect()
+            user.chart_later = True
+            first = await user.send_rerun()  # the tab changed nothing: no widget values
+            await user.wait_run(first)
+            assert user.waiting_watcher, "the new session's first run was not a first paint"
+            user.set_widget(key, kind, value)
+            change = await user.send_rerun(user.fragment_of(key))
+            await user.wait_run(change)
+            await user.wait_run(await user.ask_for_the_rest())
+            statuses = [finish.status for finish in user.finishes[first[0] :]]
+            return statuses, user.params(), user.value_of(key)
+        finally:
+            await user.close()
+
+    statuses, params, shown = run_in_own_loop(scenario())
+    whole, fragment, early = (
+        ForwardMsg.FINISHED_SUCCESSFULLY,
+        ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY,
+        ForwardMsg.FINISHED_EARLY_FOR_RERUN,
+    )
+    assert statuses == [whole, fragment, early, whole]  # the runs the class load test saw
+    assert shown == value  # the control was not set back on the screen
+    if kind == "bool":
+        assert param not in params  # the causal mask off: out of the link
+    else:
+        assert params.get(param) == f"{value}"

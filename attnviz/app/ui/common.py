@@ -261,15 +261,22 @@ def _after_first_paint() -> None:
     the browser has drawn the main chart (`watch_first_chart`); rerun by the watcher's trigger, it runs the whole page,
     now with everything. That run does not register this fragment again.
 
-    Every widget of the first paint is sent again in that run with its value as one the app set. A browser that
-    has not yet rendered a widget of the first paint (a page still busy with its charts) never saw the value the
-    link gave it, only the run after, which without this would name no value: the widget would show its default and
-    send it back with the next change (a link's seed 4 became 0 after the next click)."""
+    Every widget of the first paint whose value the browser did not send with the trigger is sent again in that run
+    with its value as one the app set. A browser that has not yet rendered a widget of the first paint (a page still
+    busy with its charts) never saw the value the link gave it, only the run after, which without this would name no
+    value: the widget would show its default and send it back with the next change (a link's seed 4 became 0 after
+    the next click).
+
+    The values the browser sent are on its screen already and are left alone. One of them may be a control that the
+    first paint did not draw and that the student changed meanwhile (a page that reconnected without sending any
+    value has a first paint too). Streamlit keeps such a value by widget id until the widget is drawn, so reading its
+    key gives the value the session loaded from the link: written back, it replaced the student's change in the run
+    after (the class load test lost a reconnected student's causal mask this way; tests/test_reconnect.py)."""
     if not script_run.rerunning_this_fragment():
         pending("sidebar")
         watch_first_chart(token=script_run.session_id() or "")
         return
-    settings.write_back_widgets()
+    settings.write_back_widgets(skip=sent_by_browser())
     st.session_state[FIRST_PAINT_KEY] = False
     st.rerun(scope="app")
 
