@@ -535,3 +535,14 @@ def test_a_bad_state_file_is_named_on_the_page_and_the_page_keeps_its_state():
     assert at.query_params["T"] == "2"
     at.run()  # the message was said; the file is gone
     assert not at.error and at.query_params["T"] == "2"
+
+
+@pytest.mark.parametrize("page", [SELF, CROSS])
+def test_the_repeated_tokens_note_names_this_sentences_repeated_tokens(page):
+    """The note under the chart named "the·1 and the·7" on every page, also on the cross page, whose sentence repeats
+    "the" at 1 and 5. It names the first repeated token at its first two positions, counted from 1 as the axes do."""
+    at = run_page(page, s="a cat saw a dog and a bird")
+    captions = [caption.value for caption in at.caption]
+    assert any(says(text, "attention.repeated_tokens", first="a·1", second="a·4") for text in captions), captions
+    unique = run_page(page, s="one cat saw two dogs")
+    assert not any(says(caption.value, "attention.repeated_tokens") for caption in unique.caption)

@@ -47,6 +47,7 @@ from attnviz.app.ui.settings import begin_run, labeller, md_escape, presenting, 
 from attnviz.app.ui.share import share_box
 from attnviz.core.fields import field
 from attnviz.core.multihead import head_counts
+from attnviz.figures.style import POSITION_MARK
 from attnviz.models.bert import MODEL_NAME, ModelUnavailableError
 
 
@@ -281,9 +282,22 @@ def _controls_and_results(session: PageSession, state: AttentionState, inputs: A
                 except ValueError as exc:
                     show_error(exc)
                 else:
-                    if len(set(inputs.query_labels)) < len(inputs.query_labels):
-                        (side or st).caption(tr("attention.repeated_tokens"))
+                    repeated = repeated_example(inputs.query_labels)
+                    if repeated is not None:
+                        (side or st).caption(tr("attention.repeated_tokens", first=repeated[0], second=repeated[1]))
                     results = draw_results(session, state, inputs, side=side)
     if results is not None:
         below_main_chart(results.below)
     share_box(session, params, lambda p: decode_attention(p, session.page), extra=results and results.export)
+
+
+def repeated_example(labels: list[str]) -> tuple[str, str] | None:
+    """The axis labels of the first token that occurs twice, as the charts mark them (1-based positions:
+    ("the·1", "the·7")), escaped for Markdown; None when no token repeats."""
+    seen: dict[str, int] = {}
+    for position, label in enumerate(labels, start=1):
+        if label in seen:
+            text = md_escape(str(label))
+            return f"{text}{POSITION_MARK}{seen[label]}", f"{text}{POSITION_MARK}{position}"
+        seen[label] = position
+    return None
