@@ -163,3 +163,23 @@ def test_the_comparison_view_at_1400_px_has_every_title_colour_bar_and_label_apa
         assert part["ticks"] == 16, part  # every one of the 16 keys
         for other in parts[i + 1 :]:
             assert not _overlap(part["chart"], other["chart"]), (part, other)
+
+
+_TITLE_LINES_JS = """() => {
+  const title = document.querySelector('[data-testid="stMain"] h1');
+  const range = document.createRange();
+  range.selectNodeContents(title);
+  const tops = new Set([...range.getClientRects()].filter((r) => r.width > 0).map((r) => Math.round(r.top)));
+  return [title.innerText, tops.size];
+}"""
+
+
+@pytest.mark.parametrize("path", ["Pretrained_model", "Modern_attention"])
+def test_on_a_phone_a_page_title_that_fits_stays_on_one_line(new_page, server: StreamlitServer, path: str) -> None:
+    """Streamlit puts a link icon after every title; on a 390 px phone "Pretrained model" and "Modern attention"
+    fit, but the icon wrapped to a second line and left a blank band under the title."""
+    page: Page = new_page(viewport=PHONE)
+    goto(page, server.url_for(path))
+    wait_for_plotly(page, count=1)
+    title, lines = page.evaluate(_TITLE_LINES_JS)
+    assert lines == 1, (title, lines)

@@ -47,7 +47,7 @@ def page_frame(page: str, link_warnings: bool = False) -> None:
         initial_sidebar_state="collapsed" if settings.presenting() else "auto",
     )
     st.html(settings.PAGE_CSS + (settings.PRESENTATION_CSS if settings.presenting() else ""))  # the app's own
-    st.title(tr(about.title))
+    st.title(tr(about.title), anchor=False)  # no link icon: the page's address is its link, and on a phone it wrapped
     if not settings.presenting():  # on a projector the teacher says it, and the first chart needs the room
         st.caption(tr(about.intro))
     with st.sidebar:
