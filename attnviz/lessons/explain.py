@@ -156,8 +156,9 @@ def _softmax_step(query: _QueryRow) -> Step:
     )
 
 
-def _sum_step(query: _QueryRow) -> Step:
-    """Step 5: the output, the values weighted by the query's weights."""
+def _sum_step(query: _QueryRow, value_columns: int = 8) -> Step:
+    """Step 5: the output, the values weighted by the query's weights; the table shows the first `value_columns`
+    components of each value."""
     output, values, weights = query.trace.output[query.row].tolist(), query.trace.values.tolist(), query.weights
     terms = [f"{_num(w)} × v{j + 1}" for j, w in enumerate(weights) if w > 0][:MAX_TERMS]
     more = " + …" if sum(w > 0 for w in weights) > MAX_TERMS else ""
@@ -169,9 +170,9 @@ def _sum_step(query: _QueryRow) -> Step:
         columns=[
             t("explain.key", query.lang),
             t("explain.weight", query.lang),
-            *[f"v[{i + 1}]" for i in range(min(len(output), 8))],
+            *[f"v[{i + 1}]" for i in range(min(len(output), value_columns))],
         ],
-        rows=[[k, w, *v[:8]] for k, w, v in zip(query.key_labels, weights, values, strict=True)],
+        rows=[[k, w, *v[:value_columns]] for k, w, v in zip(query.key_labels, weights, values, strict=True)],
     )
 
 
@@ -182,9 +183,11 @@ def explain_row(
     key_labels: list[str],
     lang: str = DEFAULT_LANGUAGE,
     score_module: Any = None,
+    value_columns: int = 8,
 ) -> list[Step]:
     """Score, scale, mask, softmax and weighted sum of values for query `row` of an unbatched trace, in `lang`
-    (a trained model's learned score passes its `score_module`, whose weights step 1 then uses)."""
+    (a trained model's learned score passes its `score_module`, whose weights step 1 then uses). The last step's
+    table shows the first `value_columns` components of each value (a narrow column holds fewer)."""
     if trace.batched:
         raise ValueError("explain_row takes an unbatched trace (one sequence, one head)")
     num_queries = trace.weights.shape[0]
@@ -197,7 +200,7 @@ def explain_row(
         _scale_step(query),
         _mask_step(query),
         _softmax_step(query),
-        _sum_step(query),
+        _sum_step(query, value_columns),
     ]
     return _numbered(steps)
 

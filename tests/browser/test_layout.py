@@ -183,3 +183,16 @@ def test_on_a_phone_a_page_title_that_fits_stays_on_one_line(new_page, server: S
     wait_for_plotly(page, count=1)
     title, lines = page.evaluate(_TITLE_LINES_JS)
     assert lines == 1, (title, lines)
+
+
+def test_the_model_pages_worked_steps_fit_their_column_at_1400(new_page, server: StreamlitServer) -> None:
+    """The neuron view's worked steps sit in the results column: with eight of each value's components the table
+    was 946 px in a 673 px box and cut off at v[4] (its scrollbar hidden until touched)."""
+    page: Page = new_page(viewport=DESK)
+    goto(page, server.url_for("Pretrained_model"))
+    wait_for_plotly(page, count=3)  # the model view, the head view and the neuron view: the steps come with the last
+    table = page.locator('[data-testid="stMain"] [data-testid="stMarkdownContainer"] table').last
+    table.wait_for(timeout=30000)
+    scroll, client = table.evaluate("(t) => [t.scrollWidth, t.clientWidth]")
+    assert scroll <= client, (scroll, client)
+    assert "v[1]" in table.locator("th").all_inner_texts()  # the worked steps' table, with the values' components

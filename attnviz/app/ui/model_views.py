@@ -19,6 +19,10 @@ from attnviz.lessons.explain import explain_row
 from attnviz.models.bert import BertTrace
 from attnviz.models.bert_views import MAX_THUMBNAIL, head_view, head_weights, pooled_labels, thumbnails
 
+# The neuron view's worked steps sit in the results column (three quarters of the page): six columns of the softmax's
+# numbers and three of each value's 32 components fit its width at 1400 px; eight made the table scroll in its box.
+NEURON_VALUE_COLUMNS = 3
+
 
 def model_view_section(
     state: ModelState,
@@ -121,7 +125,14 @@ def neuron_view_section(state: ModelState, trace: BertTrace, tokens: list[str]) 
         shared_value(
             row,
             lambda: work_panel_content(
-                explain_row(trace.head(state.layer - 1, head - 1), token, tokens[token], tokens, language)
+                explain_row(
+                    trace.head(state.layer - 1, head - 1),
+                    token,
+                    tokens[token],
+                    tokens,
+                    language,
+                    value_columns=NEURON_VALUE_COLUMNS,
+                )
             ),
         ),
         heading=tr("model.neuron_heading", token=tokens[token], layer=state.layer, head=head),
