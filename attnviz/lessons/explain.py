@@ -75,20 +75,21 @@ class _QueryRow(NamedTuple):
     weights: list[float]
 
     def tr(self, key: str, **params: object) -> str:
-        """The message `key` in this row's language. Call it as a plain `tr(...)` (`tr = query.tr`) or as
-        `t(key, query.lang)`: the message extractor finds `tr(` and `t(`, not `query.tr(`."""
+        """The message `key` in this row's language. Steps bind it as `tr = query.tr` and call `tr(...)`: the message
+        extractor finds `tr(`, not `query.tr(`."""
         return t(key, self.lang, **params)
 
 
 def _score_step(query: _QueryRow, score_module: Any) -> Step:
     """Step 1: each key's score a(q, k_j), the first one worked out."""
+    tr = query.tr
     spec = SCORES.get(query.trace.score)
     working = score_working(query.trace, query.row, 0, score_module)  # its lines, each its own formula
     return Step(
-        t("explain.score", query.lang, query=query.query_label),
+        tr("explain.score", query=query.query_label),
         spec.formula if spec else r"a(\mathbf q, \mathbf k)",
-        note=t("explain.first_key", query.lang) + "\n\n".join(f" ${line}$" for line in working.split(LINE)),
-        columns=[t("explain.key", query.lang), t("explain.score_column", query.lang)],
+        note=tr("explain.first_key") + "\n\n".join(f" ${line}$" for line in working.split(LINE)),
+        columns=[tr("explain.key"), tr("explain.score_column")],
         rows=[[k, s] for k, s in zip(query.key_labels, query.scores, strict=True)],
         note_is_latex=True,
     )
@@ -159,17 +160,18 @@ def _softmax_step(query: _QueryRow) -> Step:
 def _sum_step(query: _QueryRow, value_columns: int = 8) -> Step:
     """Step 5: the output, the values weighted by the query's weights; the table shows the first `value_columns`
     components of each value."""
+    tr = query.tr
     output, values, weights = query.trace.output[query.row].tolist(), query.trace.values.tolist(), query.weights
     terms = [f"{_num(w)} × v{j + 1}" for j, w in enumerate(weights) if w > 0][:MAX_TERMS]
     more = " + …" if sum(w > 0 for w in weights) > MAX_TERMS else ""
     shown = ", ".join(_num(x) for x in output[:16]) + (", …" if len(output) > 16 else "")
     return Step(
-        t("explain.weighted_sum", query.lang),
+        tr("explain.weighted_sum"),
         rf"\mathbf o_{{{_tex_label(query.query_label)}}} = \sum_j \alpha_j \mathbf v_j",
         note=f"o = {' + '.join(terms) or '0'}{more} = [{shown}]",
         columns=[
-            t("explain.key", query.lang),
-            t("explain.weight", query.lang),
+            tr("explain.key"),
+            tr("explain.weight"),
             *[f"v[{i + 1}]" for i in range(min(len(output), value_columns))],
         ],
         rows=[[k, w, *v[:value_columns]] for k, w, v in zip(query.key_labels, weights, values, strict=True)],
