@@ -1,0 +1,8 @@
+"""The live class: a teacher's session drives, the students' sessions follow, the class answers questions.
+
+    store.py         the shared state's interface (`ClassStore`), its records, limits and `open_store(url)`
+    sqlite_store.py  the default backend: one file under the data folder, for one server (`make run`)
+    redis_store.py   the backend for several replicas (ATTNVIZ_CLASS_STORE=redis://host:6379/0)
+
+A class's state is a page's link parameters, validated by the page's codec like any link: nothing of it runs as code.
+"""
