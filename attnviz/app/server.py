@@ -8,8 +8,9 @@ Streamlit starts its threads; elsewhere than glibc nothing changes.
 
 Then the patches of Streamlit's server (attnviz/app/streamlit_patches: TCP_NODELAY, no fragment input lost after a
 reconnect, a run's messages handed to the event loop in batches, widgets that look up their own key, no
-developer-menu messages from clients in a class, uploads capped, long links read and ignored ones reported), each
-explained, measured and fingerprinted there, installed under the one Streamlit release they were checked against.
+developer-menu messages from clients in a class, uploads capped, long links read and ignored ones reported,
+the live class's version endpoint), each explained, measured and fingerprinted there, installed under the one
+Streamlit release they were checked against.
 
 Then it hands over to Streamlit's own command line.
 """
@@ -36,7 +37,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     """`streamlit run <argv...>` with two malloc arenas and every patch of attnviz.app.streamlit_patches installed."""
     limit_malloc_arenas()  # before anything starts a thread
     from attnviz.app import streamlit_patches
+    from attnviz.app.classroom import follow, store
+    from attnviz.app.streamlit_patches import routes
 
+    watcher = follow.VersionWatcher(store.shared_store)  # the live class's followers ask it for the class's version
+    routes.add_route(follow.ROUTE, follow.version_endpoint(watcher))
     streamlit_patches.install()
     streamlit_patches.streamlit_command_line(["run", *(sys.argv[1:] if argv is None else argv)])
 

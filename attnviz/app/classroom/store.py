@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import secrets
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -89,6 +90,9 @@ class ClassStore(Protocol):
     def create(self, teacher_hash: str, page: str, params: dict[str, str], now: float) -> ClassState:
         """A new class with a fresh code; AttnvizError("class_limit") at MAX_CLASSES."""
 
+    def is_teacher(self, code: str, teacher_hash: str) -> bool:
+        """Whether `teacher_hash` is the hash of the class's teacher secret (False for a class that is gone)."""
+
     def get(self, code: str) -> ClassState | None:
         """The class of `code`, None if there is none (never created, ended or expired)."""
 
@@ -156,3 +160,16 @@ def open_store(url: str | None = None) -> ClassStore:
 
         return RedisStore(url)
     raise AttnvizError("class_store_url", url=url)
+
+
+_SHARED: dict[str, ClassStore] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_store() -> ClassStore:
+    """The store of this server process (at default_url()), opened once and used by every session and request."""
+    url = default_url()
+    with _SHARED_LOCK:
+        if url not in _SHARED:
+            _SHARED[url] = open_store(url)
+        return _SHARED[url]

@@ -9,6 +9,7 @@ Patches the launcher installs (`install`, called by `python -m attnviz.app.serve
     developer_messages  a class server drops the developer menu's messages from clients
     uploads             uploads capped per session and in all; `forget_upload` drops a file the page has read
     long_links          long links are read; a link Streamlit ignores is reported (`ignored_link`)
+    routes              attnviz's own HTTP routes (`add_route`: the live class's version endpoint)
 
 Private reads the pages use (small named functions, imported from their modules):
     plotly_chart        st.plotly_chart's element from a figure's JSON made once (`plotly_json_chart`)
@@ -44,6 +45,7 @@ def install() -> None:
         fragments,
         long_links,
         nodelay,
+        routes,
         script_events,
         uploads,
         widget_state,
@@ -57,6 +59,7 @@ def install() -> None:
     uploads.cap_uploads()
     long_links.read_long_links()
     long_links.report_ignored_links()  # after keep_input_of_unknown_fragments: it wraps that request_rerun
+    routes.serve_added_routes()
 
 
 def streamlit_command_line(args: Sequence[str]) -> None:

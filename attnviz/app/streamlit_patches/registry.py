@@ -218,10 +218,27 @@ PATCHES: tuple[Patch, ...] = (
         recheck="the trigger id format of components v2",
         targets=("streamlit.components.v2.bidi_component.main._make_trigger_id",),
     ),
+    Patch(
+        name="added_routes",
+        module="routes",
+        summary="attnviz's own HTTP routes (the live class's version endpoint) ahead of Streamlit's in its route list",
+        gain="no figure: a student's browser asks for the class's version over HTTP instead of rerunning its page "
+        "every second (the live-class benchmark measures what a follower costs)",
+        upstream="st.App(routes=...) (https://github.com/streamlit/streamlit/pull/13537) adds routes, but only "
+        "under the ASGI launcher, not the one these patches were checked against",
+        recheck="that create_streamlit_routes still builds the whole route list and create_starlette_app calls it "
+        "by its module name",
+        targets=(
+            "streamlit.web.server.starlette.starlette_app.create_streamlit_routes",
+            "streamlit.web.server.starlette.starlette_app.create_starlette_app",
+        ),
+    ),
 )
 
 # The source each target had in the Streamlit release checked (version.CHECKED_STREAMLIT), by `fingerprint`
 FINGERPRINTS: dict[str, str] = {
+    "streamlit.web.server.starlette.starlette_app.create_streamlit_routes": "3caa04acf55738ae",
+    "streamlit.web.server.starlette.starlette_app.create_starlette_app": "9ac1368f83fd511f",
     "streamlit.web.server.starlette.starlette_server._bind_socket": "a688999b57449b67",
     "streamlit.runtime.app_session.AppSession.request_rerun": "9a3ffc8a4bdc4d7a",
     "streamlit.runtime.app_session.AppSession.has_fragment": "628afbc0503f37d4",
