@@ -3,7 +3,8 @@
 import streamlit as st
 
 from attnviz import PRESETS
-from attnviz.app.ui.common import chart, page_frame
+from attnviz.app.ui.common import chart
+from attnviz.app.ui.frame import page_frame
 from attnviz.app.ui.navigation import PAGES
 from attnviz.app.ui.settings import current_language, palette, tr
 from attnviz.figures import attention as figures

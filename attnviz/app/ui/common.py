@@ -1,4 +1,4 @@
-"""Page frame, URL <-> state synchronisation, charts and small shared widgets."""
+"""Charts, the first paint, and small widgets every page shares (the page frame is in frame.py)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,6 @@ from attnviz.app.streamlit_patches.plotly_chart import plotly_json_chart
 from attnviz.app.streamlit_patches.script_run import DeltaGenerator
 from attnviz.app.ui import offline, settings
 from attnviz.app.ui.chart_drawn import watch_first_chart
-from attnviz.app.ui.navigation import app_page
 from attnviz.app.ui.plotly_element import figure_json
 from attnviz.app.ui.session import sent_by_browser
 from attnviz.app.ui.settings import md_escape, tr
@@ -30,34 +29,6 @@ from attnviz.figures.plotting import FigureSpec, figure_specs
 # pandas is imported here, with the module every page imports first, and not lazily by Streamlit inside two script
 # threads at once: that race gave a restarted replica's first two model-page sessions "partially initialized module
 # 'pandas'" (the class load test's reconnect check). Importing common is serialised by the import lock.
-
-
-def page_frame(page: str, link_warnings: bool = False) -> None:
-    """Page config, title and the shared sidebar (settings first); every page calls this first. `page` names its row
-    of the navigation table (its icon, title and intro). The link's bad settings are shown with the page's own link
-    warnings, or here (`link_warnings`) on a page without a state of its own."""
-    about = app_page(page)
-    warnings = settings.from_link()
-    offline.begin(page)
-    settings.begin_run()
-    st.set_page_config(
-        page_title=f"{tr(about.title)} · attnviz",
-        page_icon=about.icon,
-        layout="wide",
-        initial_sidebar_state="collapsed" if settings.presenting() else "auto",
-    )
-    st.html(settings.PAGE_CSS + (settings.PRESENTATION_CSS if settings.presenting() else ""))  # the app's own
-    st.title(tr(about.title), anchor=False)  # no link icon: the page's address is its link, and on a phone it wrapped
-    if not settings.presenting():  # on a projector the teacher says it, and the first chart needs the room
-        st.caption(tr(about.intro))
-    with st.sidebar:
-        if _begin_first_paint(page):  # the sidebar comes after the main chart
-            _after_first_paint()
-        else:
-            settings.sidebar_controls()
-            st.caption(tr("frame.sidebar"))
-    for warning in warnings if link_warnings else ():
-        st.warning(settings.error_text(warning), icon="⚠️")
 
 
 def inputs_box() -> Any:
@@ -233,7 +204,7 @@ def first_paint() -> bool:
     return st.session_state.get(FIRST_PAINT_KEY) is True
 
 
-def _begin_first_paint(page: str) -> bool:
+def begin_first_paint(page: str) -> bool:
     """Decide once per session (on the page it opens first) whether its runs start as a first paint: a browser's,
     with no widget values sent, on a page whose controls sit beside its main chart."""
     if FIRST_PAINT_KEY not in st.session_state:
@@ -256,7 +227,7 @@ def below_main_chart(draw: Callable[[], None]) -> None:
 
 
 @st.fragment
-def _after_first_paint() -> None:
+def after_first_paint() -> None:
     """Registered in a first paint's runs, where it leaves the sidebar's placeholder and the watcher that tells when
     the browser has drawn the main chart (`watch_first_chart`); rerun by the watcher's trigger, it runs the whole page,
     now with everything. That run does not register this fragment again.

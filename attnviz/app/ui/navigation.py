@@ -2,7 +2,7 @@
 interface language.
 
 The page files live in app_pages/, not in a folder named pages/, which Streamlit would also discover (and then run a
-deep link's page file without the router). Each page file draws its own frame (`common.page_frame`), so that a page
+deep link's page file without the router). Each page file draws its own frame (`frame.page_frame`), so that a page
 file also runs alone (the tests' AppTest).
 """
 
