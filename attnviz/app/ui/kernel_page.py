@@ -19,7 +19,7 @@ from attnviz.app.state import (
     decode_kernel,
     encode_kernel,
 )
-from attnviz.app.ui import fieldwidgets
+from attnviz.app.ui import fieldwidgets, live
 from attnviz.app.ui.common import beside_chart, chart, controls_and_results, first_paint, inputs_box, pending
 from attnviz.app.ui.editors import (
     colour_range_picker,
@@ -164,7 +164,10 @@ def _controls_and_results(state: KernelState, ready: bool) -> None:
         if side is not None and state.preset:
             with side:
                 preset_note(state.preset)
-        if ready:
+        if ready and live.answers_hidden():
+            with charts:
+                live.answer_hidden_note()
+        elif ready:
             with charts:
                 _draw(state, side)
         share_box(SESSION, SESSION.publish(state, encode_kernel), decode_kernel)

@@ -10,7 +10,7 @@ import torch
 
 from attnviz.app.learned_state import HEADS, LEARNED_FIELDS, LearnedState, decode_learned, encode_learned
 from attnviz.app.training.jobs import QUEUE
-from attnviz.app.ui import fieldwidgets
+from attnviz.app.ui import fieldwidgets, live
 from attnviz.app.ui.common import chart, inputs_box, shared_value
 from attnviz.app.ui.editors import selected_row
 from attnviz.app.ui.learned_training import (
@@ -69,14 +69,17 @@ def learned_page() -> None:
     st.subheader(tr("learned.try_heading"))
     if not exact:
         st.info(tr("learned.shipped_until_trained", seed=state.seed, steps=run.settings.steps), icon="ℹ️")
-    if ready:
+    hidden = live.answers_hidden()
+    if hidden:
+        live.answer_hidden_note()
+    elif ready:
         if task == "dates":
             _try_dates(state, run)
         else:
             state = _try_sequence(state, run)
     st.subheader(tr("learned.learn_heading"))
     state = training_controls(state)
-    state = history(state)
+    state = state if hidden else history(state)
     params = SESSION.publish(state, encode_learned)
     share_box(SESSION, params, decode_learned)
 

@@ -20,7 +20,7 @@ import streamlit as st
 from attnviz.app.links import ignored_link_warning, link_problem
 from attnviz.app.streamlit_patches import sent_widgets
 from attnviz.app.streamlit_patches.long_links import ignored_link
-from attnviz.app.ui import settings
+from attnviz.app.ui import live, settings
 
 Convert = dict[str, Callable[[Any], Any]]  # state value -> the value its widget holds (e.g. numbers -> text)
 
@@ -217,6 +217,7 @@ class PageSession:
         self.state = state
         params = encode(state)
         self.link = params
+        live.published(self.page, params)  # a teacher's page goes to the class; a student's change is exploring
         full = settings.with_settings(params)  # the link keeps the language, palette and presentation mode
         # A query string the browser could not bring back is not written: the share box offers a state file.
         shown = full if link_problem(full) is None else settings.with_settings({})

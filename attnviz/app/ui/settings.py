@@ -40,7 +40,12 @@ LANG = Setting("lang", DEFAULT_LANGUAGE, tuple(LANGUAGES))
 PALETTE = Setting("pal", "cividis", tuple(PALETTES))
 PRESENTATION = Setting("pm", "0", ("0", "1"))
 SETTINGS = (LANG, PALETTE, PRESENTATION)
-PARAMS = {setting.param for setting in SETTINGS}
+# The live class (attnviz/app/ui/live.py): ?class=CODE joins a class and stays in the links of a session in one;
+# ?teach=SECRET is the teacher's own link, taken into the session and removed from the address at once.
+CLASS_PARAM = "class"
+TEACH_PARAM = "teach"
+CLASS_KEY = "attnviz_live"  # the session's Membership in a class (live.py); its code goes in every link
+PARAMS = {setting.param for setting in SETTINGS} | {CLASS_PARAM, TEACH_PARAM}
 
 
 # The settings of the current script run, read once per run: a page asks for the language dozens of times, and
@@ -161,8 +166,11 @@ def replace_link(params: dict[str, str]) -> None:
 
 
 def with_settings(params: dict[str, str]) -> dict[str, str]:
-    """A page's link parameters plus every setting that is not at its default."""
+    """A page's link parameters plus every setting that is not at its default, and the class the session is in."""
     extra = {s.param: get(s) for s in SETTINGS if get(s) != s.default}
+    code = getattr(st.session_state.get(CLASS_KEY), "code", None)
+    if code:
+        extra[CLASS_PARAM] = code
     return {**params, **extra}
 
 

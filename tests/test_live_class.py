@@ -1,0 +1,163 @@
+"""The live class in sessions (AppTest, one process, the SQLite store): a teacher starts a class, students join with
+its link, follow each change, explore on their own and come back; the class's state is validated like a link; the
+teacher's secret never reaches the page a class sees; only the teacher's session changes the class."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from attnviz.app.classroom import store as class_store
+from attnviz.app.ui import live
+from attnviz.app.ui.settings import CLASS_KEY
+from attnviz.i18n import t
+
+ROOT = Path(__file__).resolve().parent.parent
+SELF, KERNEL = "app_pages/self_attention.py", "app_pages/kernel_attention.py"
+
+
+@pytest.fixture(autouse=True)
+def own_store(tmp_path, monkeypatch):
+    """Each test its own SQLite file (the server's default store, in a folder of its own)."""
+    monkeypatch.setenv("ATTNVIZ_CLASS_STORE", f"sqlite:///{tmp_path / 'classes.sqlite3'}")
+    yield class_store.shared_store()
+
+
+def session(script: str = "app.py", **params: str) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=90)
+    for key, value in params.items():
+        at.query_params[key] = value
+    at.run()
+    if script != "app.py":
+        at.switch_page(script)
+        at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def membership(at: AppTest) -> live.Membership | None:
+    found = at.session_state[CLASS_KEY] if CLASS_KEY in at.session_state else None
+    return found
+
+
+def start_class(at: AppTest) -> str:
+    """Open the sidebar's live-class section and press Start, as a teacher does."""
+    at.session_state["live:open"] = True
+    at.run()
+    at.button(key="live:start").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    found = membership(at)
+    assert found is not None and found.teacher
+    return found.code
+
+
+def page_text(at: AppTest) -> str:
+    parts = [e.value for e in [*at.markdown, *at.caption, *at.info, *at.warning, *at.code, *at.title]]
+    parts += [e.label for e in at.expander]
+    return "\n".join(str(p) for p in parts)
+
+
+def test_a_teacher_starts_a_class_and_it_holds_the_teachers_page(own_store):
+    teacher = session(SELF)
+    teacher.number_input(key="w:self:temperature").set_value(0.5).run()
+    code = start_class(teacher)
+    state = own_store.get(code)
+    assert state is not None and state.page == "self"
+    assert state.params.get("T") == "0.5", state.params
+    assert code in page_text(teacher)  # the code on the projected page
+    assert membership(teacher).secret not in page_text(teacher)  # never the secret
+    assert teacher.query_params.get("class") == [code]
+
+
+def test_students_follow_the_teachers_changes_and_page(own_store):
+    teacher = session(SELF)
+    code = start_class(teacher)
+    student = session(**{"class": code})  # the join link opens the home page of the app
+    found = membership(student)
+    assert found is not None and not found.teacher and found.following
+    assert student.number_input(key="w:self:temperature").value == pytest.approx(1.0)  # the teacher's page
+    teacher.number_input(key="w:self:temperature").set_value(0.25).run()
+    assert own_store.get(code).params.get("T") == "0.25"
+    student.run()
+    assert student.number_input(key="w:self:temperature").value == pytest.approx(0.25)
+    assert t("live.following", "en", code=code) in page_text(student)
+    teacher.switch_page(KERNEL).run()
+    assert own_store.get(code).page == "kernel"
+    student.run()
+    assert [title.value for title in student.title] == [t("kernel.title")]
+
+
+def test_a_student_explores_and_comes_back(own_store):
+    teacher = session(SELF)
+    code = start_class(teacher)
+    student = session(SELF, **{"class": code})
+    student.number_input(key="w:self:temperature").set_value(3.0).run()
+    assert not membership(student).following  # a change of their own: exploring
+    teacher.number_input(key="w:self:temperature").set_value(0.5).run()
+    student.run()
+    assert student.number_input(key="w:self:temperature").value == pytest.approx(3.0)  # left alone
+    student.button(key="live:back").click().run()
+    assert membership(student).following
+    assert student.number_input(key="w:self:temperature").value == pytest.approx(0.5)
+
+
+def test_an_unknown_code_is_named_and_the_page_works(own_store):
+    student = session(SELF, **{"class": "ZZZZZZ"})
+    assert membership(student) is None
+    assert any("ZZZZZZ" in e.value for e in student.info), [e.value for e in student.info]
+    assert "class" not in student.query_params
+    assert student.number_input(key="w:self:temperature").value == pytest.approx(1.0)
+
+
+def test_markup_in_a_code_is_shown_literally(own_store):
+    student = session(SELF, **{"class": "<b>*x*</b>"})
+    shown = [e.value for e in student.info]
+    assert any("\\<b\\>" in text or "`" in text for text in shown), shown
+
+
+def test_failed_joins_are_limited_per_client(own_store):
+    student = session(SELF)
+    for _ in range(class_store.JOIN_ATTEMPTS):
+        own_store.failed_join("?", time.time())
+    student.query_params["class"] = "ABCDEF"
+    student.run()
+    assert any(t("error.class_join_wait", "en", minutes=10)[:20] in e.value for e in student.info)
+
+
+def test_the_class_ends_for_everyone(own_store):
+    teacher = session(SELF)
+    code = start_class(teacher)
+    student = session(SELF, **{"class": code})
+    teacher.button(key="live:end").click().run()
+    assert own_store.get(code) is None
+    student.run()
+    assert membership(student) is None
+    assert t("live.class_ended") in page_text(student)
+
+
+def test_a_reloaded_teacher_keeps_control_with_the_teacher_link(own_store):
+    teacher = session(SELF)
+    code = start_class(teacher)
+    secret = membership(teacher).secret
+    again = session(SELF, **{"class": code, "teach": secret})
+    assert membership(again).teacher
+    assert "teach" not in again.query_params  # the secret leaves the address at once
+    again.number_input(key="w:self:temperature").set_value(2.0).run()
+    assert own_store.get(code).params.get("T") == "2.0"
+    wrong = session(SELF, **{"class": code, "teach": "not-the-secret"})
+    assert membership(wrong) is None
+
+
+def test_a_students_session_cannot_change_the_class(own_store):
+    teacher = session(SELF)
+    code = start_class(teacher)
+    student = session(SELF, **{"class": code})
+    before = own_store.get(code).version
+    found = membership(student)
+    found.role = "teacher"  # a forged role: the store still wants the teacher's secret
+    student.number_input(key="w:self:temperature").set_value(4.0).run()
+    assert own_store.get(code).version == before
+    assert own_store.get(code).params.get("T") is None
