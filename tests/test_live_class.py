@@ -39,8 +39,7 @@ def session(script: str = "app.py", **params: str) -> AppTest:
 
 
 def membership(at: AppTest) -> live.Membership | None:
-    found = at.session_state[CLASS_KEY] if CLASS_KEY in at.session_state else None
-    return found
+    return at.session_state[CLASS_KEY] if CLASS_KEY in at.session_state else None  # noqa: SIM401 (no .get)
 
 
 def start_class(at: AppTest) -> str:

@@ -45,7 +45,7 @@ def _offers(page: str, params: dict[str, str]) -> list[questions.Offer]:
         return []
 
 
-# ----- the teacher -----------------------------------------------------------------------------------------------------
+# ----- the teacher ----------------------------------------------------------------------------------------------------
 def question_for_teacher(page: str, current: live.View) -> None:
     """Ask a question about this page, follow the answers, reveal them, close it."""
     state = current.state
@@ -154,7 +154,7 @@ def _answer_count(code: str, question_id: int) -> None:
     st.metric(tr("live.answered_label"), tr("live.answered", answered=answered, joined=joined))
 
 
-# ----- the student -----------------------------------------------------------------------------------------------------
+# ----- the student ----------------------------------------------------------------------------------------------------
 def question_for_student(page: str, current: live.View) -> None:
     """The open question with a place to answer, or the revealed one with the class's answers and one's own."""
     state, found = current.state, current.member
@@ -213,7 +213,7 @@ def _send(question: Question, key: str) -> None:
     found.answers[question.id] = stored
 
 
-# ----- the reveal --------------------------------------------------------------------------------------------------------
+# ----- the reveal -----------------------------------------------------------------------------------------------------
 def _reveal_view(code: str, question: Question, own: Any, answered: bool = False) -> None:
     """The class's answers beside the truth (a chart the class shares), the commonest wrong answer, and one's own."""
     lang = current_language()
