@@ -225,6 +225,19 @@ def test_model_page_the_chosen_head_and_the_shown_tokens(model):
     assert default.spec["truth"] == [int(trace.attentions[5, 11, 0].argmax())]
 
 
+def test_model_page_a_pair_asks_about_one_sentence_looking_at_the_other(model):
+    params = {"s": "Where is the cat?", "s2": "The cat is on the mat.", "pt": "ab"}
+    trace = model.run("Where is the cat?", "The cat is on the mat.")
+    first = [i for i in range(len(trace.tokens)) if int(trace.type_ids[i]) == 0]  # [CLS] A [SEP]
+    second = [i for i in range(len(trace.tokens)) if int(trace.type_ids[i]) == 1]  # B [SEP]
+    assert [i for i, _ in kinds(offers("model", params, model=model))["top_key"]] == first
+    query = trace.tokens.index("where")
+    question = make_question("model", params, "top_key", query, question_id=1, model=model)
+    assert len(question.spec["options"]) == len(second)
+    weights = trace.attentions[5, 11, query]  # layer 6, head 12: the page's default
+    assert question.spec["truth"] == [max(range(len(second)), key=lambda n: float(weights[second[n]]))]
+
+
 # --- the learned page ---------------------------------------------------------------------------------------------
 
 
