@@ -366,6 +366,8 @@ def test_marking_at_the_tolerances_edges():
     assert is_correct(CHOICE, "1") and is_correct(CHOICE, "2") and not is_correct(CHOICE, "0")
     for stored in ("", "not json", "[1,", '"1"', "1.0", "true", "[0.2,0.3]", '["0.2","0.3","0.5"]', "9", None):
         assert not is_correct(CHOICE, stored) and not is_correct(ROW, stored)
+    for stored in ('"45.5"', "true", "[45.5]", "NaN", "Infinity", "1e400"):
+        assert not is_correct(NUMBER, stored)
 
 
 # --- the class's answers summed up --------------------------------------------------------------------------------

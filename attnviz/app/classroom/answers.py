@@ -110,18 +110,23 @@ def parse_answer(question: Question, raw: Any) -> str:
     return json.dumps(checked(question, raw), separators=(",", ":"))
 
 
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 def read_answer(question: Question, stored: Any) -> Any:
     """A stored answer's value, checked as `parse_answer` checks it; None when it cannot be read."""
     if not isinstance(stored, str) or len(stored.encode()) > MAX_ANSWER_BYTES:
         return None
     try:
         value = json.loads(stored)
+        numbers = value if question.kind == "row" and isinstance(value, list) else [value]
         if question.kind in CHOICE_KINDS and not isinstance(value, int):
             return None  # 1.0 or "1" were never stored by parse_answer
         if question.kind == "row" and not isinstance(value, list):
             return None
-        if question.kind == "row" and not all(isinstance(x, int | float) and not isinstance(x, bool) for x in value):
-            return None
+        if question.kind in ("row", "number") and not all(_is_number(x) for x in numbers):
+            return None  # "0.5" was never stored by parse_answer
         return checked(question, value)
     except (ValueError, RecursionError):  # JSON errors and AttnvizError are ValueErrors
         return None
