@@ -8,6 +8,7 @@ from typing import Any
 
 from attnviz.app.state import Decoded
 from attnviz.core.fields import Field, decode_fields, encode_fields
+from attnviz.figures.style import POSITION_MARK
 from attnviz.models.learned.dates import MAX_PROBE_LENGTH
 from attnviz.models.learned.induction import MAX_LENGTH
 from attnviz.models.learned.train import DEFAULT_PROBES, DEFAULT_STEPS, MAX_STEPS, TASKS, TrainSettings
@@ -15,6 +16,7 @@ from attnviz.models.learned.train import DEFAULT_PROBES, DEFAULT_STEPS, MAX_STEP
 MAX_SEED = 9999
 MAX_SEQUENCE_TEXT = 4 * MAX_LENGTH  # "A B C ..." with spaces and commas
 HEADS = 4  # the induction model's 2 layers x 2 heads, numbered 1-4 on the page
+ABLATION_EXAMPLES = 500  # held-out sequences for the heads' scores and the accuracy without each head
 
 
 @dataclass(frozen=True)
@@ -70,3 +72,18 @@ def decode_learned(params: Mapping[str, Any]) -> Decoded:
 def encode_learned(state: LearnedState) -> dict[str, str]:
     """Compact link parameters: only what differs from the default."""
     return encode_fields(state, LearnedState(), LEARNED_FIELDS, set())
+
+
+def output_labels(output: str) -> list[str]:
+    """The ISO date's characters as row labels, each with its position (its digits repeat)."""
+    return [f"{character}{POSITION_MARK}{index + 1}" for index, character in enumerate(output)]
+
+
+def visible(text: str) -> list[str]:
+    """A date's characters as labels, a space shown as ␣ (an empty label reads as a missing one)."""
+    return ["␣" if character == " " else character for character in text]
+
+
+def recorded_step(steps: list[int], asked: int) -> int:
+    """The snapshot a step asked for shows: the last recorded step at or before it (the first, if none is)."""
+    return max((step for step in steps if step <= asked), default=steps[0])

@@ -8,7 +8,16 @@ from dataclasses import replace
 import streamlit as st
 import torch
 
-from attnviz.app.learned_state import HEADS, LEARNED_FIELDS, LearnedState, decode_learned, encode_learned
+from attnviz.app.learned_state import (
+    ABLATION_EXAMPLES,
+    HEADS,
+    LEARNED_FIELDS,
+    LearnedState,
+    decode_learned,
+    encode_learned,
+    output_labels,
+    visible,
+)
 from attnviz.app.training.jobs import QUEUE
 from attnviz.app.ui import fieldwidgets, live
 from attnviz.app.ui.common import chart, inputs_box, shared_value
@@ -17,11 +26,9 @@ from attnviz.app.ui.learned_training import (
     SESSION,
     capped_steps,
     history,
-    output_labels,
     shipped_run,
     training_controls,
     translation,
-    visible,
 )
 from attnviz.app.ui.messages import show_warning
 from attnviz.app.ui.settings import current_language, md_escape, palette, tr
@@ -36,8 +43,6 @@ from attnviz.lessons.explain import explain_row
 from attnviz.models.bert_views import token_labels
 from attnviz.models.learned import dates, induction
 from attnviz.models.learned.train import TrainingRun
-
-ABLATION_EXAMPLES = 500  # held-out sequences for the heads' scores and the accuracy without each head
 
 
 def model_run(state: LearnedState) -> tuple[TrainingRun, bool]:

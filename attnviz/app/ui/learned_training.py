@@ -8,7 +8,14 @@ from dataclasses import replace
 
 import streamlit as st
 
-from attnviz.app.learned_state import LEARNED_FIELDS, LearnedState, default_steps
+from attnviz.app.learned_state import (
+    LEARNED_FIELDS,
+    LearnedState,
+    default_steps,
+    output_labels,
+    recorded_step,
+    visible,
+)
 from attnviz.app.training.jobs import QUEUE, OneAtATimeError, QueueFullError, Requester
 from attnviz.app.ui import fieldwidgets
 from attnviz.app.ui.client import client_address, session_token
@@ -18,7 +25,6 @@ from attnviz.app.ui.settings import current_language, error_text, md_escape, pal
 from attnviz.core.fields import field
 from attnviz.figures import learned as learned_figures
 from attnviz.figures.attention import AttentionGrid
-from attnviz.figures.style import POSITION_MARK
 from attnviz.models.learned import induction
 from attnviz.models.learned.seq2seq import Translation, translate_texts
 from attnviz.models.learned.train import MAX_STEPS, Snapshot, TrainingRun, TrainSettings, checkpoint_path, load_run
@@ -56,16 +62,6 @@ def training_controls(state: LearnedState) -> LearnedState:
         help=tr("learned.steps_help", default=default_steps(state.task), most=most),
     )
     return replace(state, seed=int(seed), steps=int(steps))
-
-
-def output_labels(output: str) -> list[str]:
-    """The ISO date's characters as row labels, each with its position (its digits repeat)."""
-    return [f"{character}{POSITION_MARK}{index + 1}" for index, character in enumerate(output)]
-
-
-def visible(text: str) -> list[str]:
-    """A date's characters as labels, a space shown as ␣ (an empty label reads as a missing one)."""
-    return ["␣" if character == " " else character for character in text]
 
 
 def translation(run: TrainingRun, text: str) -> Translation:
@@ -181,7 +177,7 @@ def _snapshots(state: LearnedState, run: TrainingRun) -> LearnedState:
     key = SESSION.key("step")
     asked = SESSION.current(key, int, steps[-1])
     if asked not in steps or key not in st.session_state:  # the last recorded step at or before the one asked for
-        st.session_state[key] = max((step for step in steps if step <= asked), default=steps[0])
+        st.session_state[key] = recorded_step(steps, asked)
     step = st.select_slider(tr("learned.step"), options=steps, key=key, help=tr("learned.step_help"))
     chosen = snapshots[steps.index(step)]
     st.caption(
