@@ -59,7 +59,7 @@ test: $(VENV)/.dev-deps $(MO_FILES)
 	bash scripts/system-deps.sh
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/hadolint Dockerfile deploy/nginx/Dockerfile
+	$(BIN)/hadolint Dockerfile deploy/nginx/Dockerfile deploy/redis/Dockerfile
 	$(BIN)/kubernetes-validate --strict --quiet deploy/k8s/*.yaml
 	$(BIN)/shellcheck deploy/smoke.sh deploy/docker/entrypoint.sh deploy/docker/pip.sh deploy/fetch-wheels.sh \
 		deploy/debian-base.sh deploy/nginx/compose/start.sh scripts/system-deps.sh

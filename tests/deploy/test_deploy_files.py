@@ -20,10 +20,13 @@ from fnmatch import fnmatch
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path, PurePosixPath
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 import yaml
 
+from attnviz.app.classroom.redis_store import RedisStore
+from attnviz.app.classroom.store import open_store
 from attnviz.app.links import STATE_FILE_MAX_BYTES
 from testkit.nginx import JS_MODULE, REPO_ROOT, SITE_CONF, NginxProxy, nginx_binary, user_directive
 
@@ -38,9 +41,13 @@ def load_yaml(path: Path) -> list[dict[str, Any]]:
     return [doc for doc in yaml.safe_load_all(path.read_text(encoding="utf-8")) if doc]
 
 
+REDIS_MANIFEST = DEPLOY / "k8s" / "redis.yaml"
+
+
 def manifests() -> dict[str, dict[str, Any]]:
-    """deploy/k8s/*.yaml by kind."""
-    found = {doc["kind"]: doc for path in sorted((DEPLOY / "k8s").glob("*.yaml")) for doc in load_yaml(path)}
+    """The app's manifests in deploy/k8s/*.yaml by kind (the live class's Redis, in redis.yaml, apart)."""
+    paths = sorted(path for path in (DEPLOY / "k8s").glob("*.yaml") if path != REDIS_MANIFEST)
+    found = {doc["kind"]: doc for path in paths for doc in load_yaml(path)}
     assert set(found) >= {"Deployment", "Service", "Ingress", "HorizontalPodAutoscaler"}, sorted(found)
     return found
 
@@ -417,6 +424,60 @@ def test_k8s_manifests_agree() -> None:
     assert (target["kind"], target["name"]) == ("Deployment", deployment["metadata"]["name"])
     secret = next(e for e in container["env"] if e["name"] == "ATTNVIZ_COOKIE_SECRET")
     assert secret["valueFrom"]["secretKeyRef"]["name"] == "attnviz-cookie-secret"
+
+
+def redis_options(command: list[str]) -> dict[str, str]:
+    """`redis-server --name value ...` as {name: value}."""
+    assert command[0] == "redis-server"
+    names, values = command[1::2], command[2::2]
+    assert all(name.startswith("--") for name in names) and len(names) == len(values)
+    return {name.removeprefix("--"): value for name, value in zip(names, values, strict=True)}
+
+
+def assert_persistent_store(options: dict[str, str]) -> None:
+    """Redis as the class store needs it: an append-only file flushed at each write (a restart or a crash loses no
+    answer), no snapshots, and no key dropped when memory is full."""
+    assert (options["appendonly"], options["appendfsync"], options["save"]) == ("yes", "always", "")
+    assert options["maxmemory-policy"] == "noeviction"
+
+
+def test_compose_gives_every_replica_one_persistent_redis() -> None:
+    """The replicas' class store is the redis service, unpublished; its data is on a volume of its own."""
+    compose = load_yaml(REPO_ROOT / "compose.yaml")[0]
+    app, redis = compose["services"]["app"], compose["services"]["redis"]
+    default = re.fullmatch(r"\$\{ATTNVIZ_CLASS_STORE:-(.+)\}", app["environment"]["ATTNVIZ_CLASS_STORE"])
+    url = urlsplit(default.group(1))
+    assert (url.scheme, url.hostname, url.port) == ("redis", "redis", 6379) and str(url.port) in redis["expose"]
+    assert isinstance(open_store(default.group(1)), RedisStore)  # a URL the app reads (it connects on first use)
+    options = redis_options(redis["command"])
+    assert_persistent_store(options)
+    volume, mount = redis["volumes"][0].split(":")
+    assert volume in compose["volumes"] and mount == options["dir"] and "ports" not in redis
+    assert app["depends_on"]["redis"] == {"condition": "service_started"}  # the app runs without it, and reconnects
+    assert f"WORKDIR {mount}" in (DEPLOY / "redis" / "Dockerfile").read_text(encoding="utf-8")
+
+
+def test_k8s_gives_every_pod_one_persistent_redis() -> None:
+    """redis.yaml: one Redis pod with its claim, behind the Service the Deployment's ATTNVIZ_CLASS_STORE names, run
+    with Compose's options; the app's Service does not select it."""
+    found = {doc["kind"]: doc for doc in load_yaml(REDIS_MANIFEST)}
+    service, redis = found["Service"], found["StatefulSet"]
+    pod = redis["spec"]["template"]
+    (container,) = pod["spec"]["containers"]
+    assert redis["spec"]["selector"]["matchLabels"] == pod["metadata"]["labels"] == service["spec"]["selector"]
+    assert redis["spec"]["replicas"] == 1 and service["spec"]["selector"] != manifests()["Service"]["spec"]["selector"]
+    (port,) = service["spec"]["ports"]
+    assert container["ports"] == [{"name": port["targetPort"], "containerPort": 6379}]
+    (app,) = manifests()["Deployment"]["spec"]["template"]["spec"]["containers"]
+    url = urlsplit(next(e["value"] for e in app["env"] if e["name"] == "ATTNVIZ_CLASS_STORE"))
+    assert (url.scheme, url.hostname, url.port) == ("redis", service["metadata"]["name"], port["port"])
+    options = redis_options(container["args"])
+    assert_persistent_store(options)
+    assert options == redis_options(load_yaml(REPO_ROOT / "compose.yaml")[0]["services"]["redis"]["command"])
+    (claim,) = redis["spec"]["volumeClaimTemplates"]
+    assert container["volumeMounts"] == [{"name": claim["metadata"]["name"], "mountPath": options["dir"]}]
+    assert pod["spec"]["securityContext"]["runAsNonRoot"] is True
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
 
 
 def test_every_way_of_running_the_app_has_the_same_upload_caps() -> None:

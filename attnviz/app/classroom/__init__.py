@@ -1,6 +1,8 @@
 """The live class: a teacher's session drives, the students' sessions follow, the class answers questions.
 
     store.py         the shared state's interface (`ClassStore`), its records, limits and `open_store(url)`
+    records.py       those records, limits and codes (store.py names them too; the backends import them here)
+    backend.py       what both backends share: the limits' checks, the records' JSON, the error when unreachable
     sqlite_store.py  the default backend: one file under the data folder, for one server (`make run`)
     redis_store.py   the backend for several replicas (ATTNVIZ_CLASS_STORE=redis://host:6379/0)
     questions.py     the questions a page's state allows, their truths, the answers marked, summed up, as CSV

@@ -5,82 +5,58 @@ A class is a row of plain values: its code, a version that grows with every chan
 and its link parameters, and the question open or revealed. Its students and their answers sit beside it. The teacher
 is whoever holds the secret the class was created with; the store keeps only its SHA-256 and checks it on every
 change. Every value is JSON or text: the store never unpickles or evaluates anything.
+
+The records, limits and codes are defined in records.py (the backends import them from there) and named here too.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
-import secrets
 import threading
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
-from attnviz.core.errors import AttnvizError
+from attnviz.app.classroom.records import (
+    CODE_ALPHABET,
+    CODE_LENGTH,
+    IDLE_SECONDS,
+    JOIN_ATTEMPTS,
+    JOIN_WINDOW_SECONDS,
+    MAX_ANSWER_BYTES,
+    MAX_CLASSES,
+    MAX_NICKNAME,
+    MAX_PARAMS_BYTES,
+    MAX_STUDENTS,
+    ClassState,
+    Question,
+    new_code,
+    new_secret,
+    normal_code,
+    secret_hash,
+)
+from attnviz.core.errors import AttnvizError, short
 
-# Limits, named in the messages that enforce them (and in README, "Run a live class")
-MAX_STUDENTS = 250  # per class
-MAX_CLASSES = 100  # per store (per server, or per Redis shared by the replicas)
-MAX_NICKNAME = 24  # characters
-MAX_ANSWER_BYTES = 2048  # an answer's JSON
-MAX_PARAMS_BYTES = 512 * 1024  # a class's link parameters as JSON (a link's own limit: attnviz/app/links.py)
-IDLE_SECONDS = 3 * 3600  # a class nobody changed for this long ends by itself
-JOIN_ATTEMPTS = 10  # failed joins per client ...
-JOIN_WINDOW_SECONDS = 600  # ... within this window, then the client waits
-
-CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I/L: read off a projector
-CODE_LENGTH = 6  # 31**6 = 887 million codes
-
-
-def new_code() -> str:
-    """A random class code."""
-    return "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
-
-
-def normal_code(text: str) -> str | None:
-    """A code as typed (any case, spaces, dashes) in its normal form; None if it cannot be a code."""
-    code = "".join(str(text).split()).replace("-", "").upper()[: CODE_LENGTH + 1]
-    if len(code) != CODE_LENGTH or any(char not in CODE_ALPHABET for char in code):
-        return None
-    return code
-
-
-def new_secret() -> str:
-    """A teacher's secret (the class's control rests on it)."""
-    return secrets.token_urlsafe(24)
-
-
-def secret_hash(secret: str) -> str:
-    """What the store keeps of a teacher's secret."""
-    return hashlib.sha256(secret.encode()).hexdigest()
-
-
-@dataclass(frozen=True)
-class Question:
-    """A question the teacher asked: `id` counts the class's questions from 1; `kind` names its type; `spec` holds
-    what the students see and the truth (plain JSON values); `revealed`: the answers are shown."""
-
-    id: int
-    kind: str
-    spec: dict[str, Any]
-    revealed: bool = False
-
-
-@dataclass(frozen=True)
-class ClassState:
-    """A class as its students see it."""
-
-    code: str
-    follow_id: str  # random, public: the students' browsers ask for the version under it (never the code)
-    version: int
-    page: str  # the page's catalogue name ("self", "model", ...)
-    params: dict[str, str]  # the page's link parameters
-    question: Question | None
-    created: float
-    updated: float
-    questions_asked: int = 0  # how many questions this class has had (the next one's id is this + 1)
-    extra: dict[str, Any] = field(default_factory=dict)
+__all__ = [
+    "CODE_ALPHABET",
+    "CODE_LENGTH",
+    "IDLE_SECONDS",
+    "JOIN_ATTEMPTS",
+    "JOIN_WINDOW_SECONDS",
+    "MAX_ANSWER_BYTES",
+    "MAX_CLASSES",
+    "MAX_NICKNAME",
+    "MAX_PARAMS_BYTES",
+    "MAX_STUDENTS",
+    "ClassState",
+    "ClassStore",
+    "Question",
+    "default_url",
+    "new_code",
+    "new_secret",
+    "normal_code",
+    "open_store",
+    "secret_hash",
+]
 
 
 class ClassStore(Protocol):
@@ -159,7 +135,7 @@ def open_store(url: str | None = None) -> ClassStore:
         from attnviz.app.classroom.redis_store import RedisStore
 
         return RedisStore(url)
-    raise AttnvizError("class_store_url", url=url)
+    raise AttnvizError("class_store_url", url=short(url.split("@")[-1], 80))  # never a password
 
 
 _SHARED: dict[str, ClassStore] = {}
