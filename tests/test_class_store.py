@@ -397,6 +397,7 @@ def every_method(store: ClassStore, code: str) -> dict[str, Callable[[], object]
         "expire": lambda: store.expire(NOW),
         "failed_join": lambda: store.failed_join("10.0.0.1", NOW),
         "failed_joins": lambda: store.failed_joins("10.0.0.1", NOW),
+        "is_teacher": lambda: store.is_teacher(code, TEACHER),
     }
     protocol = {name for name, _ in inspect.getmembers(ClassStore, inspect.isfunction) if not name.startswith("_")}
     assert set(calls) == protocol

@@ -11,7 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from attnviz.app.classroom import store as class_store
-from attnviz.app.ui import live
+from attnviz.app.ui import live, live_questions
 from attnviz.app.ui.settings import CLASS_KEY
 from attnviz.i18n import t
 
@@ -27,13 +27,14 @@ def own_store(tmp_path, monkeypatch):
 
 
 def session(script: str = "app.py", **params: str) -> AppTest:
+    """A new session through the router, on `script`, opened from a link with `params`."""
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=90)
+    if script != "app.py":
+        at.run()
+        at.switch_page(script)
     for key, value in params.items():
         at.query_params[key] = value
     at.run()
-    if script != "app.py":
-        at.switch_page(script)
-        at.run()
     assert not at.exception, [e.value for e in at.exception]
     return at
 
@@ -68,7 +69,7 @@ def test_a_teacher_starts_a_class_and_it_holds_the_teachers_page(own_store):
     assert state.params.get("T") == "0.5", state.params
     assert code in page_text(teacher)  # the code on the projected page
     assert membership(teacher).secret not in page_text(teacher)  # never the secret
-    assert teacher.query_params.get("class") == [code]
+    assert teacher.query_params.get("class") == code  # the class stays in the address
 
 
 def test_students_follow_the_teachers_changes_and_page(own_store):
@@ -145,7 +146,7 @@ def test_a_reloaded_teacher_keeps_control_with_the_teacher_link(own_store):
     assert membership(again).teacher
     assert "teach" not in again.query_params  # the secret leaves the address at once
     again.number_input(key="w:self:temperature").set_value(2.0).run()
-    assert own_store.get(code).params.get("T") == "2.0"
+    assert own_store.get(code).params.get("T") == "2"
     wrong = session(SELF, **{"class": code, "teach": "not-the-secret"})
     assert membership(wrong) is None
 
@@ -160,3 +161,69 @@ def test_a_students_session_cannot_change_the_class(own_store):
     student.number_input(key="w:self:temperature").set_value(4.0).run()
     assert own_store.get(code).version == before
     assert own_store.get(code).params.get("T") is None
+
+
+def ask(teacher: AppTest, kind: str, about: int = 0) -> None:
+    teacher.selectbox(key="live:kind").set_value(kind).run()
+    if f"live:about:{kind}" in [s.key for s in teacher.selectbox]:
+        teacher.selectbox(key=f"live:about:{kind}").set_value(about).run()
+    teacher.button(key="live:ask").click().run()
+    assert not teacher.exception, [e.value for e in teacher.exception]
+
+
+def send(student: AppTest, value: object) -> AppTest:
+    """Answer the open question as a student does: choose or type, then Send."""
+    question = own_answerable(student)
+    if question.kind in ("top_key", "head"):
+        student.button_group[0].set_value(value)
+    else:
+        student.text_input(key=f"live:answer:{question.id}").set_value(str(value))
+    next(b for b in student.button if b.label == t("live.send")).click().run()
+    assert not student.exception, [e.value for e in student.exception]
+    return student
+
+
+def own_answerable(student: AppTest):
+    """The question open on a student's page."""
+    return student.session_state[live.VIEW_KEY].state.question
+
+
+def test_a_question_hides_the_answer_then_reveals_the_class_answers(own_store):
+    teacher = session(SELF)
+    code = start_class(teacher)
+    students = [session(SELF, **{"class": code}) for _ in range(3)]
+    charts_before = len(students[0].get("plotly_chart"))
+    ask(teacher, "top_key", 0)
+    question = own_store.get(code).question
+    assert question is not None and question.kind == "top_key" and not question.revealed
+    right = question.spec["truth"][0]
+    wrong = next(i for i in range(len(question.spec["options"])) if i not in question.spec["truth"])
+    for student in students:
+        student.run()
+        assert t("live.answer_hidden") in page_text(student)  # the page keeps the weights off the screen
+        assert len(student.get("plotly_chart")) < charts_before
+    assert t("live.answer_hidden") in page_text(teacher)  # the projected page too
+    send(students[0], right)
+    send(students[1], right)  # changed their mind below: the second answer replaces the first
+    send(students[1], wrong)
+    send(students[2], wrong)
+    stored = own_store.answers(code, question.id)
+    assert len(stored) == 3
+    teacher.run()
+    assert any(t("live.answered", answered=3, joined=3) == m.value for m in teacher.metric)
+    teacher.button(key="live:reveal").click().run()
+    assert own_store.get(code).question.revealed
+    assert "1 of 3 right" in page_text(teacher)
+    label = question.spec["options"][wrong]
+    assert t("live.commonest_wrong", answer=label, count=2).split(":")[0] in page_text(teacher)
+    assert f"({2} students)" in page_text(teacher) or "2 students" in page_text(teacher)
+    for student, good in zip(students, (True, False, False), strict=True):
+        student.run()
+        texts = [e.value for e in [*student.success, *student.warning]]
+        expected = "live.own_right" if good else "live.own_wrong"
+        assert any(t(expected, answer="§", truth="§").split("§")[0] in text for text in texts), texts
+        assert len(student.get("plotly_chart")) >= charts_before  # the page's own charts are back
+    assert len(teacher.get("plotly_chart")) >= 1
+    data = live_questions.class_answers_csv(membership(teacher))
+    rows = data.decode("utf-8-sig").strip().splitlines()
+    assert len(rows) == 1 + 3, rows

@@ -111,10 +111,15 @@ def _cookie(code: str, value: str) -> str:
     return f"{COOKIE_PREFIX}{code}={value}; Path=/; Max-Age={COOKIE_SECONDS}; SameSite=Strict"
 
 
+def _text(value: Any) -> str:
+    """A header's, cookie's or address's value as text ("" when there is none: a client that is not a browser)."""
+    return value if isinstance(value, str) else ""
+
+
 def _client() -> str:
     """Who is joining, for the limit on failed joins: the address the proxy saw, else the connection's."""
-    forwarded = st.context.headers.get("X-Forwarded-For", "") or ""
-    return (forwarded.split(",")[0].strip() or st.context.ip_address or "?")[:64]
+    forwarded = _text(st.context.headers.get("X-Forwarded-For"))
+    return (forwarded.split(",")[0].strip() or _text(st.context.ip_address) or "?")[:64]
 
 
 # ----- joining, starting, leaving ------------------------------------------------------------------------------------
@@ -143,7 +148,7 @@ def join(code_text: str, nickname: str = "") -> None:
         store.failed_join(client, now)
         notice(AttnvizError("class_unknown_code", code=short(code_text, 12)))
         return
-    cookie = st.context.cookies.get(COOKIE_PREFIX + code, "") or ""
+    cookie = _text(st.context.cookies.get(COOKIE_PREFIX + code))
     if cookie.startswith("t:") and store.is_teacher(code, secret_hash(cookie[2:])):
         st.session_state[MEMBER_KEY] = Membership(code=code, role="teacher", secret=cookie[2:], sent=None)
         return
