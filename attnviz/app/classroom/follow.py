@@ -25,6 +25,7 @@ from attnviz.app.classroom.store import ClassStore
 from attnviz.core.errors import AttnvizError
 
 POLL_SECONDS = 0.2  # how often the watcher reads the versions of the classes someone waits on
+EXPIRE_EVERY_SECONDS = 60.0  # how often the watcher ends the classes idle for IDLE_SECONDS (store.expire)
 HOLD_SECONDS = 20.0  # a long poll answers after this long without a change (under nginx's 60 s read timeout)
 FOLLOW_ID_CHARS = 64  # a follow id longer than this is not one (the store makes them ~22 characters)
 ROUTE = "_attnviz/class/{follow_id}/version"  # relative to the server's base path
@@ -39,6 +40,7 @@ class VersionWatcher:
         self._codes: dict[str, str | None] = {}  # follow id -> code (None: no such class), as the store said
         self._waiting: dict[str, list[tuple[int, asyncio.Future[dict[str, Any]]]]] = {}  # code -> (version, future)
         self._task: asyncio.Task[None] | None = None
+        self._expired_at = 0.0  # when the watcher last ended the idle classes
 
     async def code_of(self, follow_id: str) -> str | None:
         """The code of a follow id (asked of the store once per id and process; an unknown id is asked again)."""
@@ -68,8 +70,13 @@ class VersionWatcher:
                 self._waiting.pop(code, None)
 
     async def _watch(self) -> None:
-        """Read the versions of the classes waited on, every POLL_SECONDS, while anyone waits."""
+        """Read the versions of the classes waited on, every POLL_SECONDS, while anyone waits (and once a minute end
+        the classes nobody changed for IDLE_SECONDS: their students are told the class ended)."""
         while self._waiting:
+            if time.monotonic() - self._expired_at >= EXPIRE_EVERY_SECONDS:
+                self._expired_at = time.monotonic()
+                with contextlib.suppress(AttnvizError):
+                    await asyncio.to_thread(self._store().expire, time.time())
             codes = list(self._waiting)
             try:
                 versions = await asyncio.to_thread(self._store().versions, codes)

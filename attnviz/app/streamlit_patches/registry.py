@@ -224,8 +224,8 @@ PATCHES: tuple[Patch, ...] = (
         summary="attnviz's own HTTP routes (the live class's version endpoint) ahead of Streamlit's in its route list",
         gain="no figure: a student's browser asks for the class's version over HTTP instead of rerunning its page "
         "every second (the live-class benchmark measures what a follower costs)",
-        upstream="st.App(routes=...) (https://github.com/streamlit/streamlit/pull/13537) adds routes, but only "
-        "under the ASGI launcher, not the one these patches were checked against",
+        upstream="https://github.com/streamlit/streamlit/pull/13537 (st.App(routes=...) adds routes, but only "
+        "under the ASGI launcher, not the one these patches were checked against)",
         recheck="that create_streamlit_routes still builds the whole route list and create_starlette_app calls it "
         "by its module name",
         targets=(

@@ -127,6 +127,7 @@ def start(page: str, params: dict[str, str]) -> None:
     """Callback of "Start a class": a new class on this page, with this session as its teacher."""
     secret = new_secret()
     try:
+        shared_store().expire(time.time())  # the idle classes end first, and make room under the limit
         state = shared_store().create(secret_hash(secret), page, params, time.time())
     except AttnvizError as error:
         notice(error)
