@@ -227,3 +227,57 @@ def test_a_question_hides_the_answer_then_reveals_the_class_answers(own_store):
     data = live_questions.class_answers_csv(membership(teacher))
     rows = data.decode("utf-8-sig").strip().splitlines()
     assert len(rows) == 1 + 3, rows
+
+
+LEARNED = "app_pages/learned_attention.py"
+
+
+@pytest.mark.parametrize(
+    ("script", "params", "kind"),
+    [(SELF, {}, "row"), (KERNEL, {}, "number"), (LEARNED, {"tk": "induction"}, "head")],
+    ids=["row-self", "number-kernel", "head-learned"],
+)
+def test_each_kind_of_question_is_answered_and_marked(own_store, script, params, kind):
+    """A right and a wrong answer, typed or chosen as a student does, marked against the truth the store holds."""
+    teacher = session(script, **params)
+    code = start_class(teacher)
+    students = [session(script, **{**params, "class": code}) for _ in range(2)]
+    ask(teacher, kind, 0)
+    question = own_store.get(code).question
+    assert question is not None and question.kind == kind
+    truth = question.spec["truth"]
+    if kind == "row":
+        right = ", ".join(f"{w:.3f}" for w in truth)
+        wrong = ", ".join("1" if j == 0 else "0" for j in range(len(truth)))  # all weight on the first key
+        assert max(abs(w - (1.0 if j == 0 else 0.0)) for j, w in enumerate(truth)) > 0.05
+    elif kind == "number":
+        right, wrong = f"{truth:.4f}", f"{truth * 1.5 + 1:.4f}"
+    else:
+        right = truth[0]
+        wrong = next(i for i in range(len(question.spec["options"])) if i not in truth)
+    for student in students:
+        student.run()
+    send(students[0], right)
+    send(students[1], wrong)
+    assert len(own_store.answers(code, question.id)) == 2
+    teacher.run()
+    teacher.button(key="live:reveal").click().run()
+    assert "1 of 2 right" in page_text(teacher), page_text(teacher)
+    for student, good in zip(students, (True, False), strict=True):
+        student.run()
+        texts = [e.value for e in [*student.success, *student.warning]]
+        expected = t("live.own_right" if good else "live.own_wrong", answer="§", truth="§").split("§")[0]
+        assert any(expected in text for text in texts), texts
+
+
+def test_a_bad_answer_is_named_and_nothing_is_stored(own_store):
+    teacher = session(SELF)
+    code = start_class(teacher)
+    student = session(SELF, **{"class": code})
+    ask(teacher, "row", 0)
+    student.run()
+    keys = len(own_store.get(code).question.spec["options"])
+    send(student, ", ".join(["0.1"] * (keys - 1) + ["<b>x</b>"]))
+    assert own_store.answers(code, own_store.get(code).question.id) == {}
+    shown = [e.value for e in student.error]
+    assert shown and "\\<b\\>" in shown[0], shown  # the typed text shown literally
