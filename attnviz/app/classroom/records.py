@@ -17,7 +17,7 @@ MAX_NICKNAME = 24  # characters
 MAX_ANSWER_BYTES = 2048  # an answer's JSON
 MAX_PARAMS_BYTES = 512 * 1024  # a class's link parameters as JSON (a link's own limit: attnviz/app/links.py)
 IDLE_SECONDS = 3 * 3600  # a class nobody changed for this long ends by itself
-JOIN_ATTEMPTS = 10  # failed joins per client ...
+JOIN_ATTEMPTS = 30  # failed joins per client address (a class behind one NAT shares one) ...
 JOIN_WINDOW_SECONDS = 600  # ... within this window, then the client waits
 
 CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I/L: read off a projector

@@ -32,6 +32,7 @@ from attnviz.app.classroom.store import (
     shared_store,
 )
 from attnviz.app.ui import settings
+from attnviz.app.ui.client import client_address
 from attnviz.app.ui.navigation import app_page
 from attnviz.app.ui.settings import tr
 from attnviz.core.errors import AttnvizError, short
@@ -117,9 +118,9 @@ def _text(value: Any) -> str:
 
 
 def _client() -> str:
-    """Who is joining, for the limit on failed joins: the address the proxy saw, else the connection's."""
-    forwarded = _text(st.context.headers.get("X-Forwarded-For"))
-    return (forwarded.split(",")[0].strip() or _text(st.context.ip_address) or "?")[:64]
+    """Who is joining, for the limit on failed joins: the client's address as far as the app can trust it (client.py:
+    behind ATTNVIZ_TRUSTED_PROXIES proxies, the address they saw; never an X-Forwarded-For the client wrote)."""
+    return (_text(client_address()) or "?")[:64]
 
 
 # ----- joining, starting, leaving ------------------------------------------------------------------------------------
