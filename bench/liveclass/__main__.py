@@ -50,12 +50,20 @@ def main(argv: list[str] | None = None) -> None:
         seed=args.seed,
     )
     print(f"live class: {config.students} students, lesson {config.seconds:g} s, idle phases {config.idle_seconds:g} s")
+    before = loadavg()
     with tempfile.TemporaryDirectory(prefix="attnviz-live-") as tmp:
         data = LiveRun(config, Path(tmp)).execute()
     data["checks"] = checks(data)
     print(json.dumps(data["checks"]), flush=True)
     date = dt.date.today().isoformat()
-    results = {"date": date, "machine": machine(), "commit": commit(), "loadavg": loadavg(), **data}
+    results = {
+        "date": date,
+        "machine": machine(),
+        "commit": commit(),
+        "loadavg": before,
+        "loadavg_after": loadavg(),
+        **data,
+    }
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"{date}-{args.name}.json").write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
     (args.out / f"{date}-{args.name}.md").write_text(markdown(results))

@@ -56,12 +56,14 @@ def propagation_table(data: dict[str, Any]) -> list[str]:
 
 def questions_table(data: dict[str, Any]) -> list[str]:
     lines = [
-        "| Question | Asked at s | Kind | Students | Acknowledged | In the store | Lost | Count reached all after s |",
-        "|---|---|---|---|---|---|---|---|",
+        "| Question | Asked at s | Kind | Students | Acknowledged | Sent again | In the store | Lost "
+        "| Count shows all after s |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for q in data["questions"]:
         lines.append(f"| {_value(q.get('id'))} | {_value(q.get('asked_at_s'))} | {_value(q.get('kind'))} | "
-                     f"{_value(q.get('students'))} | {_value(q.get('acknowledged'))} | {_value(q.get('stored'))} | "
+                     f"{_value(q.get('students'))} | {_value(q.get('acknowledged'))} | {_value(q.get('sent_again'))} | "
+                     f"{_value(q.get('stored'))} | "
                      f"{len(q.get('lost', []))} | {_value(q.get('aggregate_delay_s'))} |")  # fmt: skip
     return lines
 
@@ -83,7 +85,8 @@ def markdown(data: dict[str, Any]) -> str:
         f"# Live class benchmark, {data['date']}",
         "",
         f"Commit {data['commit']}; {data['machine']['cpu']}, {data['machine']['cores']} cores, "
-        f"{data['machine']['memory']}; load average before the run {' '.join(data['loadavg'])}. "
+        f"{data['machine']['memory']}; load average before the run {' '.join(data['loadavg'])}, after it "
+        f"{' '.join(data.get('loadavg_after', []))}. "
         f"{config['students']} students ({students['joined']} joined), a {config['seconds']:g} s lesson, idle phases "
         f"of {config['idle_seconds']:g} s, {config['cost_changes']} changes per cost phase. Method: bench/README.md "
         '("Live class").',

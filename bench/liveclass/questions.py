@@ -79,7 +79,8 @@ async def _round(run: Any, teacher: Any, store: Any, record: dict[str, Any]) -> 
         lost=[{"student_id": i, "sent": acknowledged[i], "stored": stored.get(i)} for i in lost],
         count_shown=teacher.answered(),
         aggregate_delay_s=None if delay is None else round(delay, 3),
-        answers_sent=sum(1 for s in joined if question in s.answers and s.answers[question].get("sent") is not None),
+        answers_sent=sum(1 for s in joined if s.answers.get(question, {}).get("sent") is not None),
+        sent_again=sum(1 for s in joined if s.answers.get(question, {}).get("sent_again")),
     )  # fmt: skip
     await asyncio.sleep(0.5)
     record["revealed"] = await teacher.press("live:reveal")

@@ -126,7 +126,16 @@ class Student:
         record.update(student_id=self.student_id, answer=stored, sent=round(self.run.now(), 2))
         alerts = len(self.user.alerts)
         try:
-            await self.user.press(SEND, self.run.config.action_timeout, (state,))
+            try:
+                await self.user.press(SEND, self.run.config.action_timeout, (state,))
+            except DisconnectedError:  # lost with its replica: once back, the student sees no "Sent" and sends again
+                record["sent_again"] = True
+                deadline = time.perf_counter() + 60
+                while not self.user.connected and time.perf_counter() < deadline:
+                    await asyncio.sleep(0.2)
+                await asyncio.sleep(self.rng.uniform(1.0, 3.0))
+                alerts = len(self.user.alerts)
+                await self.user.press(SEND, self.run.config.action_timeout, (state,))
         except (DisconnectedError, ScriptError, TimeoutError, KeyError) as exc:
             self.error("answer", f"{type(exc).__name__}: {exc}")
             return
