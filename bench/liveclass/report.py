@@ -64,6 +64,7 @@ def results(run: Any, sampler: Any, client_s: float) -> dict[str, Any]:
         "kill": run.kill,
         "teacher": {
             "changes": len(run.teacher.changes),
+            "each": [{k: v for k, v in c.items() if k not in ("sent", "written")} for c in run.teacher.changes],
             "errors": run.teacher.errors,
             "reconnects": run.teacher.reconnects,
         },

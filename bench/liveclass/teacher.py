@@ -107,7 +107,15 @@ class Teacher:
     async def press(self, key: str) -> bool:
         """Press one of the class's buttons ("Ask", "Reveal the answers", "Close the question")."""
         try:
-            await self.user.press(key, self.run.config.action_timeout)
+            try:
+                await self.user.press(key, self.run.config.action_timeout)
+            except DisconnectedError:  # lost with its replica: pressed again once the page is back
+                self.error(key, "lost with its replica: pressed again after the reconnect")
+                deadline = time.perf_counter() + 60
+                while not self.user.connected and time.perf_counter() < deadline:
+                    await asyncio.sleep(0.2)
+                await asyncio.sleep(1.0)
+                await self.user.press(key, self.run.config.action_timeout)
             return True
         except (DisconnectedError, ScriptError, TimeoutError, KeyError) as exc:
             self.error(key, f"{type(exc).__name__}: {exc}")
