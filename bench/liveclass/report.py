@@ -15,9 +15,10 @@ GOALS = {
 }
 
 
-def spread(run: Any, phase: str) -> dict[str, Any]:
-    """Propagation of the teacher's changes of one phase to every student who joined."""
-    changes = [(c["sent"], c["written"], c["state"]) for c in run.teacher.changes if c["phase"] == phase]
+def spread(run: Any, phase: str, keep: Any = None) -> dict[str, Any]:
+    """Propagation of the teacher's changes of one phase (those `keep` keeps) to every student who joined."""
+    chosen = [c for c in run.teacher.changes if c["phase"] == phase and (keep is None or keep(c))]
+    changes = [(c["sent"], c["written"], c["state"]) for c in chosen]
     delays: list[float] = []
     missed = 0
     for student in run.students:
@@ -28,6 +29,19 @@ def spread(run: Any, phase: str) -> dict[str, Any]:
         missed += lost
     return {"changes": len(changes), **summary_ms(delays), "not_shown": missed,
             "negative": sum(1 for d in delays if d < 0)}  # fmt: skip
+
+
+def propagations(run: Any) -> dict[str, Any]:
+    """Over the lesson; away from the kill (not sent between the kill and 10 s after the restart); per kind of
+    change; and over the cost phase's changes (temperature only, nothing else happening)."""
+    out = {"lesson": spread(run, "lesson")}
+    if run.kill and "restarted_at_s" in run.kill:
+        start, end = run.kill["at_s"], run.kill["restarted_at_s"] + 10
+        out["lesson, away from the kill"] = spread(run, "lesson", lambda c: not start - 2 <= c["t"] <= end)
+    for what in sorted({c["what"] for c in run.teacher.changes if c["phase"] == "lesson"}):
+        out[f"lesson, {what}"] = spread(run, "lesson", lambda c, what=what: c["what"] == what)
+    out["followed phase"] = spread(run, "followed")
+    return out
 
 
 def costs(phases: dict[str, dict[str, Any]], changes: int) -> dict[str, Any]:
@@ -55,7 +69,7 @@ def results(run: Any, sampler: Any, client_s: float) -> dict[str, Any]:
     return {
         "config": asdict(run.config),
         "phases": run.phases,
-        "propagation": {"lesson": spread(run, "lesson"), "followed phase": spread(run, "followed")},
+        "propagation": propagations(run),
         "questions": questions,
         "answers_lost": sum(len(q.get("lost", [])) for q in questions),
         "aggregate_delay_s": [q.get("aggregate_delay_s") for q in questions],
