@@ -63,6 +63,7 @@ class HttpReply:
     headers: list[tuple[str, str]] = field(default_factory=list)
     body_bytes: int = 0
     error: str = ""
+    body: bytes = b""  # what came after the headers (chunked transfer encoding left as it is)
 
     def cookies(self) -> dict[str, str]:
         """The cookies this response sets (name -> value)."""
@@ -121,7 +122,8 @@ async def http_get(
         return HttpReply(0, seconds, error=error or "no HTTP response")
     status_line, *header_lines = head.decode("latin-1").split("\r\n")
     headers = [tuple(part.strip() for part in line.split(":", 1)) for line in header_lines if ":" in line]
-    return HttpReply(int(status_line.split()[1]), seconds, headers, len(body), error)  # type: ignore[arg-type]
+    status = int(status_line.split()[1])
+    return HttpReply(status, seconds, headers, len(body), error, body)  # type: ignore[arg-type]
 
 
 @dataclass
