@@ -6,6 +6,10 @@
 
 Nothing here needs a browser: the websocket clients (testkit.wire, testkit.proxyclient) and the benchmarks use it as
 the browser tests do (testkit.browser).
+
+A server keeps its live classes (ATTNVIZ_CLASS_STORE) in a temporary SQLite file that every server of this process
+shares, as the replicas of one deployment share a store, unless its `env` or the environment names a store: a test
+never writes to the user's data folder.
 """
 
 from __future__ import annotations
@@ -14,9 +18,11 @@ import atexit
 import contextlib
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -32,6 +38,16 @@ LOG_DIR: Path = ARTIFACTS_DIR / "logs"
 HOST = "127.0.0.1"
 
 _LIVE_SERVERS: weakref.WeakSet[StreamlitServer] = weakref.WeakSet()
+CLASS_STORE_VARIABLE = "ATTNVIZ_CLASS_STORE"
+_class_folder: list[Path] = []  # the temporary folder of this process's class store, made at the first start
+
+
+def default_class_store() -> str:
+    """The class store of a server whose environment names none: one SQLite file per process, deleted at exit."""
+    if not _class_folder:
+        _class_folder.append(Path(tempfile.mkdtemp(prefix="attnviz-classes-")))
+        atexit.register(shutil.rmtree, _class_folder[0], True)
+    return f"sqlite:///{_class_folder[0] / 'classes.sqlite3'}"
 
 
 def free_port() -> int:
@@ -168,6 +184,8 @@ class StreamlitServer:
         self.log_path = LOG_DIR / f"streamlit-{stem}-{self.port}.log"
         self._log_file = self.log_path.open("wb")
         env = {**os.environ, "PYTHONUNBUFFERED": "1", "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false", **self.env}
+        if not env.get(CLASS_STORE_VARIABLE, "").strip():
+            env[CLASS_STORE_VARIABLE] = default_class_store()
         started = time.monotonic()
         self._proc = subprocess.Popen(
             [*self.command(), "--server.port", str(self.port)],

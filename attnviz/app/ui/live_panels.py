@@ -23,6 +23,8 @@ from attnviz.app.ui.navigation import app_page
 from attnviz.app.ui.settings import error_text, md_escape, presenting, tr
 from attnviz.core.errors import AttnvizError
 
+JOINED_EVERY_S = 2.0  # the teacher's "· 17 joined" is read again this often (students join while it is projected)
+
 
 def top_of_page(page: str, current: live.View | None) -> None:
     """Below the page's title: a message from the last run, and the class as this session sees it."""
@@ -32,14 +34,19 @@ def top_of_page(page: str, current: live.View | None) -> None:
     if current is None:
         return
     found = current.member
-    follow_id = current.state.follow_id if current.state is not None and not found.teacher else None
+    # A student follows the class. So does a teacher whose page is not yet the class's (just switched: the page
+    # publishes its state below, after the panel was drawn without questions): the new version reruns it once.
+    stale = current.state is not None and current.state.page != page
+    follow_id = current.state.follow_id if current.state is not None and (not found.teacher or stale) else None
     follow_class(follow_id, current.state.version if current.state is not None else -1, cookie=found.cookie)
     found.cookie = ""
     if current.unavailable:
         st.warning(tr("live.unavailable"), icon="📡")
         return
     if found.teacher:
-        _teacher_box(page, current)
+        state = current.state
+        assert state is not None
+        _teacher_box(page, state.code, expanded=state.questions_asked == 0 and state.question is None)
         question_for_teacher(page, current)
     else:
         _student_banner(current)
@@ -55,21 +62,20 @@ def join_link(code: str, page: str) -> str:
     return url + "?" + urlencode({settings.CLASS_PARAM: code})
 
 
-def _teacher_box(page: str, current: live.View) -> None:
+@st.fragment(run_every=JOINED_EVERY_S)
+def _teacher_box(page: str, code: str, expanded: bool) -> None:
     """The class code, its join link and a QR code large enough to scan from the back of a room; open until the
-    first question, then folded (one click brings it back for a late student)."""
-    state = current.state
-    assert state is not None
-    students = _count_students(state.code)
-    title = tr("live.teacher_title", code=state.code, count=students)
-    with st.expander(title, expanded=state.questions_asked == 0 and state.question is None):
-        link = join_link(state.code, page)
+    first question, then folded (one click brings it back for a late student). Drawn again every few seconds, on
+    its own: the projector counts the students as they join."""
+    title = tr("live.teacher_title", code=code, count=_count_students(code))
+    with st.expander(title, expanded=expanded):
+        link = join_link(code, page)
         qr, words = st.columns([2, 3] if presenting() else [1, 2], gap="medium")
         buffer = io.BytesIO()
         segno.make(link, error="m").save(buffer, kind="png", scale=10, border=2)
         qr.image(buffer.getvalue(), width=360 if presenting() else 220)
         words.markdown(tr("live.join_how"))
-        words.markdown(f"## {state.code}")
+        words.markdown(f"## {code}")
         words.code(link, language=None, wrap_lines=True)
         words.caption(tr("live.limits", students=MAX_STUDENTS, hours=IDLE_SECONDS // 3600))
 

@@ -59,7 +59,7 @@ def question_for_teacher(page: str, current: live.View) -> None:
         with st.container(border=True, key="live_question_open"):
             st.markdown(f"**{md_escape(questions.prompt(question, current_language()))}**")
             _answer_count(state.code, question.id)
-            ask, close = st.columns(2)
+            ask, close, _ = st.columns([2, 2, 3])  # side by side at the left (not one at the middle of the screen)
             ask.button(tr("live.reveal"), key="live:reveal", type="primary", on_click=_reveal, args=(question,))
             close.button(tr("live.cancel_question"), key="live:cancel", on_click=_close)
     else:
