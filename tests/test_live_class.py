@@ -281,3 +281,12 @@ def test_a_bad_answer_is_named_and_nothing_is_stored(own_store):
     assert own_store.answers(code, own_store.get(code).question.id) == {}
     shown = [e.value for e in student.error]
     assert shown and "\\<b\\>" in shown[0], shown  # the typed text shown literally
+
+
+def test_ask_asks_the_kind_chosen_even_before_the_page_ran_with_it(own_store):
+    """A teacher who picks a kind and presses Ask at once (a slow page has not run again with the choice)."""
+    teacher = session(SELF)
+    code = start_class(teacher)
+    teacher.selectbox(key="live:kind").set_value("row")
+    teacher.button(key="live:ask").click().run()  # both in one run, as a quick click sends them
+    assert own_store.get(code).question.kind == "row"

@@ -104,10 +104,17 @@ def _ask(page: str, current: live.View) -> None:
 
 
 def _open(page: str, kind: str, about: int) -> None:
-    """Callback of "Ask": the question's truth from the class's current state, then the question opens for all."""
+    """Callback of "Ask": the question's truth from the class's current state, then the question opens for all.
+
+    The kind and its subject are read from their select boxes as this click found them, not from the run that drew the
+    button: on a slow page a teacher may choose a kind and press Ask before the page has run again with that choice
+    (the button's arguments would ask the kind chosen before)."""
     found, current = live.member(), live.view()
     if found is None or not found.teacher or current is None or current.state is None:
         return
+    chosen = st.session_state.get("live:kind", kind)
+    if chosen != kind:
+        kind, about = chosen, st.session_state.get(f"live:about:{chosen}", 0)
     store = live.shared_store()
     try:
         state = store.get(found.code)
