@@ -4,6 +4,7 @@ server (the route added to Streamlit's own route list)."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
 import threading
 import time
@@ -20,6 +21,13 @@ from testkit.server import StreamlitServer
 TEACHER = secret_hash("the teacher's secret")
 
 
+def run_apart(coroutine):
+    """asyncio.run in a thread of its own: in the whole suite the browser tests' driver keeps an event loop running in
+    this thread, where asyncio.run refuses to start another."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
+
+
 @pytest.fixture
 def store(tmp_path):
     return SQLiteStore(tmp_path / "classes.sqlite3")
@@ -29,7 +37,7 @@ def test_a_version_other_than_the_browsers_is_answered_at_once(store):
     state = store.create(TEACHER, "self", {}, time.time())
     watcher = follow.VersionWatcher(lambda: store)
     started = time.monotonic()
-    answer = asyncio.run(watcher.wait(state.code, after=0, hold=5))
+    answer = run_apart(watcher.wait(state.code, after=0, hold=5))
     assert answer == {"version": state.version} and time.monotonic() - started < 1.0
 
 
@@ -39,7 +47,7 @@ def test_a_change_made_meanwhile_ends_the_wait(store):
     changed = threading.Timer(0.4, lambda: store.set_state(state.code, TEACHER, "self", {"T": "2"}, time.time()))
     changed.start()
     started = time.monotonic()
-    answer = asyncio.run(watcher.wait(state.code, after=state.version, hold=5))
+    answer = run_apart(watcher.wait(state.code, after=state.version, hold=5))
     waited = time.monotonic() - started
     assert answer == {"version": state.version + 1}
     assert 0.35 < waited < 1.5  # held until the change, then answered within a poll
@@ -48,7 +56,7 @@ def test_a_change_made_meanwhile_ends_the_wait(store):
 def test_without_a_change_the_wait_ends_with_the_same_version(store):
     state = store.create(TEACHER, "self", {}, time.time())
     watcher = follow.VersionWatcher(lambda: store, poll_seconds=0.05)
-    answer = asyncio.run(watcher.wait(state.code, after=state.version, hold=0.3))
+    answer = run_apart(watcher.wait(state.code, after=state.version, hold=0.3))
     assert answer == {"version": state.version}
 
 
@@ -63,7 +71,7 @@ def test_an_ended_class_and_an_idle_one_are_said_to_have_ended(store):
             watcher.wait(ended.code, after=ended.version, hold=2), watcher.wait(idle.code, after=idle.version, hold=2)
         )
 
-    assert asyncio.run(both()) == [{"ended": True}, {"ended": True}]  # the idle one ended by the watcher itself
+    assert run_apart(both()) == [{"ended": True}, {"ended": True}]  # the idle one ended by the watcher itself
     assert store.get(idle.code) is None
 
 
