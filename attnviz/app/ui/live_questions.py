@@ -191,7 +191,7 @@ def _answer_form(found: live.Membership, question: Question) -> None:
             st.pills(
                 tr("live.your_answer"),
                 list(range(len(labels))),
-                format_func=lambda i: labels[i],
+                format_func=lambda i: md_escape(labels[i]),  # a pill label is Markdown; tokens are user text
                 selection_mode="single",
                 key=key,
             )
