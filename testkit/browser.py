@@ -45,7 +45,8 @@ EXCEPTION_SELECTOR = '[data-testid="stException"]'
 _TRACKER_JS = r"""
 () => {
   if (window.__stTracker) return;
-  const t = (window.__stTracker = { ws: false, serverRunning: false, starts: 0, finishes: 0, seen: 0, frames: 0 });
+  const t = (window.__stTracker = { ws: false, serverRunning: false, starts: 0, finishes: 0, seen: 0, frames: 0,
+                                   pageRuns: 0, fragmentRuns: 0 });
   const varint = (b, i) => {
     let v = 0, scale = 1, x;
     do { x = b[i++]; v += (x & 0x7f) * scale; scale *= 128; } while (x & 0x80 && i < b.length);
@@ -69,6 +70,8 @@ _TRACKER_JS = r"""
   const onFrame = (buf) => {
     t.frames += 1;
     for (const [num, value] of fields(new Uint8Array(buf))) {
+      if (num === 6 && value === 0) t.pageRuns += 1;  // ForwardMsg.script_finished: FINISHED_SUCCESSFULLY
+      if (num === 6 && value === 3) t.fragmentRuns += 1;  // FINISHED_FRAGMENT_RUN_SUCCESSFULLY
       if (num !== 9 || !(value instanceof Uint8Array)) continue;  // ForwardMsg.session_status_changed
       const running = fields(value).some(([n, v]) => n === 2 && v === 1);  // SessionStatus.script_is_running
       if (running && !t.serverRunning) t.starts += 1;
@@ -147,6 +150,16 @@ def script_state(page: Page) -> str | None:
 def run_count(page: Page) -> int | None:
     """How many script runs the server has started for this page's session (None without the tracker)."""
     return page.evaluate("() => (window.__stTracker && window.__stTracker.ws ? window.__stTracker.starts : null)")
+
+
+def finished_runs(page: Page) -> tuple[int, int]:
+    """How many runs of the whole page and of a fragment alone the server finished for this page's session (the
+    tracker's count of `script_finished` messages)."""
+    counts = page.evaluate(
+        "() => window.__stTracker ? [window.__stTracker.pageRuns, window.__stTracker.fragmentRuns] : null"
+    )
+    assert counts is not None, "the run tracker is not installed (install_rerun_tracker)"
+    return int(counts[0]), int(counts[1])
 
 
 def wait_ready(page: Page, timeout: float = 30000) -> None:

@@ -20,7 +20,7 @@ from attnviz.app.state import (
     preset_batches,
     score_param_fields,
 )
-from attnviz.app.ui import fieldwidgets, live
+from attnviz.app.ui import fieldwidgets, live, live_panels
 from attnviz.app.ui.attention_results import draw_results
 from attnviz.app.ui.common import (
     below_main_chart,
@@ -255,11 +255,20 @@ def attention_page(page: str) -> None:
     _controls_and_results(session, state, inputs)
 
 
+def _fragment_fields() -> frozenset[str]:
+    """The fields whose widgets the fragment draws (editors aside: a new value needs a new editor, a whole run)."""
+    scoring = {f.name for f in score_param_fields()}
+    more = {"projections", "proj_seed", "heads", "residual", "compare", "predict"}
+    return frozenset({"score", *scoring, "temperature", "causal", *more, "row", "crange"} - {"score_matrix"})
+
+
 @st.fragment
 def _controls_and_results(session: PageSession, state: AttentionState, inputs: AttentionInputs | None) -> None:
     """Controls and everything computed from them. A fragment: moving a control reruns only this part, not the
     page frame, the sidebar and the inputs above (their values arrive as the arguments of the last full run)."""
     begin_run()  # a fragment rerun does not pass through page_frame
+    session.follow_class(lambda params: decode_attention(params, session.page), _fragment_fields())
+    live_panels.fragment_follower(session.page)
     left, right = controls_and_results([2, 3])
     with left:
         if first_paint():  # they follow the main chart, which their values (the stored state's) already drew

@@ -19,7 +19,7 @@ from attnviz.app.state import (
     decode_kernel,
     encode_kernel,
 )
-from attnviz.app.ui import fieldwidgets, live
+from attnviz.app.ui import fieldwidgets, live, live_panels
 from attnviz.app.ui.common import beside_chart, chart, controls_and_results, first_paint, inputs_box, pending
 from attnviz.app.ui.editors import (
     colour_range_picker,
@@ -46,7 +46,9 @@ from attnviz.figures.attention import AttentionGrid
 from attnviz.lessons.explain import explain_kernel_row, number_text
 
 TOY = "d2l_toy_regression"
-SESSION = PageSession("kernel", convert={"queries": lambda v: ", ".join(f"{x:.6g}" for x in v)})
+PAGE = "kernel"
+FRAGMENT_FIELDS = frozenset({"kernel", "bandwidth", "row", "crange"})  # the fields whose widgets the fragment draws
+SESSION = PageSession(PAGE, convert={"queries": lambda v: ", ".join(f"{x:.6g}" for x in v)})
 
 
 def _defaults() -> KernelState:
@@ -146,6 +148,8 @@ def _controls_and_results(state: KernelState, ready: bool) -> None:
     """Kernel, σ and everything computed from them. A fragment: moving σ reruns only this part, not the sidebar
     and the data editors above (their values arrive as the arguments of the last full run)."""
     begin_run()  # a fragment rerun does not pass through page_frame
+    SESSION.follow_class(decode_kernel, FRAGMENT_FIELDS)
+    live_panels.fragment_follower(PAGE)
     left, right = controls_and_results([2, 3])
     with left:
         if first_paint():  # they follow the main chart, which their values (the stored state's) already drew

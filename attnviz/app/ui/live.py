@@ -40,6 +40,7 @@ from attnviz.i18n import N_
 
 MEMBER_KEY = settings.CLASS_KEY  # this session's Membership
 VIEW_KEY = "attnviz_live_view"  # the class as the last full run saw it (a fragment's rerun reads it)
+FOLLOWED_KEY = "attnviz_live_followed"  # set by the follower's trigger: a new class version set off this rerun
 NOTICE_KEY = "attnviz_live_notice"  # a message for the next run (the class ended, a join failed)
 COOKIE_PREFIX = "attnviz_class_"  # + code: "t:<secret>" (teacher) or "s:<student id>" (student)
 COOKIE_SECONDS = 12 * 3600
@@ -213,6 +214,7 @@ def begin(page: str) -> View | None:
     """At the start of every page's run: join a class the link names, then follow it (a student's page may switch
     to the teacher's page here), or publish the home page for a teacher (it has no state of its own)."""
     _join_from_link()
+    st.session_state.pop(FOLLOWED_KEY, None)  # a run of the whole page applies the new version here
     found = member()
     if found is None:
         st.session_state.pop(VIEW_KEY, None)
@@ -283,6 +285,44 @@ def _apply(found: Membership, state: ClassState, page: str) -> None:
         st.switch_page(app_page(state.page).script, query_params=params)
     if st.query_params.to_dict() != params:
         st.query_params.from_dict(params)
+
+
+def followed() -> None:
+    """The follower's trigger: a new class version sets off this rerun (of the whole page, or of the page's fragment
+    that holds the follower)."""
+    st.session_state[FOLLOWED_KEY] = True
+
+
+def newer_in_fragment(page: str) -> ClassState | None:
+    """In a page's fragment, at its start: the class's newer state when the follower set off this rerun of the
+    fragment alone and the fragment can show it by itself (a following student, the same page, the same question);
+    None when the rerun was not the follower's or nothing is new. Anything else reruns the whole page, whose start
+    applies it (`begin`): another page, a question opened or revealed, a teacher's or an explorer's panel, the class
+    ended or unreachable."""
+    if not st.session_state.pop(FOLLOWED_KEY, False):
+        return None
+    found, current = member(), view()
+    if found is None or current is None or current.state is None:
+        st.rerun(scope="app")
+    try:
+        state = shared_store().get(found.code)
+    except AttnvizError:
+        st.rerun(scope="app")
+    if state is not None and state.version == current.state.version:
+        return None
+    if state is None or found.teacher or not found.following or state.page != page:
+        st.rerun(scope="app")
+    if state.question != current.state.question:
+        st.rerun(scope="app")
+    return state
+
+
+def applied_in_fragment(state: ClassState) -> None:
+    """The fragment took the class's state `state` into its controls (`newer_in_fragment`): this page shows it now."""
+    found = member()
+    assert found is not None
+    found.applied, found.baseline = state.version, None
+    st.session_state[VIEW_KEY] = View(found, state)
 
 
 def published(page: str, params: dict[str, str]) -> None:

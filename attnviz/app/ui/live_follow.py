@@ -17,6 +17,7 @@ import streamlit as st
 
 from attnviz.app.classroom.follow import ROUTE
 from attnviz.app.streamlit_patches.routes import full_path
+from attnviz.app.ui import live
 
 FOLLOW_KEY = "attnviz_live_follow"
 EVENT = "changed"  # the trigger's name: its value is the class's new version (-1: the class ended)
@@ -88,7 +89,9 @@ def follow_url(follow_id: str) -> str:
 
 def follow_class(follow_id: str | None, version: int, cookie: str = "") -> None:
     """Mount the follower (it shows nothing): it reruns the page when the class's version is no longer `version`.
-    Without a follow id it only sets `cookie`. Outside any fragment: its trigger reruns the whole page."""
+    Without a follow id it only sets `cookie`. Its trigger reruns the whole page; drawn in a page's fragment, that
+    fragment alone, which takes a change of its own controls by itself (live.newer_in_fragment) and reruns the whole
+    page for anything else."""
     _component(
         key=FOLLOW_KEY,
         data={"url": follow_url(follow_id) if follow_id else "", "version": version, "cookie": cookie},
@@ -98,4 +101,5 @@ def follow_class(follow_id: str | None, version: int, cookie: str = "") -> None:
 
 
 def _rerun_is_all() -> None:
-    """The trigger's callback: the rerun it sets off is all the follower asks for."""
+    """The trigger's callback: the rerun it sets off is the follower's (live.newer_in_fragment reads it)."""
+    live.followed()

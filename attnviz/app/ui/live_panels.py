@@ -23,6 +23,7 @@ from attnviz.app.ui.navigation import app_page
 from attnviz.app.ui.settings import error_text, md_escape, presenting, tr
 from attnviz.core.errors import AttnvizError
 
+FOLLOWED_IN_FRAGMENT = frozenset({"self", "cross", "kernel"})  # pages that hold the follower in their fragment
 JOINED_EVERY_S = 2.0  # the teacher's "· 17 joined" is read again this often (students join while it is projected)
 
 
@@ -34,12 +35,8 @@ def top_of_page(page: str, current: live.View | None) -> None:
     if current is None:
         return
     found = current.member
-    # A student follows the class. So does a teacher whose page is not yet the class's (just switched: the page
-    # publishes its state below, after the panel was drawn without questions): the new version reruns it once.
-    stale = current.state is not None and current.state.page != page
-    follow_id = current.state.follow_id if current.state is not None and (not found.teacher or stale) else None
-    follow_class(follow_id, current.state.version if current.state is not None else -1, cookie=found.cookie)
-    found.cookie = ""
+    if page not in FOLLOWED_IN_FRAGMENT:
+        _follower(page, current)
     if current.unavailable:
         st.warning(tr("live.unavailable"), icon="📡")
         return
@@ -51,6 +48,26 @@ def top_of_page(page: str, current: live.View | None) -> None:
     else:
         _student_banner(current)
         question_for_student(page, current)
+
+
+def fragment_follower(page: str) -> None:
+    """The class's follower inside the page's fragment of controls and results (a page of FOLLOWED_IN_FRAGMENT): a
+    change of the teacher's that only moves those controls reruns that fragment alone on each student's page, not
+    the whole page (the cost of following a change; bench/liveclass)."""
+    current = live.view()
+    if current is not None:
+        _follower(page, current)
+
+
+def _follower(page: str, current: live.View) -> None:
+    """The follower (live_follow.py), and the cookie that keeps this browser's place in the class."""
+    found = current.member
+    # A student follows the class. So does a teacher whose page is not yet the class's (just switched: the page
+    # publishes its state below, after the panel was drawn without questions): the new version reruns it once.
+    stale = current.state is not None and current.state.page != page
+    follow_id = current.state.follow_id if current.state is not None and (not found.teacher or stale) else None
+    follow_class(follow_id, current.state.version if current.state is not None else -1, cookie=found.cookie)
+    found.cookie = ""
 
 
 def join_link(code: str, page: str) -> str:

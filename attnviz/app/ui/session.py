@@ -210,6 +210,22 @@ class PageSession:
         last = st.session_state.get("last_link")
         return last is not None and last[0] != self.page and last[1] == params and self.link != params
 
+    def follow_class(self, decode: Callable[[dict[str, str]], Any], owned: frozenset[str]) -> None:
+        """At the start of the page's fragment that holds the class's follower (live_panels.fragment_follower): when
+        the follower set off this rerun, the class's newer state goes into the fragment's own controls (the fields
+        `owned`), as a link would put it there. A change of any other field, or a link with a problem, reruns the
+        whole page, whose start applies it."""
+        newer = live.newer_in_fragment(self.page)
+        if newer is None:
+            return
+        decoded, stored = decode(newer.params), self.state
+        changed = changed_fields(stored, decoded.state) if stored is not None else None
+        if decoded.warnings or changed is None or not changed <= owned:
+            st.rerun(scope="app")
+        for name in changed:
+            st.session_state[self.key(name)] = self._widget_value(name, getattr(decoded.state, name))
+        live.applied_in_fragment(newer)
+
     def publish(self, state: Any, encode: Callable[[Any], dict[str, str]]) -> dict[str, str]:
         """Store the state and write its link to the address bar if it changed; the link with the app settings."""
         if self.state is not None and self.state != state:
@@ -232,3 +248,11 @@ class PageSession:
         for key in [k for k in st.session_state if isinstance(k, str) and k.startswith(self.part(""))]:
             if key.startswith((self.part("open"), self.part("cells"), self.part("revealed"))):
                 del st.session_state[key]
+
+
+def changed_fields(old: Any, new: Any) -> set[str] | None:
+    """The names of the fields whose values differ between two states of a page; None for states of different
+    types."""
+    if type(old) is not type(new):
+        return None
+    return {f.name for f in fields(new) if getattr(old, f.name) != getattr(new, f.name)}

@@ -1,0 +1,91 @@
+"""What a following student's server runs for a teacher's change: the page's fragment alone when the change moves
+only the fragment's controls (the temperature, σ), the whole page for anything else (a sentence, another page, a
+question). Counted from the script runs the server finished for each student's session (the browser's run tracker),
+on one server with the default SQLite store."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from playwright.sync_api import Browser, expect
+
+from testkit.browser import finished_runs, wait_ready
+from testkit.server import StreamlitServer
+from tests.browser.test_live_class import (
+    Room,
+    join,
+    rooms,
+    set_number,
+    start_class,
+    students_on,
+    teacher_opens,
+    wait_param,
+)
+
+
+@pytest.fixture(scope="module")
+def one_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[StreamlitServer, str]]:
+    url = f"sqlite:///{tmp_path_factory.mktemp('live-runs') / 'classes.sqlite3'}"
+    with StreamlitServer("app.py", env={"ATTNVIZ_CLASS_STORE": url}, log_name="live-follow-runs") as server:
+        yield server, url
+
+
+@pytest.fixture
+def one_server_room(browser: Browser, one_server: tuple[StreamlitServer, str]) -> Iterator[Room]:
+    """A class of its own for each test: a teacher and three students, new browser contexts."""
+    server, url = one_server
+    yield from rooms(browser, server.url_for, url)
+
+
+def follow(room: Room, label: str, key: str, value: str) -> list[tuple[int, int]]:
+    """The teacher sets a number; every student's address and control show it. The runs each student's session
+    finished for it: (whole page, fragment alone)."""
+    before = [finished_runs(student) for student in room.students]
+    set_number(room.teacher, label, value, room.lang)
+    for student in room.students:
+        wait_param(student, key, value, timeout=10_000)
+        wait_ready(student)
+        expect(student.get_by_role("spinbutton", name=label, exact=True)).to_have_value(value)
+    after = [finished_runs(student) for student in room.students]
+    return [(a[0] - b[0], a[1] - b[1]) for a, b in zip(after, before, strict=True)]
+
+
+def test_a_change_of_the_fragments_controls_reruns_only_the_fragment(one_server_room: Room) -> None:
+    room = one_server_room
+    start_class(room, "Self_attention?pm=1")
+    for student in room.students:
+        join(room, student)
+    temperature = room.t("attention.temperature")
+    for value in ("0.5", "2", "0.25"):
+        runs = follow(room, temperature, "T", value)
+        assert all(page == 0 and fragment >= 1 for page, fragment in runs), (value, runs)
+
+    teacher_opens(room, "Kernel_attention")
+    students_on(room, "Kernel_attention")
+    bandwidth = room.t("widget.bandwidth")
+    runs = follow(room, bandwidth, "bw", "2.5")
+    assert all(page == 0 and fragment >= 1 for page, fragment in runs), runs
+
+
+def test_a_change_outside_the_fragment_reruns_the_whole_page(one_server_room: Room) -> None:
+    room = one_server_room
+    start_class(room, "Self_attention?pm=1")
+    for student in room.students:
+        join(room, student)
+    before = [finished_runs(student) for student in room.students]
+    box = room.teacher.get_by_role("textbox", name=room.t("attention.sentence"), exact=True)
+    if not box.is_visible():  # a projector folds the inputs away
+        room.teacher.locator('[data-testid="stExpander"] summary', has_text=room.t("frame.inputs")).first.click()
+    box.fill("a cat sat on the mat")
+    box.press("Enter")
+    for student in room.students:
+        student.wait_for_function(
+            "() => new URLSearchParams(window.location.search).get('s')?.startsWith('a cat')", timeout=10_000
+        )
+        wait_ready(student)
+        expect(student.get_by_role("textbox", name=room.t("attention.sentence"), exact=True)).to_have_value(
+            "a cat sat on the mat"
+        )
+    after = [finished_runs(student) for student in room.students]
+    assert all(a[0] > b[0] for a, b in zip(after, before, strict=True)), (before, after)
