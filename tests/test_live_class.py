@@ -14,6 +14,7 @@ from attnviz.app.classroom import store as class_store
 from attnviz.app.ui import live, live_questions
 from attnviz.app.ui.settings import CLASS_KEY
 from attnviz.i18n import t
+from testkit.apptest import app_session
 
 ROOT = Path(__file__).resolve().parent.parent
 SELF, KERNEL = "app_pages/self_attention.py", "app_pages/kernel_attention.py"
@@ -26,17 +27,7 @@ def own_store(tmp_path, monkeypatch):
     yield class_store.shared_store()
 
 
-def session(script: str = "app.py", **params: str) -> AppTest:
-    """A new session through the router, on `script`, opened from a link with `params`."""
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=90)
-    if script != "app.py":
-        at.run()
-        at.switch_page(script)
-    for key, value in params.items():
-        at.query_params[key] = value
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+session = app_session  # a new session through the router, on a page, opened from a link
 
 
 def membership(at: AppTest) -> live.Membership | None:

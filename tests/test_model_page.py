@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from attnviz.models.bert import load_minilm
+from testkit.apptest import counting
 from tests.messages import message, pattern, says
 from tests.test_app import _array, figures, run_page
 
@@ -233,16 +234,9 @@ def test_a_control_rebuilds_only_the_views_it_changes_and_sessions_on_one_senten
 
     made: dict[str, int] = {"model": 0, "head": 0, "neuron": 0}
 
-    def counted(name, build):
-        def wrapper(*args, **kwargs):
-            made[name] += 1
-            return build(*args, **kwargs)
-
-        return wrapper
-
-    monkeypatch.setattr(model_figures, "model_view", counted("model", model_figures.model_view))
-    monkeypatch.setattr(model_figures, "neuron_view", counted("neuron", model_figures.neuron_view))
-    monkeypatch.setattr(figure_module, "weights_heatmap", counted("head", figure_module.weights_heatmap))
+    monkeypatch.setattr(model_figures, "model_view", counting(made, "model", model_figures.model_view))
+    monkeypatch.setattr(model_figures, "neuron_view", counting(made, "neuron", model_figures.neuron_view))
+    monkeypatch.setattr(figure_module, "weights_heatmap", counting(made, "head", figure_module.weights_heatmap))
     common._FIGURES.clear()
     common._VALUES.clear()
     sentence = "A sentence that only this test types."

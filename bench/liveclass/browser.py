@@ -95,7 +95,8 @@ class LiveUser(ProxyUser):
         return poll_answer(reply.status, reply.body)
 
     async def fire_changed(self, version: int, timeout: float) -> float:
-        """The component's trigger "changed" with `version`: a whole-page rerun; the time its run finished."""
+        """The component's trigger "changed" with `version`, sent as a browser sends it: a rerun of the fragment that
+        drew the follower (the whole page when it sits outside every fragment); the time its run finished."""
         widget_id = self.widget_ids.get(FOLLOW_KEY)
         if widget_id is None:
             raise DisconnectedError("no follower on the page")
@@ -104,7 +105,7 @@ class LiveUser(ProxyUser):
             json_trigger_value=json.dumps([{"event": EVENT, "value": version}]),
         )
         async with self.lock:
-            finish = await self.wait_run(await self.send_rerun("", [trigger]), timeout)
+            finish = await self.wait_run(await self.send_rerun(self.fragment_of(widget_id), [trigger]), timeout)
         return finish.at
 
     async def press(self, key: str, timeout: float, values: tuple[WidgetState, ...] = ()) -> float:

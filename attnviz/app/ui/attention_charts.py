@@ -4,6 +4,7 @@ and how they are pooled or thinned to stay within the bytes one rerun may send (
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -61,10 +62,13 @@ def weights_charts(
     inputs: AttentionInputs,
     factors: list[int],
     side: Any = None,
-) -> list:
-    """The weights (one head), or every head and their mean; their tables go in the numbers section. The colour
-    range's control sits above them, or in `side` (beside the chart, on a projector). `factors`: each chart's pooling
-    (attnviz/app/budget.py: `draw_factors`), one head's, or the grid's and the mean's."""
+    shared: tuple[Any, ...] | None = None,
+) -> list[Callable[[], Any]]:
+    """The weights (one head), or every head and their mean; returns what builds each figure (their tables go in the
+    numbers section). The colour range's control sits above them, or in `side` (beside the chart, on a projector).
+    `factors`: each chart's pooling (attnviz/app/budget.py: `draw_factors`), one head's, or the grid's and the
+    mean's. `shared`: everything the trace depends on; the figures' JSON is then made once for every session that
+    shows them (a class following its teacher)."""
     lang, page = current_language(), session.page
     colour_range_picker(session, field(attention_fields(page), "crange"), where=side or st)
     mask = trace.heads[0].mask
@@ -74,16 +78,25 @@ def weights_charts(
         shown = _pooled(AttentionGrid(head.weights, mask, inputs.query_labels, inputs.key_labels), factor)
         scores = _pool(head.scores, factor) if factor > 1 else head.scores
         title = tr("attention.weights_title", score=tr(f"score.{state.score}.label"))
-        drawn = functools.partial(figures.weights_heatmap, shown, scores=scores.numpy(), title=title, **look)
-        return [chart(drawn, f"{page}_attention_weights", table="elsewhere")]
-    titles = [tr("attention.head_n", n=h + 1) for h in range(trace.num_heads)]
-    every = AttentionGrid(trace.weights, mask, inputs.query_labels, inputs.key_labels)
-    grid = figures.heads_grid(_pooled(every, factors[0], heads=True), head_titles=titles, **look)
-    charts = [chart(grid, f"{page}_attention_heads", table="elsewhere")]
-    mean = figures.weights_heatmap(
-        _pooled(replace(every, weights=trace.mean_weights), factors[1]), title=tr("attention.mean_title"), **look
-    )
-    return [*charts, chart(mean, f"{page}_attention_mean", table="elsewhere")]
+        builds = [
+            (functools.partial(figures.weights_heatmap, shown, scores=scores.numpy(), title=title, **look), "weights")
+        ]
+    else:
+        titles = [tr("attention.head_n", n=h + 1) for h in range(trace.num_heads)]
+        every = AttentionGrid(trace.weights, mask, inputs.query_labels, inputs.key_labels)
+        grid = functools.partial(figures.heads_grid, _pooled(every, factors[0], heads=True), head_titles=titles, **look)
+        mean = functools.partial(
+            figures.weights_heatmap,
+            _pooled(replace(every, weights=trace.mean_weights), factors[1]),
+            title=tr("attention.mean_title"),
+            **look,
+        )
+        builds = [(grid, "heads"), (mean, "mean")]
+    for build, what in builds:
+        name = f"{page}_attention_{what}"
+        key = None if shared is None else (*shared, name, tuple(factors), *look.values())
+        chart(build, name, table="elsewhere", shared=key)
+    return [build for build, _ in builds]
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-import plotly.graph_objects as go
 import streamlit as st
 
 from attnviz.app.budget import BUDGET_SECONDS, RERUN_BYTES, Plan, plan
@@ -23,7 +22,7 @@ from attnviz.app.pipeline import (
 )
 from attnviz.app.state import AttentionState, encode_attention, preset_batches
 from attnviz.app.ui.attention_charts import comparison_section, draw_plan, weights_charts
-from attnviz.app.ui.common import arrow_table, chart, chart_tables, lazy_expander
+from attnviz.app.ui.common import arrow_table, chart, chart_tables, lazy_expander, shared_result
 from attnviz.app.ui.editors import selected_row
 from attnviz.app.ui.messages import show_error
 from attnviz.app.ui.session import PageSession
@@ -158,7 +157,7 @@ def _numbers_section(
     state: AttentionState,
     trace: MultiHeadTrace,
     inputs: AttentionInputs,
-    shown: list[go.Figure],
+    shown: list[Callable[[], Any]],
     factors: list[int],
 ) -> None:
     """The folded section: the charts' tables, raw scores, outputs and the projection matrices. `factors`: of the
@@ -169,8 +168,8 @@ def _numbers_section(
     page, lang, head = session.page, current_language(), trace.heads[0]
     q_labels, k_labels = inputs.query_labels, inputs.key_labels
     with raw:
-        for fig in shown:
-            chart_tables(fig)
+        for build in shown:
+            chart_tables(build())
         out_cols = [f"o{j + 1}" for j in range(trace.output.shape[-1])]
         rows, keys, outs = slice(None, None, factors[0]), slice(None, None, factors[0]), slice(None, None, factors[1])
         tables = (  # (values, row labels, columns, title, x axis, name): the raw scores of head 1, then the output
@@ -244,8 +243,9 @@ def _compute_and_draw(
     session: PageSession, state: AttentionState, inputs: AttentionInputs, fit: Plan, side: Any = None
 ) -> Results | None:
     computed_state, inputs = first_rows(state, inputs, fit.rows)
+    shared = ("attention", session.page, computed_state, fit.rows)  # what the trace depends on: the same for a class
     try:
-        trace = run_attention(computed_state, inputs)
+        trace = shared_result(shared, lambda: run_attention(computed_state, inputs))
     except ValueError as exc:
         show_error(exc)
         return None
@@ -258,7 +258,7 @@ def _compute_and_draw(
     compare = bool(state.compare and fit.compare)
     raw = session.current(session.part("open", "raw"), bool, False)
     drawn = draw_plan(trace, raw, compare)
-    shown = weights_charts(session, state, trace, inputs, drawn.weights, side)  # their tables: the numbers section
+    shown = weights_charts(session, state, trace, inputs, drawn.weights, side, shared)  # tables: the numbers section
     if state.preset and state.mode == "numbers" and preset_batches(state.preset) > 1:
         _batch_rows(session.page, state)  # the preset's rows: not under a sentence the student switched to
     _numbers_section(session, state, trace, inputs, shown, drawn.raw)

@@ -67,7 +67,10 @@ _FIGURES_LOCK = threading.Condition()  # one build per figure: sessions asking f
 
 @cachetools.cached(_FIGURES, key=lambda shared, build: shared, lock=_FIGURES_LOCK, condition=_FIGURES_LOCK)
 def _shared_json(shared: tuple[Any, ...], build: Callable[[], go.Figure]) -> tuple[str, int]:
-    return figure_json(_styled(build()))
+    if settings.presenting():  # (the key holds the presentation mode)
+        return figure_json(_styled(build()))
+    with figure_specs():  # only its JSON is needed: no Plotly Figure is made
+        return figure_json(build())
 
 
 # Small values that depend only on what sessions share (the pretrained-model page's finder results and
@@ -79,6 +82,43 @@ _VALUES_LOCK = threading.Condition()
 @cachetools.cached(_VALUES, key=lambda shared, build: shared, lock=_VALUES_LOCK, condition=_VALUES_LOCK)
 def shared_value(shared: tuple[Any, ...], build: Callable[[], Any]) -> Any:
     """`build()`, made once for everything it depends on (`shared`) and kept for every session."""
+    return build()
+
+
+# Computed results that sessions showing the same state share (a live class: every student following the teacher's
+# page computes the same attention), weighed by their arrays: at most SHARED_RESULTS_MB, the least recently used
+# dropped first.
+SHARED_RESULTS_MB = 64
+_RESULTS: cachetools.LRUCache[tuple[Any, ...], Any] = cachetools.LRUCache(
+    maxsize=SHARED_RESULTS_MB * 2**20, getsizeof=lambda item: array_bytes(item)
+)
+_RESULTS_LOCK = threading.Condition()
+
+
+def array_bytes(value: Any, depth: int = 0) -> int:
+    """The bytes of the arrays (tensors, numpy arrays) a result holds, in its fields, lists, tuples and dicts; at
+    least 1."""
+    if hasattr(value, "element_size") and hasattr(value, "nelement"):  # a tensor
+        return int(value.element_size() * value.nelement())
+    if hasattr(value, "nbytes"):
+        return int(value.nbytes)
+    if depth > 6:
+        return 1
+    if isinstance(value, dict):
+        items: Any = value.values()
+    elif isinstance(value, list | tuple):
+        items = value
+    elif hasattr(value, "__dataclass_fields__"):
+        items = [getattr(value, name) for name in value.__dataclass_fields__]
+    else:
+        return 1
+    return max(1, sum(array_bytes(item, depth + 1) for item in items))
+
+
+@cachetools.cached(_RESULTS, key=lambda shared, build: shared, lock=_RESULTS_LOCK, condition=_RESULTS_LOCK)
+def shared_result(shared: tuple[Any, ...], build: Callable[[], Any]) -> Any:
+    """`build()`, computed once for everything it depends on (`shared`) and kept for every session; weighed by its
+    arrays. What it returns is read, never changed, by the sessions that share it."""
     return build()
 
 

@@ -20,7 +20,15 @@ from attnviz.app.state import (
     encode_kernel,
 )
 from attnviz.app.ui import fieldwidgets, live, live_panels
-from attnviz.app.ui.common import beside_chart, chart, controls_and_results, first_paint, inputs_box, pending
+from attnviz.app.ui.common import (
+    beside_chart,
+    chart,
+    controls_and_results,
+    first_paint,
+    inputs_box,
+    pending,
+    shared_result,
+)
 from attnviz.app.ui.editors import (
     colour_range_picker,
     editor_cells,
@@ -179,7 +187,7 @@ def _controls_and_results(state: KernelState, ready: bool) -> None:
 
 def _draw(state: KernelState, side: Any = None) -> None:
     """The results: the regression, the predictions, the weights, learning σ, and the worked row."""
-    trace, curve = run_kernel_and_curve(state)
+    trace, curve = shared_result((PAGE, state), lambda: run_kernel_and_curve(state))  # one for a class
     fit_key: FitKey = (state.keys, state.values, state.kernel)
     stored = SESSION.get("fit")  # (the inputs it was learned from, the fit): kept in the session, never redone
     fit = stored[1] if stored is not None and stored[0] == fit_key and state.kernel != "boxcar" else None

@@ -1,0 +1,37 @@
+"""Sessions of the app in one process (Streamlit's AppTest), as the tests open them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def app_session(script: str = "app.py", after_home: Callable[[], None] | None = None, **params: str) -> AppTest:
+    """A new session through the router, on `script`, opened from a link with `params`. A page other than home is
+    reached from the home page's first run, after which `after_home` is called."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=90)
+    if script != "app.py":
+        at.run()
+        if after_home is not None:
+            after_home()
+        at.switch_page(script)
+    for key, value in params.items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def counting(calls: dict[str, int], name: str, function: Callable[..., Any]) -> Callable[..., Any]:
+    """`function`, counting its calls in `calls[name]`."""
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        calls[name] += 1
+        return function(*args, **kwargs)
+
+    return wrapper
