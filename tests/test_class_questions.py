@@ -516,5 +516,11 @@ def test_number_distribution_histogram_and_the_truth_line():
     assert edges_low.min() <= 43.666 and (np.asarray(bars.x) + np.asarray(bars.width) / 2).max() >= 50.0
     same = validated(figures.number_distribution([2.0, 2.0], 2.0, "t"))  # one value: bins of some width
     assert float(np.sum(same.data[0].y)) == 2 and min(same.data[0].width) > 0
+    low, high = fig.layout.xaxis.range  # the truth at the largest answer: inside the frame, not on it
+    edge = validated(figures.number_distribution([1.0, 2.0, 3.0, 10.0], 10.0, "t"))
+    edge_low, edge_high = edge.layout.xaxis.range
+    width = float(np.max(edge.data[0].width))
+    assert edge_high - 10.0 >= width / 2 - 1e-6 and 1.0 - edge_low >= width / 2 - 1e-6
+    assert low < 43.666 and high > 50.0
     nobody = validated(figures.number_distribution([], 1.0, "t"))
     assert float(np.sum(nobody.data[0].y)) == 0 and list(nobody.data[1].x) == [1.0, 1.0]

@@ -201,7 +201,8 @@ def test_a_question_hides_the_answer_then_reveals_the_class_answers(own_store):
     stored = own_store.answers(code, question.id)
     assert len(stored) == 3
     teacher.run()
-    assert any(t("live.answered", answered=3, joined=3) == m.value for m in teacher.metric)
+    shown = [(m.label, m.value) for m in teacher.metric]  # the sentence, and the count in large digits
+    assert (t("live.answered", answered=3, joined=3), "3 / 3") in shown, shown
     teacher.button(key="live:reveal").click().run()
     assert own_store.get(code).question.revealed
     assert "1 of 3 right" in page_text(teacher)

@@ -21,13 +21,17 @@ SELF, KERNEL = "app_pages/self_attention.py", "app_pages/kernel_attention.py"
 
 @pytest.fixture
 def counted(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
-    """How often the self page computed attention and built its weights figure, and the kernel page its regression."""
-    calls = {"attention": 0, "figure": 0, "kernel": 0}
+    """How often the self page computed attention, built its weights figure and worked its show-your-work steps, and
+    the kernel page computed its regression."""
+    calls = {"attention": 0, "figure": 0, "kernel": 0, "work": 0}
     monkeypatch.setattr(
         attention_results, "run_attention", counting(calls, "attention", attention_results.run_attention)
     )
     monkeypatch.setattr(
         attention_figures, "weights_heatmap", counting(calls, "figure", attention_figures.weights_heatmap)
+    )
+    monkeypatch.setattr(
+        attention_results, "explain_attention", counting(calls, "work", attention_results.explain_attention)
     )
     monkeypatch.setattr(
         kernel_page, "run_kernel_and_curve", counting(calls, "kernel", kernel_page.run_kernel_and_curve)
@@ -38,7 +42,7 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
 def test_two_sessions_on_the_same_state_compute_it_once(counted):
     sentence = f"a sentence seen by nobody else {secrets.token_hex(4)}"  # nothing kept from another test
     first = session(SELF, counted, s=sentence)
-    assert counted["attention"] >= 1 and counted["figure"] >= 1
+    assert counted["attention"] >= 1 and counted["figure"] >= 1 and counted["work"] >= 1
     done = dict(counted)
     second = session(SELF, counted, s=sentence)  # a second student on the same page and state
     assert counted == done, "the second session computed again what the first had computed"

@@ -227,7 +227,9 @@ def number_distribution(values: Any, truth: float, title: str, *, lang: str = DE
     layout = {
         "title": heading,
         "bargap": 0.05,
-        "xaxis": {"title": {"text": answer}, "automargin": True},
+        # half a bin of room on each side: a truth at the smallest or largest answer is not drawn on the frame
+        "xaxis": {"title": {"text": answer}, "automargin": True,
+                  "range": [float(edges[0] - widths.max() / 2), float(edges[-1] + widths.max() / 2)]},
         "yaxis": {"title": {"text": students}, "range": [0, top * 1.15], "tickformat": "d",
                   "dtick": max(1, math.ceil(top / 5))},
         "legend": _legend(),

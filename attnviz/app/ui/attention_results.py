@@ -278,7 +278,11 @@ def _compute_and_draw(
                 format_func=_head_label(),
                 key=session.key("workhead"),
             )
-        steps = explain_attention(trace, head_index, row, q_labels[row], k_labels, current_language())
+        lang = current_language()
+        steps = shared_result(  # the same steps for every session on this state (a class)
+            (*shared, "work", head_index, row, lang),
+            lambda: explain_attention(trace, head_index, row, q_labels[row], k_labels, lang),
+        )
         work_panel(steps, heading=f"{tr('attention.show_work')} · {q_labels[row]}")
         if trace.projections != "identity":
             _projection_matrices(trace, head_index)

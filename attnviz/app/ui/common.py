@@ -303,10 +303,10 @@ def chart_tables(fig: go.Figure | FigureSpec) -> None:
             st.caption(tr("frame.table_too_large"))
 
 
-def lazy_expander(label: str, key: str) -> DeltaGenerator | None:
-    """A collapsed expander whose content is built only while it is open (None when closed): a class moving a
-    slider should not pay for QR codes, exports and extra charts nobody is looking at."""
-    box = st.expander(label, key=key, on_change="rerun")
+def lazy_expander(label: str, key: str, expanded: bool = False) -> DeltaGenerator | None:
+    """An expander, collapsed unless `expanded`, whose content is built only while it is open (None when closed): a
+    class moving a slider should not pay for QR codes, exports and extra charts nobody is looking at."""
+    box = st.expander(label, key=key, expanded=expanded, on_change="rerun")
     return box if box.open else None
 
 

@@ -9,7 +9,6 @@ class code alone. Nicknames and codes typed by students are shown literally.
 from __future__ import annotations
 
 import io
-from typing import Any
 from urllib.parse import urlencode
 
 import segno
@@ -17,6 +16,7 @@ import streamlit as st
 
 from attnviz.app.classroom.store import IDLE_SECONDS, MAX_NICKNAME, MAX_STUDENTS
 from attnviz.app.ui import live, settings
+from attnviz.app.ui.common import lazy_expander
 from attnviz.app.ui.live_follow import follow_class
 from attnviz.app.ui.live_questions import class_answers_csv, question_for_student, question_for_teacher
 from attnviz.app.ui.navigation import app_page
@@ -117,16 +117,10 @@ def _student_banner(current: live.View) -> None:
         button.button(tr("live.back"), on_click=live.back_to_class, key="live:back", width="stretch", type="primary")
 
 
-def _folded(label: str, key: str, expanded: bool = False) -> Any:
-    """A section built only while it is open (None when closed)."""
-    box = st.expander(label, key=key, expanded=expanded, on_change="rerun")
-    return box if box.open else None
-
-
 def sidebar(page: str) -> None:
     """The sidebar's live-class section (open while the session is in a class)."""
     found = live.member()
-    box = _folded(tr("live.sidebar_title"), key="live:open", expanded=found is not None)
+    box = lazy_expander(tr("live.sidebar_title"), key="live:open", expanded=found is not None)
     if box is None:
         return
     with box:
@@ -170,7 +164,7 @@ def _join(code: str, nickname: str) -> None:
 def _teacher_sidebar(found: live.Membership, page: str) -> None:
     st.caption(tr("live.teacher_sidebar", code=found.code))
     link = join_link(found.code, page) + "&" + urlencode({settings.TEACH_PARAM: found.secret})
-    private = _folded(tr("live.teacher_link"), key="live:open_teacher_link")
+    private = lazy_expander(tr("live.teacher_link"), key="live:open_teacher_link")
     if private is not None:
         with private:
             st.caption(tr("live.teacher_link_help"))

@@ -158,7 +158,8 @@ def _answer_count(code: str, question_id: int) -> None:
     except AttnvizError:
         st.caption(tr("live.unavailable"))
         return
-    st.metric(tr("live.answered_label"), tr("live.answered", answered=answered, joined=joined))
+    # the count in large digits, readable from the back of the room; the sentence says what it counts
+    st.metric(tr("live.answered", answered=answered, joined=joined), f"{answered} / {joined}")
 
 
 # ----- the student ----------------------------------------------------------------------------------------------------
