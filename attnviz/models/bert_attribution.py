@@ -1,0 +1,76 @@
+"""The maps of attnviz/core/attribution.py on the pretrained model: its sentence embedding (mean-pooled over every
+token, as sentence-transformers pools all-MiniLM-L6-v2), blank-out importance of each word piece against it, every
+layer's norm-based attention, and how much of the attention and of the norm-based contribution lands on [CLS] and
+[SEP]."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from attnviz.core.attribution import blank_out, head_transformed, norm_based
+from attnviz.models.bert import SPECIAL_TOKENS, BertEncoder, BertTrace
+
+MASK_TOKEN = "[MASK]"
+
+
+def pooled(trace: BertTrace) -> Tensor:
+    """The sentence embedding: the last layer's output averaged over every token, [CLS] and [SEP] included. (d,)"""
+    return trace.hidden_states[-1].mean(dim=0)
+
+
+def content_positions(tokens: list[str]) -> list[int]:
+    """The positions of the word pieces, not of [CLS] and [SEP]."""
+    return [i for i, token in enumerate(tokens) if token not in SPECIAL_TOKENS]
+
+
+def blank_out_importance(model: BertEncoder, trace: BertTrace, ids: Tensor, type_ids: Tensor) -> Tensor:
+    """For each word piece (`content_positions`), 1 − cos(embedding, embedding with that piece replaced by [MASK]):
+    one forward pass each. (number of word pieces,) float64."""
+    mask_id = model.tokenizer.token_to_id(MASK_TOKEN)
+
+    def embedding(tokens: list[int]) -> Tensor:
+        return pooled(model.forward(torch.tensor(tokens, dtype=torch.long), type_ids))
+
+    def change(original: Tensor, blanked: Tensor) -> float:
+        return 1.0 - float(torch.nn.functional.cosine_similarity(original, blanked, dim=0))
+
+    return blank_out(embedding, ids.tolist(), lambda _: mask_id, content_positions(trace.tokens), change)
+
+
+def norm_based_layers(model: BertEncoder, trace: BertTrace) -> list[Tensor]:
+    """Each layer's norm-based attention ‖α_ij f(x_j)‖ (Kobayashi et al., eq. 6), from the layer's input and its
+    value and output projections: a list of (h, T, T)."""
+    maps = []
+    for index, layer in enumerate(trace.layers):
+        prefix = f"encoder.layer.{index}.attention."
+        transformed = head_transformed(
+            trace.hidden_states[index],
+            model.weights[prefix + "self.value.weight"],
+            model.weights[prefix + "output.dense.weight"],
+            model.config.num_heads,
+        )  # (h, T, d)
+        maps.append(norm_based(layer.weights, transformed))
+    return maps
+
+
+@dataclass(frozen=True)
+class SinkShare:
+    """How much of one layer lands on [CLS] and [SEP]: of the attention weights, and of the norm-based contribution."""
+
+    layer: int  # 0-based
+    weight: float  # share of α on the special tokens' columns (every head and query)
+    norm: float  # share of ‖α f(x)‖ on them
+
+
+def sink_shares(trace: BertTrace, norm_maps: list[Tensor]) -> list[SinkShare]:
+    """Per layer, the share of the attention weight and of the norm-based contribution on [CLS] and [SEP]."""
+    special = torch.tensor([token in SPECIAL_TOKENS for token in trace.tokens])  # (T,)
+    shares = []
+    for index, (layer, norms) in enumerate(zip(trace.layers, norm_maps, strict=True)):
+        weight = float(layer.weights[..., special].sum() / layer.weights.sum())
+        norm = float(norms[..., special].sum() / norms.sum())
+        shares.append(SinkShare(index, weight, norm))
+    return shares
