@@ -9,7 +9,7 @@ import torch
 from attnviz.core.attention import DotProductAttention
 from attnviz.models.learned import induction
 from attnviz.models.learned.ablation import attention_replaced, replaced_weights
-from attnviz.models.learned.train import checkpoint_path, load_run
+from attnviz.models.learned.train import checkpoint_path, held_out_accuracy, load_run
 
 
 @pytest.fixture(scope="module")
@@ -63,3 +63,14 @@ def test_the_induction_model_needs_its_second_layers_attention(model):
         permuted = induction.token_accuracy(model, examples)
     assert trained > 0.95
     assert uniform < 0.4 and permuted < 0.4, (trained, uniform, permuted)
+
+
+def test_the_dates_model_needs_its_attention():
+    """The dates model reads its input through one additive attention: spread evenly, the dates come out wrong."""
+    dates_model = load_run(checkpoint_path("dates")).model
+    trained = held_out_accuracy(dates_model, "dates", 200)
+    with attention_replaced(dates_model, "uniform"):
+        uniform = held_out_accuracy(dates_model, "dates", 200)
+    with attention_replaced(dates_model, "permute"):
+        permuted = held_out_accuracy(dates_model, "dates", 200)
+    assert trained > 0.9 and uniform < 0.2 and permuted < 0.2, (trained, uniform, permuted)

@@ -1,8 +1,9 @@
 """Does attention matter here? Replace what a trained model's attention layer computed by a uniform spread over the
 keys each query may see, or by its own weights shuffled along each row, and measure the model again.
 
-The replacement hooks the layer's scaled dot-product module (attnviz.core.attention.DotProductAttention, as
-MultiHeadAttention uses it): the module's output is recomputed from the new weights and the same values. The
+The replacement hooks the layer's attention module (attnviz.core.attention's DotProductAttention, as
+MultiHeadAttention uses it, or AdditiveAttention, the dates model's): the module's output is recomputed from the new
+weights and the same values. The
 model's parameters are untouched, and the hook is removed on leaving the `with` block.
 """
 
@@ -15,7 +16,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from attnviz.core.attention import DotProductAttention, build_mask
+from attnviz.core.attention import AdditiveAttention, DotProductAttention, build_mask
 
 HOW = ("uniform", "permute")
 
@@ -39,10 +40,11 @@ def replaced_weights(weights: Tensor, mask: Tensor, how: str, generator: torch.G
 
 @contextlib.contextmanager
 def attention_replaced(layer: nn.Module, how: str, seed: int = 0) -> Iterator[None]:
-    """Within the block, every DotProductAttention inside `layer` outputs `replaced_weights(...) @ values`."""
+    """Within the block, every attention module inside `layer` (a model, or one of its layers) outputs
+    `replaced_weights(...) @ values`."""
     generator = torch.Generator().manual_seed(seed)
 
-    def hook(module: DotProductAttention, inputs: tuple[Any, ...], _output: Tensor) -> Tensor:
+    def hook(module: nn.Module, inputs: tuple[Any, ...], _output: Tensor) -> Tensor:
         queries, keys, values = inputs[:3]
         valid_lens = inputs[3] if len(inputs) > 3 else None
         mask = build_mask(valid_lens, False, queries.shape[0], queries.shape[1], keys.shape[1])  # (B, Q, K)
@@ -50,9 +52,10 @@ def attention_replaced(layer: nn.Module, how: str, seed: int = 0) -> Iterator[No
         module.attention_weights = weights
         return torch.bmm(weights, values)  # (B, Q, v)
 
-    handles = [m.register_forward_hook(hook) for m in layer.modules() if isinstance(m, DotProductAttention)]
-    if not handles:
-        raise ValueError("the layer has no scaled dot-product attention to replace")
+    modules = [m for m in layer.modules() if isinstance(m, DotProductAttention | AdditiveAttention)]
+    if not modules:
+        raise ValueError("the layer has no attention module to replace")
+    handles = [m.register_forward_hook(hook) for m in modules]
     try:
         yield
     finally:
