@@ -93,3 +93,19 @@ def test_the_bright_special_columns_carry_little_of_the_norm_based_contribution(
     assert [s.layer for s in shares] == list(range(6))
     for share in shares[1:5]:
         assert share.weight > 0.4 and share.norm < share.weight / 2, share
+
+
+def test_the_maps_read_a_from_transformers_trace_as_they_read_the_apps(model, reference):
+    """A notebook user's trace of any Hugging Face encoder: rollout and flow take its per-layer weights as they are."""
+    from transformers import AutoTokenizer
+
+    from attnviz.core.attribution import attention_flow, rollout
+    from attnviz.models.hf import from_transformers
+
+    tokenizer = AutoTokenizer.from_pretrained(str(model_dir()), local_files_only=True)
+    theirs = from_transformers(reference, tokenizer, SENTENCES[0]).parts["encoder"]
+    ours = model.run(SENTENCES[0])
+    assert theirs.key_tokens == ours.tokens
+    assert torch.allclose(rollout(list(theirs.weights)), rollout([layer.weights for layer in ours.layers]), atol=1e-4)
+    flows = attention_flow(list(theirs.weights))  # mean-pooled readout
+    assert flows.shape == (len(ours.tokens),) and (flows > 0).all() and (flows <= 1 + 1e-9).all()
