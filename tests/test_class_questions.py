@@ -117,13 +117,28 @@ def test_cross_page_a_tie_makes_both_keys_right():
     """The notes' 2-D waist/chest example: (57, 83)·(51, 70) = 8717, ·(56, 82) = 9998 twice: weights 0, ½, ½."""
     params = {"p": "waist_chest_2d"}
     top = make_question("cross", params, "top_key", 0, question_id=1)
-    assert top.spec["options"] == ["(51, 70)", "(56, 82)", "(56, 82)"]
+    assert top.spec["options"] == ["(51, 70)", "(56, 82)·2", "(56, 82)·3"]  # the two keys told apart, as on the chart
     assert top.spec["truth"] == [1, 2]
     assert [is_correct(top, parse_answer(top, n)) for n in (0, 1, 2)] == [False, True, True]
     row = make_question("cross", params, "row", 1, question_id=2)  # (55, 76): 8125 against 9312 twice
     np.testing.assert_allclose(row.spec["truth"], [0.0, 0.5, 0.5], atol=1e-6)
     number = make_question("cross", params, "number", 0, question_id=3)
     assert number.spec["truth"] == pytest.approx(0.5 * 43 + 0.5 * 48)
+
+
+def test_a_repeated_word_is_marked_with_its_position_as_the_chart_marks_it():
+    """ "the cat saw the dog": two pills reading "the", or a question about "query the", could not be told apart;
+    the page's chart names them the·1 and the·4 (1-based positions)."""
+    params = {"s": "the cat saw the dog"}
+    offered = kinds(offers("self", params))
+    assert offered["top_key"] == [(0, "the·1"), (1, "cat"), (2, "saw"), (3, "the·4"), (4, "dog")]
+    top = make_question("self", params, "top_key", 3, question_id=1)
+    assert top.spec["options"] == ["the·1", "cat", "saw", "the·4", "dog"]
+    assert top.spec["about"] == {"index": 3, "label": "the·4"}
+    assert prompt(top) == "Which key gets the most weight from query the·4?"
+    cross = make_question("cross", {"s": "a cat and a dog", "src": "x y x"}, "top_key", 3, question_id=2)
+    assert cross.spec["about"]["label"] == "a·4"
+    assert cross.spec["options"] == ["x·1", "y", "x·3"]
 
 
 @pytest.mark.parametrize(("batch", "length"), [(0, 2), (1, 3)])

@@ -162,6 +162,26 @@ def ask(teacher: AppTest, kind: str, about: int = 0) -> None:
     assert not teacher.exception, [e.value for e in teacher.exception]
 
 
+def test_an_open_question_leaves_out_the_presets_worked_answer(own_store):
+    """The kernel page's preset note works f(57) out ("(43 + 48) / 2 = 45.5"): while a question is open it shows its
+    source alone, on the teacher's page and a following student's, and the whole note again after the reveal."""
+    worked = "45.5"  # the notes' f(57), which the number question asks for
+    teacher = session(KERNEL)
+    code = start_class(teacher)
+    student = session(KERNEL, **{"class": code})
+    assert worked in page_text(student) and worked in page_text(teacher)
+    ask(teacher, "number", 0)
+    assert own_store.get(code).question.spec["truth"] == pytest.approx(45.5)
+    student.run()
+    for page in (teacher, student):
+        assert t("live.answer_hidden") in page_text(page)
+        assert worked not in page_text(page), page_text(page)
+        assert t("preset.waist_weight.source") in page_text(page)  # the source stays
+    teacher.button(key="live:reveal").click().run()
+    student.run()
+    assert worked in page_text(student) and worked in page_text(teacher)
+
+
 def send(student: AppTest, value: object) -> AppTest:
     """Answer the open question as a student does: choose or type, then Send."""
     question = own_answerable(student)

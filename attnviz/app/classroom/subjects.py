@@ -106,8 +106,10 @@ def _attention(page: str, params: Mapping[str, str], model: BertEncoder | None) 
     return Subject(
         page=page,
         kinds=("top_key", "row", "number"),
-        query_labels=list(inputs.query_labels),
-        key_labels=list(inputs.key_labels),
+        # a repeated token marked with its position, as the page's charts mark it ("the·1", "the·7"): two pills
+        # reading "the" could not be told apart, nor a question about "query the"
+        query_labels=token_labels(list(inputs.query_labels), POSITION_MARK, start=1),
+        key_labels=token_labels(list(inputs.key_labels), POSITION_MARK, start=1),
         rows=[i for i in range(num_queries) if bool(mask[i].any())],
         cols=list(range(num_keys)),
         mask=mask,

@@ -253,7 +253,8 @@ PAGE_CSS = """
 """
 
 # Larger type for a projector: the app's text, widgets' values and tables (figures get PRESENTATION_FONT in
-# `chart`), and less room above the title, so that the first chart starts on a 1280x720 screen.
+# `chart`), and less room above the title, so that the first chart starts on a 1280x720 screen. A metric's value
+# (the teacher's answer count) is Markdown too: it keeps digits larger than the text, or it would shrink to it.
 # A fixed style sheet of the app's own, never user text.
 PRESENTATION_CSS = """
 <style>
@@ -265,5 +266,7 @@ PRESENTATION_CSS = """
   [data-testid="stMain"] p, [data-testid="stMain"] li, [data-testid="stMain"] label,
   [data-testid="stMain"] [data-testid="stMarkdownContainer"] { font-size: 1.3rem; }
   [data-testid="stMain"] .katex { font-size: 1.45em; }
+  [data-testid="stMain"] [data-testid="stMetricValue"] [data-testid="stMarkdownContainer"],
+  [data-testid="stMain"] [data-testid="stMetricValue"] p { font-size: 3rem; line-height: 1.2; }
 </style>
 """

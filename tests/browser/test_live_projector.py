@@ -1,0 +1,28 @@
+"""The teacher's projector during a question: the answer count is read from the back of the room, so its digits are
+much larger than the sentence above them (presentation mode enlarges the page's text; the count must stay larger)."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.test_live_class import TEACHER_QUESTION, Room, ask, join, start_class
+from tests.browser.test_live_follow_runs import one_server, one_server_room  # noqa: F401 (fixtures)
+
+FONT_PX_JS = "(e) => parseFloat(getComputedStyle(e).fontSize)"
+
+
+@pytest.mark.parametrize("lang", ["en", "zh-Hans"])
+def test_the_answer_count_is_in_large_digits_on_the_projector(request: pytest.FixtureRequest, lang: str) -> None:
+    room: Room = request.getfixturevalue("one_server_room")  # a class of its own on the module's one server
+    room.lang = lang
+    start_class(room, f"Kernel_attention?pm=1&lang={lang}")
+    join(room, room.students[0])
+    ask(room, "number")
+    box = room.teacher.locator(TEACHER_QUESTION)
+    expect(box).to_contain_text(room.t("live.answered", answered=0, joined=1))
+    sentence = box.locator('[data-testid="stMetricLabel"]').get_by_text(room.t("live.answered", answered=0, joined=1))
+    digits = box.locator('[data-testid="stMetricValue"]').get_by_text("0 / 1", exact=True)
+    sentence_px, digits_px = sentence.evaluate(FONT_PX_JS), digits.evaluate(FONT_PX_JS)
+    assert sentence_px >= 20, sentence_px  # presentation mode's text (1.3rem)
+    assert digits_px >= 2 * sentence_px, (digits_px, sentence_px)
