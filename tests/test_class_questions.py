@@ -539,3 +539,17 @@ def test_number_distribution_histogram_and_the_truth_line():
     assert low < 43.666 and high > 50.0
     nobody = validated(figures.number_distribution([], 1.0, "t"))
     assert float(np.sum(nobody.data[0].y)) == 0 and list(nobody.data[1].x) == [1.0, 1.0]
+
+
+def test_number_distribution_stacks_the_right_answers_in_blue_below_the_others():
+    values = [45.5, 45.4, 43.67, 50.0, 46.0, 45.6]
+    right = [abs(v - 45.5) <= 0.02 * 45.5 for v in values]  # the marking's 2 %: 45.5, 45.4, 45.6, 46.0
+    fig = validated(figures.number_distribution(values, 45.5, "f(57)", right=right, lang="zh-Hans"))
+    good, other, line = fig.data
+    assert fig.layout.barmode == "stack"
+    assert float(np.sum(good.y)) == 4 and float(np.sum(other.y)) == 2
+    assert good.marker.color == BLUE and good.marker.pattern.shape == "/" and other.marker.color == ORANGE
+    assert line.name == "真实值：45.5"  # the Chinese colon, from the catalogue
+    assert validated(figures.number_distribution(values, 45.5, "t")).data[-1].name == "truth: 45.5"
+    with pytest.raises(ValueError):
+        figures.number_distribution(values, 45.5, "t", right=[True])

@@ -302,3 +302,18 @@ def test_ask_asks_the_kind_chosen_even_before_the_page_ran_with_it(own_store):
     teacher.selectbox(key="live:kind").set_value("row")
     teacher.button(key="live:ask").click().run()  # both in one run, as a quick click sends them
     assert own_store.get(code).question.kind == "row"
+
+
+def test_the_join_box_is_open_where_the_class_started_and_folded_on_other_pages(own_store):
+    teacher = session(SELF)
+    code = start_class(teacher)
+    title = t("live.teacher_title", "en", code=code, count=0)
+
+    def join_box(at: AppTest):
+        return next(e for e in at.expander if e.label == title)
+
+    assert join_box(teacher).proto.expanded  # the QR code, for the class to scan
+    teacher.switch_page(KERNEL).run()
+    assert not join_box(teacher).proto.expanded  # the lesson moved on: the chart, not the QR code
+    teacher.switch_page(SELF).run()
+    assert join_box(teacher).proto.expanded

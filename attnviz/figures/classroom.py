@@ -190,42 +190,63 @@ def _bins(values: np.ndarray, truth: float) -> np.ndarray:
     return edges
 
 
-def number_distribution(values: Any, truth: float, title: str, *, lang: str = DEFAULT_LANGUAGE) -> go.Figure:
-    """The class's numbers as a histogram (orange bars), and the truth as a dashed blue line across it."""
+def number_distribution(
+    values: Any, truth: float, title: str, *, right: Any = None, lang: str = DEFAULT_LANGUAGE
+) -> go.Figure:
+    """The class's numbers as a histogram, and the truth as a dashed blue line across it. With `right` (one flag per
+    value: marked right), the right answers are stacked in blue and hatched below the others in orange, as the
+    choice histogram colours them."""
     answers = as_vector(values, "values")
-    answers = answers[np.isfinite(answers)]  # (n,)
+    marks = np.zeros(answers.shape, dtype=bool) if right is None else np.asarray(right, dtype=bool).reshape(-1)
+    if marks.shape != answers.shape:
+        raise ValueError(f"one mark per value: {answers.size} values, {marks.size} marks")
+    finite = np.isfinite(answers)
+    answers, marks = answers[finite], marks[finite]  # (n,)
     edges = _bins(answers.astype(np.float64), float(truth))
     counts, _ = np.histogram(answers, bins=edges)
     centres, widths = (edges[:-1] + edges[1:]) / 2, np.diff(edges)
-    answer, students, truth_name = (
-        _word(k, lang) for k in (N_("class.answer"), N_("class.students"), N_("class.truth"))
-    )
+    answer, students = (_word(k, lang) for k in (N_("class.answer"), N_("class.students")))
+    truth_label = html.escape(t(N_("class.truth_value"), lang, value=f"{float(truth):.6g}"), quote=False)
     top = float(max(1, counts.max(initial=0)))
-    data = [
-        {
-            "type": "bar",
-            "x": centres.astype(np.float32),
-            "y": counts.astype(np.float32),
-            "width": widths.astype(np.float32),
-            "customdata": np.stack([edges[:-1], edges[1:]], axis=-1).astype(np.float32),
-            "name": _word(N_("class.answers"), lang),
-            "marker": {"color": ORANGE, "line": {"color": BLACK, "width": 1}},
-            "hovertemplate": f"{answer}: %{{customdata[0]:.4~g}} – %{{customdata[1]:.4~g}}<br>{students}: %{{y}}"
-            "<extra></extra>",
-        },
+    groups = [
+        (marks, _word(N_("class.right"), lang), BLUE, HATCH),
+        (~marks, _word(N_("class.other"), lang), ORANGE, {}),
+    ]
+    if right is None:
+        groups = [(~marks, _word(N_("class.answers"), lang), ORANGE, {})]
+    data: list[dict[str, Any]] = []
+    for chosen, name, colour, pattern in groups:
+        if right is not None and not chosen.any():
+            continue
+        part, _ = np.histogram(answers[chosen], bins=edges)
+        data.append(
+            {
+                "type": "bar",
+                "x": centres.astype(np.float32),
+                "y": part.astype(np.float32),
+                "width": widths.astype(np.float32),
+                "customdata": np.stack([edges[:-1], edges[1:]], axis=-1).astype(np.float32),
+                "name": name,
+                "marker": {"color": colour, "line": {"color": BLACK, "width": 1}, "pattern": pattern},
+                "hovertemplate": f"{answer}: %{{customdata[0]:.4~g}} – %{{customdata[1]:.4~g}}<br>{students}: "
+                "%{y}<extra></extra>",
+            }
+        )
+    data.append(
         {
             "type": "scatter",
             "x": np.array([truth, truth], dtype=np.float32),
             "y": np.array([0.0, top * 1.1], dtype=np.float32),
             "mode": "lines",
-            "name": f"{truth_name}: {float(truth):.6g}",
+            "name": truth_label,
             "line": {"color": BLUE, "width": 3, "dash": "dash"},
-            "hovertemplate": f"{truth_name}: %{{x:.6~g}}<extra></extra>",
-        },
-    ]
+            "hovertemplate": f"{truth_label}<extra></extra>",
+        }
+    )
     heading, margin = _title(title)
     layout = {
         "title": heading,
+        "barmode": "stack",
         "bargap": 0.05,
         # half a bin of room on each side: a truth at the smallest or largest answer is not drawn on the frame
         "xaxis": {"title": {"text": answer}, "automargin": True,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.test_live_class import TEACHER_QUESTION, Room, ask, join, start_class
+from tests.browser.test_live_class import STUDENT_QUESTION, TEACHER_QUESTION, Room, ask, join, start_class
 from tests.browser.test_live_follow_runs import one_server, one_server_room  # noqa: F401 (fixtures)
 
 FONT_PX_JS = "(e) => parseFloat(getComputedStyle(e).fontSize)"
@@ -26,3 +26,21 @@ def test_the_answer_count_is_in_large_digits_on_the_projector(request: pytest.Fi
     sentence_px, digits_px = sentence.evaluate(FONT_PX_JS), digits.evaluate(FONT_PX_JS)
     assert sentence_px >= 20, sentence_px  # presentation mode's text (1.3rem)
     assert digits_px >= 2 * sentence_px, (digits_px, sentence_px)
+
+
+def test_a_students_answer_box_shows_no_english_form_hint_over_the_number(request: pytest.FixtureRequest) -> None:
+    """Streamlit writes "Press Enter to submit form" (in English, on every language) over the right end of a form's
+    text box; on a phone it covered the number being typed. The form has its own Send button: no hint."""
+    room: Room = request.getfixturevalue("one_server_room")
+    room.lang = "zh-Hans"
+    start_class(room, "Kernel_attention?pm=1&lang=zh-Hans")
+    phone = room.students[0]  # 390x844
+    join(room, phone)
+    ask(room, "number")
+    form = phone.locator(STUDENT_QUESTION)
+    expect(form).to_be_visible(timeout=10_000)
+    box = form.get_by_role("textbox").first
+    box.click()
+    box.type("45.5")
+    phone.wait_for_timeout(500)  # the hint appears as the student types
+    assert form.locator('[data-testid="InputInstructions"]').filter(visible=True).count() == 0

@@ -60,6 +60,7 @@ class Membership:
     baseline: dict[str, str] | None = None  # the page's parameters right after applying it: a change is exploring
     sent: tuple[str, dict[str, str]] | None = None  # the teacher's (page, params) last written to the store
     answers: dict[int, str] = field(default_factory=dict)  # own answers, by question id
+    started_on: str = ""  # the page the teacher started the class on (its join box stays open there only)
     cookie: str = ""  # the cookie still to be set in the browser ("" once set)
 
     @property
@@ -134,7 +135,7 @@ def start(page: str, params: dict[str, str]) -> None:
     except AttnvizError as error:
         notice(error)
         return
-    found = Membership(code=state.code, role="teacher", secret=secret, sent=(page, dict(params)))
+    found = Membership(code=state.code, role="teacher", secret=secret, sent=(page, dict(params)), started_on=page)
     found.cookie = _cookie(state.code, "t:" + secret)
     st.session_state[MEMBER_KEY] = found
 

@@ -43,7 +43,10 @@ def top_of_page(page: str, current: live.View | None) -> None:
     if found.teacher:
         state = current.state
         assert state is not None
-        _teacher_box(page, state.code, expanded=state.questions_asked == 0 and state.question is None)
+        # open where the class started, until its first question; folded elsewhere (one click opens it for a late
+        # student): on another page the chart, not the QR code, is what the class should see
+        fresh = state.questions_asked == 0 and state.question is None and page == found.started_on
+        _teacher_box(page, state.code, expanded=fresh)
         question_for_teacher(page, current)
     else:
         _student_banner(current)

@@ -234,13 +234,13 @@ def _reveal_view(code: str, question: Question, own: Any, answered: bool = False
     labels = questions.option_labels(question, lang)
     truth = class_answers.value_text(question, question.spec.get("truth"), labels, decimals=2)
     st.markdown(tr("live.truth", truth=md_escape(truth), correct=summary.correct, answered=summary.answered))
+    if summary.commonest_wrong is not None:  # above the chart: on a projector the chart fills the rest of the screen
+        text, count = summary.commonest_wrong
+        st.markdown(tr("live.commonest_wrong", answer=md_escape(text), count=count))
     if summary.answered:
         build = functools.partial(_aggregate_figure, question, summary, labels, lang)
         key = ("live_reveal", code, question.id, summary.answered, tuple(sorted(stored.items())), lang)
         chart(build, f"class_answers_{question.id}", table="folded", shared=key)
-    if summary.commonest_wrong is not None:
-        text, count = summary.commonest_wrong
-        st.markdown(tr("live.commonest_wrong", answer=md_escape(text), count=count))
     if own is not None:
         mine = class_answers.value_text(question, own, labels)
         right = class_answers.marked(question, own)
@@ -257,7 +257,8 @@ def _aggregate_figure(question: Question, summary: questions.Aggregate, labels: 
         return figures.choice_histogram(labels, summary.counts, question.spec.get("truth", []), title, lang=lang)
     if question.kind == "row":
         return figures.row_comparison(labels, summary.truth, summary.mean, summary.std, title, lang=lang)
-    return figures.number_distribution(summary.values, summary.truth, title, lang=lang)
+    right = [class_answers.marked(question, value) for value in summary.values or []]
+    return figures.number_distribution(summary.values, summary.truth, title, right=right, lang=lang)
 
 
 def class_answers_csv(found: live.Membership) -> bytes | None:

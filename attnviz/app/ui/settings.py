@@ -249,6 +249,7 @@ PAGE_CSS = """
   }
   [data-testid="stButton"] [data-testid="stMarkdownContainer"], [data-testid="stButton"] p { white-space: normal; }
   [data-testid="stButtonGroup"] div:has(> button) { flex-wrap: wrap; }
+  .st-key-live_student_question [data-testid="InputInstructions"] { display: none; }
 </style>
 """
 
