@@ -290,3 +290,24 @@ def test_ask_asks_the_kind_chosen_even_before_the_page_ran_with_it(own_store):
     teacher.selectbox(key="live:kind").set_value("row")
     teacher.button(key="live:ask").click().run()  # both in one run, as a quick click sends them
     assert own_store.get(code).question.kind == "row"
+
+
+def test_a_reconnected_student_sees_the_answer_sent_before(own_store):
+    """A student's session on a replica that died answered; the browser's new session (the same student, by its
+    cookie) shows that answer as sent, and the reveal marks it, not "you did not answer"."""
+    teacher = session(SELF)
+    code = start_class(teacher)
+    before = session(SELF, **{"class": code})
+    ask(teacher, "top_key", 0)
+    question = own_store.get(code).question
+    send(before.run(), question.spec["truth"][0])
+    again = session(SELF, **{"class": code})
+    membership(again).student_id = membership(before).student_id  # what the student cookie restores
+    again.run()
+    sent = t("live.sent", answer="§").split("§")[0]
+    assert any(sent in e.value for e in again.success), [e.value for e in again.success]
+    teacher.button(key="live:reveal").click().run()
+    again.run()
+    texts = [e.value for e in [*again.success, *again.warning, *again.caption]]
+    assert any(t("live.own_right", answer="§", truth="§").split("§")[0] in text for text in texts), texts
+    assert t("live.own_none") not in texts
