@@ -151,13 +151,17 @@ def _close() -> None:
 
 @st.fragment(run_every=COUNT_EVERY_S)
 def _answer_count(code: str, question_id: int) -> None:
-    """ "17 of 28 answered", read again every second (the teacher's session only)."""
+    """ "17 of 28 answered", read again every second (the teacher's session only). A question revealed, cancelled or
+    ended from the teacher's other device (the teacher link) reruns the whole page: the projector shows it too."""
     try:
         store = live.shared_store()
         answered, joined = len(store.answers(code, question_id)), len(store.students(code))
+        state = store.get(code)
     except AttnvizError:
         st.caption(tr("live.unavailable"))
         return
+    if state is None or state.question is None or state.question.id != question_id or state.question.revealed:
+        st.rerun()
     st.metric(tr("live.answered_label"), tr("live.answered", answered=answered, joined=joined))
 
 
