@@ -60,6 +60,7 @@ class Membership:
     sent: tuple[str, dict[str, str]] | None = None  # the teacher's (page, params) last written to the store
     answers: dict[int, str] = field(default_factory=dict)  # own answers, by question id
     cookie: str = ""  # the cookie still to be set in the browser ("" once set)
+    follow_id: str = ""  # the class's follow id as last read (a page keeps asking while the store is away)
 
     @property
     def teacher(self) -> bool:
