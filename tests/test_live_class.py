@@ -317,3 +317,24 @@ def test_the_join_box_is_open_where_the_class_started_and_folded_on_other_pages(
     assert not join_box(teacher).proto.expanded  # the lesson moved on: the chart, not the QR code
     teacher.switch_page(SELF).run()
     assert join_box(teacher).proto.expanded
+
+
+def test_a_reconnected_student_sees_the_answer_sent_before(own_store):
+    """A student's session on a replica that died answered; the browser's new session (the same student, by its
+    cookie) shows that answer as sent, and the reveal marks it, not "you did not answer"."""
+    teacher = session(SELF)
+    code = start_class(teacher)
+    before = session(SELF, **{"class": code})
+    ask(teacher, "top_key", 0)
+    question = own_store.get(code).question
+    send(before.run(), question.spec["truth"][0])
+    again = session(SELF, **{"class": code})
+    membership(again).student_id = membership(before).student_id  # what the student cookie restores
+    again.run()
+    sent = t("live.sent", answer="§").split("§")[0]
+    assert any(sent in e.value for e in again.success), [e.value for e in again.success]
+    teacher.button(key="live:reveal").click().run()
+    again.run()
+    texts = [e.value for e in [*again.success, *again.warning, *again.caption]]
+    assert any(t("live.own_right", answer="§", truth="§").split("§")[0] in text for text in texts), texts
+    assert t("live.own_none") not in texts

@@ -32,10 +32,12 @@ def one_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Strea
 
 
 @pytest.fixture
-def one_server_room(browser: Browser, one_server: tuple[StreamlitServer, str]) -> Iterator[Room]:
+def one_server_room(
+    browser: Browser, one_server: tuple[StreamlitServer, str], request: pytest.FixtureRequest
+) -> Iterator[Room]:
     """A class of its own for each test: a teacher and three students, new browser contexts."""
     server, url = one_server
-    yield from rooms(browser, server.url_for, url)
+    yield from rooms(browser, server.url_for, url, request)
 
 
 def follow(room: Room, label: str, key: str, value: str) -> list[tuple[int, int]]:

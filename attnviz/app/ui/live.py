@@ -62,6 +62,7 @@ class Membership:
     answers: dict[int, str] = field(default_factory=dict)  # own answers, by question id
     started_on: str = ""  # the page the teacher started the class on (its join box stays open there only)
     cookie: str = ""  # the cookie still to be set in the browser ("" once set)
+    follow_id: str = ""  # the class's follow id as last read (a page keeps asking while the store is away)
 
     @property
     def teacher(self) -> bool:

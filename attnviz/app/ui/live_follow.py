@@ -41,12 +41,17 @@ async function follow(loop) {
     if (loop.mounted <= 0) break;
     if (answer === null || answer.unavailable) {
       failures += 1;
+      if (answer !== null && !loop.away) {
+        loop.away = true;  // the store is away: the page runs once to say so, and again when it is back
+        loop.trigger("changed", loop.known);
+      }
       await sleep(Math.min(10000, 250 * 2 ** Math.min(failures, 6)));
       continue;
     }
     failures = 0;
     const version = answer.ended ? -1 : answer.version;
-    if (version !== loop.known) {
+    if (version !== loop.known || loop.away) {
+      loop.away = false;
       loop.known = version;
       loop.trigger("changed", version);
       if (version === -1) break;
@@ -63,7 +68,7 @@ export default function (component) {
   if (!data.url) return;
   let loop = loops.get(data.url);
   if (!loop) {
-    loop = { url: data.url, known: data.version, mounted: 0, running: false, trigger: null };
+    loop = { url: data.url, known: data.version, mounted: 0, running: false, away: false, trigger: null };
     loops.set(data.url, loop);
   }
   loop.known = data.version;

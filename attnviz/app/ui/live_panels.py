@@ -67,9 +67,13 @@ def _follower(page: str, current: live.View) -> None:
     found = current.member
     # A student follows the class. So does a teacher whose page is not yet the class's (just switched: the page
     # publishes its state below, after the panel was drawn without questions): the new version reruns it once.
+    # While the store is away a student's page keeps asking (its follower reruns it when the store answers again).
     stale = current.state is not None and current.state.page != page
-    follow_id = current.state.follow_id if current.state is not None and (not found.teacher or stale) else None
-    follow_class(follow_id, current.state.version if current.state is not None else -1, cookie=found.cookie)
+    if current.state is not None:
+        found.follow_id = current.state.follow_id
+    follow_id = found.follow_id if found.follow_id and (not found.teacher or stale) else None
+    version = current.state.version if current.state is not None else max(found.applied, 0)
+    follow_class(follow_id, version, cookie=found.cookie)
     found.cookie = ""
 
 
@@ -86,8 +90,12 @@ def join_link(code: str, page: str) -> str:
 def _teacher_box(page: str, code: str, expanded: bool) -> None:
     """The class code, its join link and a QR code large enough to scan from the back of a room; open until the
     first question, then folded (one click brings it back for a late student). Drawn again every few seconds, on
-    its own: the projector counts the students as they join."""
-    title = tr("live.teacher_title", code=code, count=_count_students(code))
+    its own: the projector counts the students as they join, and says so when the store cannot be reached."""
+    count = _count_students(code)
+    if count is None:
+        st.warning(tr("live.unavailable"), icon="📡")
+        return
+    title = tr("live.teacher_title", code=code, count=count)
     with st.expander(title, expanded=expanded):
         link = join_link(code, page)
         qr, words = st.columns([2, 3] if presenting() else [1, 2], gap="medium")
@@ -100,11 +108,11 @@ def _teacher_box(page: str, code: str, expanded: bool) -> None:
         words.caption(tr("live.limits", students=MAX_STUDENTS, hours=IDLE_SECONDS // 3600))
 
 
-def _count_students(code: str) -> int:
+def _count_students(code: str) -> int | None:
     try:
         return len(live.shared_store().students(code))
     except AttnvizError:
-        return 0
+        return None
 
 
 def _student_banner(current: live.View) -> None:

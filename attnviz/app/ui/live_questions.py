@@ -151,13 +151,17 @@ def _close() -> None:
 
 @st.fragment(run_every=COUNT_EVERY_S)
 def _answer_count(code: str, question_id: int) -> None:
-    """ "17 of 28 answered", read again every second (the teacher's session only)."""
+    """ "17 of 28 answered", read again every second (the teacher's session only). A question revealed, cancelled or
+    ended from the teacher's other device (the teacher link) reruns the whole page: the projector shows it too."""
     try:
         store = live.shared_store()
         answered, joined = len(store.answers(code, question_id)), len(store.students(code))
+        state = store.get(code)
     except AttnvizError:
         st.caption(tr("live.unavailable"))
         return
+    if state is None or state.question is None or state.question.id != question_id or state.question.revealed:
+        st.rerun()
     # the count in large digits, readable from the back of the room; the sentence says what it counts
     st.metric(tr("live.answered", answered=answered, joined=joined), f"{answered} / {joined}")
 
@@ -174,6 +178,8 @@ def question_for_student(page: str, current: live.View) -> None:
         return
     with st.container(border=True, key="live_student_question"):
         st.markdown(f"**{md_escape(questions.prompt(question, current_language()))}**")
+        if question.id not in found.answers:
+            _recall_answer(found, question.id)
         own = live.own_answer(question.id)
         if question.revealed:
             _reveal_view(state.code, question, own=own, answered=question.id in found.answers)
@@ -182,6 +188,17 @@ def question_for_student(page: str, current: live.View) -> None:
         if own is not None:
             labels = questions.option_labels(question, current_language())
             st.success(tr("live.sent", answer=md_escape(class_answers.value_text(question, own, labels))), icon="✅")
+
+
+def _recall_answer(found: live.Membership, question_id: int) -> None:
+    """This student's answer as the store holds it: a session that reconnected to another replica, or a reloaded tab,
+    is the same student (its cookie) but no longer remembers what it sent."""
+    try:
+        stored = live.shared_store().answers(found.code, question_id).get(found.student_id)
+    except AttnvizError:
+        return
+    if stored is not None:
+        found.answers[question_id] = stored
 
 
 def _answer_form(found: live.Membership, question: Question) -> None:
