@@ -87,16 +87,22 @@ class Teacher:
         return record
 
     async def timers(self, stop: asyncio.Event) -> None:
-        """The browser's fragment timers: rerun each fragment the page asked for, every `interval` seconds."""
+        """The browser's fragment timers: each fragment the page asked for is rerun every `interval` seconds, on a
+        schedule of its own (the join box every 2 s, the answer count every second)."""
         user = self.user
+        due: dict[str, float] = {}  # fragment id -> when its next rerun is due
         while not stop.is_set():
             if not user.timers or not user.connected:
+                due.clear()
                 await asyncio.sleep(0.1)
                 continue
-            fragment_id, interval = next(iter(user.timers.items()))
-            await asyncio.sleep(interval)
+            now = time.perf_counter()
+            due = {f: due.get(f, now + interval) for f, interval in user.timers.items()}  # new timers start now
+            fragment_id = min(due, key=due.__getitem__)
+            await asyncio.sleep(max(0.0, due[fragment_id] - now))
             if fragment_id not in user.timers or not user.connected:
                 continue
+            due[fragment_id] = time.perf_counter() + user.timers[fragment_id]
             try:
                 async with user.lock:
                     await user.wait_run(await user.send_rerun(fragment_id, auto=True), self.run.config.action_timeout)
