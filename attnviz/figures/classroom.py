@@ -204,34 +204,11 @@ def number_distribution(
     answers, marks = answers[finite], marks[finite]  # (n,)
     edges = _bins(answers.astype(np.float64), float(truth))
     counts, _ = np.histogram(answers, bins=edges)
-    centres, widths = (edges[:-1] + edges[1:]) / 2, np.diff(edges)
+    widths = np.diff(edges)
     answer, students = (_word(k, lang) for k in (N_("class.answer"), N_("class.students")))
     truth_label = html.escape(t(N_("class.truth_value"), lang, value=f"{float(truth):.6g}"), quote=False)
     top = float(max(1, counts.max(initial=0)))
-    groups = [
-        (marks, _word(N_("class.right"), lang), BLUE, HATCH),
-        (~marks, _word(N_("class.other"), lang), ORANGE, {}),
-    ]
-    if right is None:
-        groups = [(~marks, _word(N_("class.answers"), lang), ORANGE, {})]
-    data: list[dict[str, Any]] = []
-    for chosen, name, colour, pattern in groups:
-        if right is not None and not chosen.any():
-            continue
-        part, _ = np.histogram(answers[chosen], bins=edges)
-        data.append(
-            {
-                "type": "bar",
-                "x": centres.astype(np.float32),
-                "y": part.astype(np.float32),
-                "width": widths.astype(np.float32),
-                "customdata": np.stack([edges[:-1], edges[1:]], axis=-1).astype(np.float32),
-                "name": name,
-                "marker": {"color": colour, "line": {"color": BLACK, "width": 1}, "pattern": pattern},
-                "hovertemplate": f"{answer}: %{{customdata[0]:.4~g}} – %{{customdata[1]:.4~g}}<br>{students}: "
-                "%{y}<extra></extra>",
-            }
-        )
+    data = _number_bars(answers, marks, edges, right is not None, lang)
     data.append(
         {
             "type": "scatter",
@@ -258,3 +235,34 @@ def number_distribution(
         "margin": {"t": margin},
     }  # fmt: skip
     return make_figure(data, layout)
+
+
+def _number_bars(answers: np.ndarray, marks: np.ndarray, edges: np.ndarray, marked: bool, lang: str) -> list[dict]:
+    """The histogram's bars: one orange series, or (`marked`) the right answers blue and hatched, the others orange."""
+    answer, students = (_word(k, lang) for k in (N_("class.answer"), N_("class.students")))
+    centres, widths = (edges[:-1] + edges[1:]) / 2, np.diff(edges)
+    groups = [
+        (marks, _word(N_("class.right"), lang), BLUE, HATCH),
+        (~marks, _word(N_("class.other"), lang), ORANGE, {}),
+    ]
+    if not marked:
+        groups = [(~marks, _word(N_("class.answers"), lang), ORANGE, {})]
+    bars: list[dict] = []
+    for chosen, name, colour, pattern in groups:
+        if marked and not chosen.any():
+            continue
+        part, _ = np.histogram(answers[chosen], bins=edges)
+        bars.append(
+            {
+                "type": "bar",
+                "x": centres.astype(np.float32),
+                "y": part.astype(np.float32),
+                "width": widths.astype(np.float32),
+                "customdata": np.stack([edges[:-1], edges[1:]], axis=-1).astype(np.float32),
+                "name": name,
+                "marker": {"color": colour, "line": {"color": BLACK, "width": 1}, "pattern": pattern},
+                "hovertemplate": f"{answer}: %{{customdata[0]:.4~g}} – %{{customdata[1]:.4~g}}<br>{students}: "
+                "%{y}<extra></extra>",
+            }
+        )
+    return bars

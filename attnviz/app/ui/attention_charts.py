@@ -95,7 +95,7 @@ def weights_charts(
     for build, what in builds:
         name = f"{page}_attention_{what}"
         key = None if shared is None else (*shared, name, tuple(factors), *look.values())
-        chart(build, name, table="elsewhere", shared=key)
+        chart(build, name, table="elsewhere", shared=key, specs=True)
     return [build for build, _ in builds]
 
 

@@ -267,7 +267,7 @@ def _controls_and_results(session: PageSession, state: AttentionState, inputs: A
     """Controls and everything computed from them. A fragment: moving a control reruns only this part, not the
     page frame, the sidebar and the inputs above (their values arrive as the arguments of the last full run)."""
     begin_run()  # a fragment rerun does not pass through page_frame
-    session.follow_class(lambda params: decode_attention(params, session.page), _fragment_fields())
+    session.follow_class(lambda p: decode_attention(p, session.page), _fragment_fields())
     live_panels.fragment_follower(session.page)
     left, right = controls_and_results([2, 3])
     with left:

@@ -3,6 +3,7 @@ predict-then-reveal question, show-your-work and the exports."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -287,16 +288,16 @@ def _compute_and_draw(
         if trace.projections != "identity":
             _projection_matrices(trace, head_index)
 
-    head = trace.heads[0]
+    return Results(functools.partial(_export, session.page, state, trace.heads[0], q_labels, k_labels), below)
 
-    def export() -> None:
-        st.caption(tr("attention.export_caption"))
-        st.download_button(
-            tr("attention.download_csv"),
-            weights_csv(head, q_labels, k_labels),
-            file_name=f"attnviz_{session.page}_weights.csv",
-            mime="text/csv",
-        )
-        st.code(python_snippet(state), language="python")
 
-    return Results(export, below)
+def _export(page: str, state: AttentionState, head: Any, q_labels: list[str], k_labels: list[str]) -> None:
+    """The share box's exports: the weights as CSV and the Python that computes them."""
+    st.caption(tr("attention.export_caption"))
+    st.download_button(
+        tr("attention.download_csv"),
+        weights_csv(head, q_labels, k_labels),
+        file_name=f"attnviz_{page}_weights.csv",
+        mime="text/csv",
+    )
+    st.code(python_snippet(state), language="python")

@@ -65,11 +65,11 @@ _FIGURES: cachetools.LRUCache[tuple[Any, ...], tuple[str, int]] = cachetools.LRU
 _FIGURES_LOCK = threading.Condition()  # one build per figure: sessions asking for it meanwhile wait
 
 
-@cachetools.cached(_FIGURES, key=lambda shared, build: shared, lock=_FIGURES_LOCK, condition=_FIGURES_LOCK)
-def _shared_json(shared: tuple[Any, ...], build: Callable[[], go.Figure]) -> tuple[str, int]:
-    if settings.presenting():  # (the key holds the presentation mode)
+@cachetools.cached(_FIGURES, key=lambda shared, build, specs=False: shared, lock=_FIGURES_LOCK, condition=_FIGURES_LOCK)
+def _shared_json(shared: tuple[Any, ...], build: Callable[[], go.Figure], specs: bool = False) -> tuple[str, int]:
+    if not specs or settings.presenting():  # (the key holds the presentation mode)
         return figure_json(_styled(build()))
-    with figure_specs():  # only its JSON is needed: no Plotly Figure is made
+    with figure_specs():  # a builder that ends in make_figure: only its JSON is needed, no Plotly Figure is made
         return figure_json(build())
 
 
@@ -171,6 +171,7 @@ def chart(
     table: str = "folded",
     *,
     shared: tuple[Any, ...] | None = None,
+    specs: bool = False,
     **select: Any,
 ) -> go.Figure | FigureSpec | None:
     """A Plotly chart with the PNG export named after what it shows; larger type in presentation mode; and its text
@@ -181,6 +182,7 @@ def chart(
     `shared`: `fig` is a function that builds the figure, and `shared` says everything the figure depends on. Its
     JSON is made once for every session that shows the same figure (a rerun that changes nothing in it costs no
     figure work) and the function is called only to make it, or for the tables. Returns the figure, if it was made.
+    `specs`: the shared figure's function ends in `make_figure` and changes nothing after it (its dicts are enough).
 
     Without `shared`, a function is called inside `plotting.figure_specs()`: a builder that ends in `make_figure`
     gives the figure's dicts (a `FigureSpec`, returned), and no Plotly Figure is made unless its tables are shown.
@@ -195,7 +197,7 @@ def chart(
     else:
         assert callable(fig), "a shared figure is given as the function that builds it"
         figure = None
-        spec, height = _shared_json((*shared, settings.presenting()), fig)
+        spec, height = _shared_json((*shared, settings.presenting()), fig, specs)
     if not _within_byte_budget(spec):
         mb = f"{len(spec) / 2**20:.1f}"
         st.info(tr("budget.not_drawn", mb=mb, sent=f"{chart_bytes_sent() / 2**20:.1f}", limit=RERUN_BYTES // 2**20))

@@ -17,6 +17,7 @@ import torch
 from torch import Tensor, nn
 
 from attnviz.core.attention import AdditiveAttention, DotProductAttention, build_mask
+from attnviz.core.errors import AttnvizError, short
 
 HOW = ("uniform", "permute")
 
@@ -28,7 +29,7 @@ def replaced_weights(weights: Tensor, mask: Tensor, how: str, generator: torch.G
         allowed = mask.to(weights.dtype)  # (B, Q, K)
         return allowed / allowed.sum(dim=-1, keepdim=True).clamp_min(1.0)
     if how != "permute":
-        raise ValueError(f"how must be one of {HOW}, not {how!r}")
+        raise AttnvizError("ablation_how", how=short(how))
     result = torch.zeros_like(weights)
     for b in range(weights.shape[0]):
         for q in range(weights.shape[1]):
@@ -54,7 +55,7 @@ def attention_replaced(layer: nn.Module, how: str, seed: int = 0) -> Iterator[No
 
     modules = [m for m in layer.modules() if isinstance(m, DotProductAttention | AdditiveAttention)]
     if not modules:
-        raise ValueError("the layer has no attention module to replace")
+        raise AttnvizError("ablation_no_attention")
     handles = [m.register_forward_hook(hook) for m in modules]
     try:
         yield
