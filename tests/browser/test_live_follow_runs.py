@@ -11,12 +11,12 @@ import pytest
 from playwright.sync_api import Browser, expect
 
 from testkit.browser import finished_runs, wait_ready
-from testkit.server import StreamlitServer
 from tests.browser.test_live_class import (
     Room,
     join,
     rooms,
     set_number,
+    sqlite_server,  # noqa: F401 (a fixture: one server with its SQLite store)
     start_class,
     students_on,
     teacher_opens,
@@ -24,19 +24,11 @@ from tests.browser.test_live_class import (
 )
 
 
-@pytest.fixture(scope="module")
-def one_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[StreamlitServer, str]]:
-    url = f"sqlite:///{tmp_path_factory.mktemp('live-runs') / 'classes.sqlite3'}"
-    with StreamlitServer("app.py", env={"ATTNVIZ_CLASS_STORE": url}, log_name="live-follow-runs") as server:
-        yield server, url
-
-
 @pytest.fixture
-def one_server_room(
-    browser: Browser, one_server: tuple[StreamlitServer, str], request: pytest.FixtureRequest
-) -> Iterator[Room]:
-    """A class of its own for each test: a teacher and three students, new browser contexts."""
-    server, url = one_server
+def one_server_room(browser: Browser, request: pytest.FixtureRequest) -> Iterator[Room]:
+    """A class of its own for each test on one server with its SQLite store, in English: a teacher and three
+    students, new browser contexts."""
+    server, url = request.getfixturevalue("sqlite_server")
     yield from rooms(browser, server.url_for, url, request)
 
 

@@ -6,8 +6,16 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.test_live_class import STUDENT_QUESTION, TEACHER_QUESTION, Room, ask, join, start_class
-from tests.browser.test_live_follow_runs import one_server, one_server_room  # noqa: F401 (fixtures)
+from tests.browser.test_live_class import (
+    STUDENT_QUESTION,
+    TEACHER_QUESTION,
+    Room,
+    ask,
+    join,
+    sqlite_server,  # noqa: F401 (a fixture)
+    start_class,
+)
+from tests.browser.test_live_follow_runs import one_server_room  # noqa: F401 (a fixture)
 
 FONT_PX_JS = "(e) => parseFloat(getComputedStyle(e).fontSize)"
 

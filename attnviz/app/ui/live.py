@@ -314,7 +314,7 @@ def newer_in_fragment(page: str) -> ClassState | None:
         return None
     if state is None or found.teacher or not found.following or state.page != page:
         st.rerun(scope="app")
-    if state.question != current.state.question:
+    if state.question != current.state.question:  # (state is not None here: st.rerun does not return)
         st.rerun(scope="app")
     return state
 
