@@ -76,3 +76,21 @@ def test_every_page_numbers_its_steps_one_to_n_in_the_recipe_and_with_the_number
     assert recipe_numbers(at, title) == expected
     heading = t("widget.with_numbers", lang).split("**")[1]
     assert numbers_section(at, heading) == expected
+
+
+def test_the_self_pages_worked_table_names_repeated_tokens_as_the_chart_does_and_fits_a_projector():
+    """A sentence with "the" twice: the worked steps' heading and table rows say "the·1" and "the·7", as the heatmap's
+    ticks do (they said "the" twice), and step 5's table shows four components of each value, not eight (the table
+    ran off a projector's right edge)."""
+    at = AppTest.from_file(str(ROOT / SELF), default_timeout=90)
+    at.query_params["s"] = "the quick brown fox jumps over the dog"
+    at.run()
+    assert not at.exception
+    heading = t("widget.with_numbers", "en").split("**")[1]
+    numbers = next(m.value for m in at.markdown if heading in m.value)
+    table = [line for line in numbers.splitlines() if line.startswith("|")]
+    header, rows = table[0], table[2:]
+    assert [row.split("|")[1].strip() for row in rows] == [
+        "the·1", "quick", "brown", "fox", "jumps", "over", "the·7", "dog",
+    ]  # fmt: skip
+    assert r"v\[4\]" in header and r"v\[5\]" not in header  # escaped Markdown

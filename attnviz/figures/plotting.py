@@ -73,6 +73,13 @@ def unique_labels(labels: Labels, count: int, prefix: str = "") -> list[str]:
     texts = [html.escape(str(label), quote=False) for label in labels]  # Plotly reads <b>, <br>, <a> in labels
     if len(texts) != count:
         raise ValueError(f"expected {count} labels, got {len(texts)}")
+    return distinct_labels(texts)
+
+
+def distinct_labels(labels: Sequence[str]) -> list[str]:
+    """The labels with a 1-based position mark on each repeated one ("the·1", "the·7"), as the charts name them: a
+    table or a worked step beside a chart names its rows the same way."""
+    texts = [str(label) for label in labels]
     repeated = {text for text in texts if texts.count(text) > 1}
     texts = [f"{text}{POSITION_MARK}{i + 1}" if text in repeated else text for i, text in enumerate(texts)]
     seen: set[str] = set()

@@ -323,12 +323,19 @@ def _residual_step(trace: Any, row: int, lang: str) -> Step:
 
 
 def explain_attention(
-    trace: Any, head: int, row: int, query_label: str, key_labels: list[str], lang: str = DEFAULT_LANGUAGE
+    trace: Any,
+    head: int,
+    row: int,
+    query_label: str,
+    key_labels: list[str],
+    lang: str = DEFAULT_LANGUAGE,
+    value_columns: int = 8,
 ) -> list[Step]:
     """Show-your-work for one query row of an unbatched multi-head trace (attnviz.core.multihead.MultiHeadTrace):
     step 0 projects the inputs with W_q, W_k, W_v (when they are not the identity, or there are several heads), the
-    head's steps 1-5 follow, then the heads are joined by W_o and, when it is on, the residual is added."""
-    steps = explain_row(trace.heads[head], row, query_label, key_labels, lang)
+    head's steps 1-5 follow, then the heads are joined by W_o and, when it is on, the residual is added. Step 5's
+    table shows the first `value_columns` components of each value."""
+    steps = explain_row(trace.heads[head], row, query_label, key_labels, lang, value_columns=value_columns)
     projected = trace.projections != "identity" or trace.num_heads > 1
     before = [replace(_project_step(trace, head, row, lang), number=0)] if projected else []
     after = [_combine_step(trace, row, lang)] if projected else []

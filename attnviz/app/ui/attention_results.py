@@ -34,9 +34,14 @@ from attnviz.core.multihead import MultiHeadTrace, head_rows
 from attnviz.core.note_attn import bmm_rule, note_attn_steps
 from attnviz.figures import attention as figures
 from attnviz.figures.attention import AttentionGrid
-from attnviz.figures.plotting import unique_labels
+from attnviz.figures.plotting import distinct_labels, unique_labels
 from attnviz.i18n import t
 from attnviz.lessons.explain import explain_attention
+
+# Show-your-work's table: the softmax's six columns and the first four components of each value fit the results
+# column of a projector (1280 px, the teacher's sidebar open); eight ran off its right edge. Step 5 writes out the
+# whole output vector, and "The numbers" holds every value.
+WORK_VALUE_COLUMNS = 4
 
 
 def _head_label() -> Callable[[int], str]:
@@ -280,11 +285,14 @@ def _compute_and_draw(
                 key=session.key("workhead"),
             )
         lang = current_language()
+        queries, keys = distinct_labels(q_labels), distinct_labels(k_labels)  # "the·1", "the·7", as on the charts
         steps = shared_result(  # the same steps for every session on this state (a class)
             (*shared, "work", head_index, row, lang),
-            lambda: explain_attention(trace, head_index, row, q_labels[row], k_labels, lang),
+            lambda: explain_attention(
+                trace, head_index, row, queries[row], keys, lang, value_columns=WORK_VALUE_COLUMNS
+            ),
         )
-        work_panel(steps, heading=f"{tr('attention.show_work')} · {q_labels[row]}")
+        work_panel(steps, heading=f"{tr('attention.show_work')} · {queries[row]}")
         if trace.projections != "identity":
             _projection_matrices(trace, head_index)
 
