@@ -16,7 +16,7 @@ import plotly.graph_objects as go
 import pytest
 import torch
 
-from attnviz.app.classroom.answers import MAX_ANSWER_TEXT
+from attnviz.app.classroom.answers import MAX_ANSWER_TEXT, marked
 from attnviz.app.classroom.questions import (
     aggregate,
     answers_csv,
@@ -410,7 +410,7 @@ def test_aggregate_rows_mean_spread_and_rounded_wrong_rows():
         assert summary.mean[key] == pytest.approx(statistics.mean(column))
         assert summary.std[key] == pytest.approx(statistics.pstdev(column))
     assert summary.truth == [0.2, 0.3, 0.5]
-    assert summary.commonest_wrong == ("0.33, 0.33, 0.33", 2)
+    assert summary.commonest_wrong == ("≈ 0.33, 0.33, 0.33", 2)  # 0.333 and 0.33 typed: rounded, and said so
 
 
 def test_aggregate_numbers_values_median_and_rounded_wrong_numbers():
@@ -419,7 +419,14 @@ def test_aggregate_numbers_values_median_and_rounded_wrong_numbers():
     assert (summary.answered, summary.correct, summary.invalid) == (5, 2, 1)
     assert summary.values == [45.5, 43.67, 43.666, 50.0, 46.0]
     assert summary.median == statistics.median([45.5, 43.67, 43.666, 50.0, 46.0])
-    assert summary.commonest_wrong == ("43.7", 2)
+    assert summary.commonest_wrong == ("≈ 43.7", 2)  # 43.67 and 43.666 typed: rounded, and said so
+
+
+def test_the_commonest_wrong_number_is_written_as_typed_when_everyone_typed_it_alike():
+    """Two students typed 69.25: the reveal said "Commonest wrong answer: 69.2" while each was told "Your answer was
+    69.25"."""
+    summary = aggregate(NUMBER, {"a": "69.25", "b": "69.25", "c": "45.5"})
+    assert summary.commonest_wrong == ("69.25", 2)
 
 
 def test_aggregate_head_names_the_wrong_head_in_the_language():
@@ -539,6 +546,27 @@ def test_number_distribution_histogram_and_the_truth_line():
     assert low < 43.666 and high > 50.0
     nobody = validated(figures.number_distribution([], 1.0, "t"))
     assert float(np.sum(nobody.data[0].y)) == 0 and list(nobody.data[1].x) == [1.0, 1.0]
+
+
+def test_with_the_tolerance_the_bar_around_the_truth_holds_exactly_the_right_answers():
+    """The bars were numpy's "auto" bins (~8 wide for answers 45.5 and 69.25): the right answer's bar covered
+    45.5-53.5 with the truth on its left edge. With the marking's tolerance (2 % of 45.5 = 0.91) the truth's bar
+    is 44.59-46.41, centred on it, and every other bar is as wide."""
+    values = [45.5, 45.4, 43.67, 50.0, 46.41, 45.6, 69.25, 69.25]  # 46.41: on the tolerance's edge, right
+    right = [marked(NUMBER, v) for v in values]
+    assert right == [True, True, False, False, True, True, False, False]
+    fig = validated(figures.number_distribution(values, 45.5, "f(57)", right=right, tolerance=0.91))
+    good, other, _ = fig.data
+    low, high = np.asarray(good.customdata)[:, 0], np.asarray(good.customdata)[:, 1]
+    centre = int(np.argmax(good.y))
+    assert (low[centre], high[centre]) == (pytest.approx(44.59, abs=1e-4), pytest.approx(46.41, abs=1e-4))
+    assert float(good.y[centre]) == 4 and float(np.sum(good.y)) == 4 and float(other.y[centre]) == 0
+    np.testing.assert_allclose(good.width, 1.82, rtol=1e-5)
+    assert float(np.sum(other.y)) == 4 and len(good.x) <= figures.MAX_BINS
+    spread = validated(figures.number_distribution([45.5, 1000.0], 45.5, "t", right=[True, False], tolerance=0.91))
+    bars = spread.data[0]
+    assert len(bars.x) <= figures.MAX_BINS  # too far for bins of 1.82: wider ones, the truth's still centred on it
+    assert float(bars.x[int(np.argmax(bars.y))]) == pytest.approx(45.5, rel=1e-5)
 
 
 def test_number_distribution_stacks_the_right_answers_in_blue_below_the_others():

@@ -178,9 +178,21 @@ def row_comparison(
     return make_figure(data, layout)
 
 
-def _bins(values: np.ndarray, truth: float) -> np.ndarray:
-    """Bin edges over the answers and the truth: numpy's "auto" rule, at most MAX_BINS, never of zero width."""
+def _bins(values: np.ndarray, truth: float, tolerance: float | None = None) -> np.ndarray:
+    """Bin edges over the answers and the truth, never of zero width. With the marking's `tolerance`, the truth's bin
+    is the range of right answers, truth ± tolerance, and the others as wide beside it (an odd multiple of that width
+    when MAX_BINS would not hold them: the truth's bin stays centred on it); without, numpy's "auto" rule."""
     low, high = float(min(values.min(initial=truth), truth)), float(max(values.max(initial=truth), truth))
+    if tolerance is not None and tolerance > 0:
+        half = tolerance * (1 + 1e-9) + 1e-12  # an answer on the tolerance's edge is right: inside the bin
+        width = 2 * half
+        below, above = (max(0, math.ceil((gap - half) / width - 1e-9)) for gap in (truth - low, high - truth))
+        if below + above + 1 > MAX_BINS:
+            factor = math.ceil((below + above + 1) / MAX_BINS)
+            factor += 1 - factor % 2  # odd: one bin is centred on the truth
+            half, width = half * factor, width * factor
+            below, above = (max(0, math.ceil((gap - half) / width - 1e-9)) for gap in (truth - low, high - truth))
+        return truth - half - below * width + width * np.arange(below + above + 2)
     if high - low < 1e-9:
         half = max(abs(low) * 0.05, 0.5)
         low, high = low - half, high + half
@@ -191,18 +203,25 @@ def _bins(values: np.ndarray, truth: float) -> np.ndarray:
 
 
 def number_distribution(
-    values: Any, truth: float, title: str, *, right: Any = None, lang: str = DEFAULT_LANGUAGE
+    values: Any,
+    truth: float,
+    title: str,
+    *,
+    right: Any = None,
+    tolerance: float | None = None,
+    lang: str = DEFAULT_LANGUAGE,
 ) -> go.Figure:
     """The class's numbers as a histogram, and the truth as a dashed blue line across it. With `right` (one flag per
     value: marked right), the right answers are stacked in blue and hatched below the others in orange, as the
-    choice histogram colours them."""
+    choice histogram colours them. With the marking's `tolerance`, the bar around the truth spans exactly the right
+    answers (truth ± tolerance)."""
     answers = as_vector(values, "values")
     marks = np.zeros(answers.shape, dtype=bool) if right is None else np.asarray(right, dtype=bool).reshape(-1)
     if marks.shape != answers.shape:
         raise ValueError(f"one mark per value: {answers.size} values, {marks.size} marks")
     finite = np.isfinite(answers)
     answers, marks = answers[finite], marks[finite]  # (n,)
-    edges = _bins(answers.astype(np.float64), float(truth))
+    edges = _bins(answers.astype(np.float64), float(truth), tolerance)
     counts, _ = np.histogram(answers, bins=edges)
     widths = np.diff(edges)
     answer, students = (_word(k, lang) for k in (N_("class.answer"), N_("class.students")))

@@ -137,12 +137,17 @@ def marked(question: Question, value: Any) -> bool:
     spec, truth = question.spec, question.spec.get("truth")
     if question.kind in CHOICE_KINDS:
         return value in truth
-    tolerance = spec.get("tolerance", {})
     if question.kind == "row":
-        limit = tolerance.get("absolute", ROW_TOLERANCE) + _SLACK
+        limit = spec.get("tolerance", {}).get("absolute", ROW_TOLERANCE) + _SLACK
         return len(value) == len(truth) and all(abs(a - b) <= limit for a, b in zip(value, truth, strict=True))
-    limit = max(tolerance.get("relative", NUMBER_RELATIVE) * abs(truth), tolerance.get("absolute", NUMBER_ABSOLUTE))
-    return abs(value - truth) <= limit + _SLACK
+    return abs(value - truth) <= number_tolerance(question) + _SLACK
+
+
+def number_tolerance(question: Question) -> float:
+    """How far from the truth a number question's answer may be and still be right: max(2 % of |truth|, 0.01) by
+    default, or the spec's own."""
+    tolerance, truth = question.spec.get("tolerance", {}), question.spec.get("truth")
+    return max(tolerance.get("relative", NUMBER_RELATIVE) * abs(truth), tolerance.get("absolute", NUMBER_ABSOLUTE))
 
 
 def is_correct(question: Question, answer_json: str) -> bool:

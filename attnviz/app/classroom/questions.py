@@ -210,12 +210,18 @@ def aggregate(question: Question, answers: Mapping[str, str], *, lang: str = DEF
     in `lang`: a head's label)."""
     values = [read_answer(question, text) for text in answers.values()]
     readable = [value for value in values if value is not None]
-    wrong = Counter(
-        value_text(question, value, option_labels(question, lang), decimals=2)
-        for value in readable
-        if not marked(question, value)
-    )
+    labels = option_labels(question, lang)
+    wrong: Counter[str] = Counter()  # answers that round alike count as one (0.333 and 0.3333) ...
+    written: dict[str, set[str]] = {}  # ... and are written as typed when they were all the same
+    for value in readable:
+        if not marked(question, value):
+            near = value_text(question, value, labels, decimals=2)
+            wrong[near] += 1
+            written.setdefault(near, set()).add(value_text(question, value, labels))
     common = wrong.most_common(1)[0] if wrong else None  # a tie: the one answered first
+    if common is not None:
+        exact = written[common[0]]
+        common = (next(iter(exact)) if len(exact) == 1 else "≈ " + common[0], common[1])
     summary: dict[str, Any] = {}
     if question.kind in CHOICE_KINDS:
         summary["counts"] = [sum(1 for v in readable if v == n) for n in range(len(question.spec["options"]))]

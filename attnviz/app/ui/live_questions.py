@@ -275,7 +275,10 @@ def _aggregate_figure(question: Question, summary: questions.Aggregate, labels: 
     if question.kind == "row":
         return figures.row_comparison(labels, summary.truth, summary.mean, summary.std, title, lang=lang)
     right = [class_answers.marked(question, value) for value in summary.values or []]
-    return figures.number_distribution(summary.values, summary.truth, title, right=right, lang=lang)
+    tolerance = class_answers.number_tolerance(question)
+    return figures.number_distribution(
+        summary.values, summary.truth, title, right=right, tolerance=tolerance, lang=lang
+    )
 
 
 def class_answers_csv(found: live.Membership) -> bytes | None:
