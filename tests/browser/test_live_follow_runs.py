@@ -83,3 +83,29 @@ def test_a_change_outside_the_fragment_reruns_the_whole_page(one_server_room: Ro
         )
     after = [finished_runs(student) for student in room.students]
     assert all(a[0] > b[0] for a, b in zip(after, before, strict=True)), (before, after)
+
+
+SCROLL_DOWN_JS = """(title) => {
+  let box = title.parentElement;  // what scrolls the page: the title's first scrolling ancestor
+  const scrolls = (el) =>
+    ["auto", "scroll"].includes(getComputedStyle(el).overflowY) && el.scrollHeight > el.clientHeight;
+  while (box && !scrolls(box)) box = box.parentElement;
+  box = box || document.scrollingElement;
+  box.scrollTop = box.scrollHeight;
+}"""
+
+
+def test_a_student_the_class_moves_to_another_page_lands_on_its_title(one_server_room: Room) -> None:
+    """Students scrolled down the self-attention page; the teacher opens kernel attention: each student's page opens
+    at its title. (It kept the last page's scroll: a phone showed the new page's controls, its title and the class's
+    banner above the screen.)"""
+    room = one_server_room
+    start_class(room, "Self_attention?pm=1")
+    for student in room.students:
+        join(room, student)
+        student.locator("h1").first.evaluate(SCROLL_DOWN_JS)
+        expect(student.locator("h1").first).not_to_be_in_viewport()
+    teacher_opens(room, "Kernel_attention")
+    students_on(room, "Kernel_attention")
+    for student in room.students:
+        expect(student.locator("h1").first).to_be_in_viewport()

@@ -60,6 +60,14 @@ async function follow(loop) {
   loop.running = false;
 }
 
+function toTop() {
+  // a page the class moved to opens at its title, not where the last page was scrolled to
+  window.scrollTo(0, 0);
+  for (const box of document.querySelectorAll('[data-testid="stMain"], [data-testid="stAppViewContainer"]')) {
+    box.scrollTop = 0;
+  }
+}
+
 export default function (component) {
   const { data, setTriggerValue } = component;
   if (data.cookie) {
@@ -68,8 +76,13 @@ export default function (component) {
   if (!data.url) return;
   let loop = loops.get(data.url);
   if (!loop) {
-    loop = { url: data.url, known: data.version, mounted: 0, running: false, away: false, trigger: null };
+    loop = { url: data.url, known: data.version, mounted: 0, running: false, away: false, trigger: null,
+             page: data.page };
     loops.set(data.url, loop);
+  }
+  if (data.page !== loop.page) {
+    loop.page = data.page;
+    toTop();
   }
   loop.known = data.version;
   loop.trigger = setTriggerValue;
@@ -92,14 +105,14 @@ def follow_url(follow_id: str) -> str:
     return full_path(ROUTE.format(follow_id=follow_id))
 
 
-def follow_class(follow_id: str | None, version: int, cookie: str = "") -> None:
-    """Mount the follower (it shows nothing): it reruns the page when the class's version is no longer `version`.
-    Without a follow id it only sets `cookie`. Its trigger reruns the whole page; drawn in a page's fragment, that
-    fragment alone, which takes a change of its own controls by itself (live.newer_in_fragment) and reruns the whole
-    page for anything else."""
+def follow_class(follow_id: str | None, version: int, page: str, cookie: str = "") -> None:
+    """Mount the follower (it shows nothing) on `page`: it reruns the page when the class's version is no longer
+    `version`, and scrolls a page the class moved to up to its title. Without a follow id it only sets `cookie`. Its
+    trigger reruns the whole page; drawn in a page's fragment, that fragment alone, which takes a change of its own
+    controls by itself (live.newer_in_fragment) and reruns the whole page for anything else."""
     _component(
         key=FOLLOW_KEY,
-        data={"url": follow_url(follow_id) if follow_id else "", "version": version, "cookie": cookie},
+        data={"url": follow_url(follow_id) if follow_id else "", "version": version, "page": page, "cookie": cookie},
         height=0,
         **{f"on_{EVENT}_change": _rerun_is_all},
     )

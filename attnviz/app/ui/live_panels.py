@@ -73,7 +73,7 @@ def _follower(page: str, current: live.View) -> None:
         found.follow_id = current.state.follow_id
     follow_id = found.follow_id if found.follow_id and (not found.teacher or stale) else None
     version = current.state.version if current.state is not None else max(found.applied, 0)
-    follow_class(follow_id, version, cookie=found.cookie)
+    follow_class(follow_id, version, page, cookie=found.cookie)
     found.cookie = ""
 
 
