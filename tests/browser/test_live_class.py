@@ -194,7 +194,8 @@ def teacher_changes(room: Room, label: str, key: str, value: str, followers: lis
         time.sleep(0.01)
     published = time.time()
     for page in followers:
-        wait_param(page, key, value, timeout=10_000)
+        # the page's own watch notes the moment (a check of the address from here could see it first)
+        page.wait_for_function("() => typeof window.__liveSeen === 'number'", timeout=10_000)
     times = [student.evaluate("() => window.__liveSeen") / 1000 - published for student in followers]
     for student in followers:
         wait_ready(student)
