@@ -94,3 +94,16 @@ def test_the_self_pages_worked_table_names_repeated_tokens_as_the_chart_does_and
         "the·1", "quick", "brown", "fox", "jumps", "over", "the·7", "dog",
     ]  # fmt: skip
     assert r"v\[4\]" in header and r"v\[5\]" not in header  # escaped Markdown
+
+
+def test_the_chinese_steps_have_no_english_header_and_no_space_after_a_full_stop():
+    """Step 2 in Chinese: "温度 T = 1。 第一个键" had a space after the full stop, and its table's header read
+    "logit z"."""
+    torch.manual_seed(0)
+    x = torch.randn(3, 4)
+    for lang in ("zh-Hans", "zh-Hant"):
+        scale = explain_row(attend(x, x, x), 1, "b", list("abc"), lang)[1]
+        assert "。 " not in scale.note and "。" in scale.note, scale.note
+        assert "logit" not in " ".join(scale.columns), scale.columns
+    english = explain_row(attend(x, x, x), 1, "b", list("abc"), "en")[1]
+    assert ". First key" in english.note, english.note

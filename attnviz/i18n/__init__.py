@@ -110,6 +110,14 @@ def t(key: str, lang: str = DEFAULT_LANGUAGE, /, **params: object) -> str:
     return template.format(**params) if params else template
 
 
+def sentences(first: str, second: str) -> str:
+    """Two translated sentences as one text: a space between them in English, none after a Chinese full stop
+    ("温度 T = 1。第一个键", not "温度 T = 1。 第一个键")."""
+    if not first or not second:
+        return first or second
+    return first + ("" if first[-1] in "。！？；：）" else " ") + second
+
+
 def prose(prefix: str, name_attribute: str, part: str) -> property:
     """A declaration's English text read from the catalogue, e.g. `label = prose("score", "name", "label")` reads
     "score.<its name>.label": the prose is written once, in the .po files, for every language."""

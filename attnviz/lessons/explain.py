@@ -10,7 +10,7 @@ from attnviz.core.errors import AttnvizError, short
 from attnviz.core.multihead import head_rows
 from attnviz.core.scores import SCORES
 from attnviz.core.trace import AttentionTrace
-from attnviz.i18n import DEFAULT_LANGUAGE, t
+from attnviz.i18n import DEFAULT_LANGUAGE, sentences, t
 from attnviz.lessons.working import (
     LINE,
     MAX_TERMS,
@@ -115,7 +115,7 @@ def _scale_step(query: _QueryRow) -> Step:
     note = tr("explain.scale_note", scale=scale, temperature=temperature)
     if math.isfinite(query.logits[0]):  # the first key worked out, as step 1 worked out its score
         first = {"a": factor(query.scores[0], tex=False), "scale": scale, "temperature": temperature}
-        note += " " + tr("explain.scale_first", **first, z=_num(query.logits[0]))
+        note = sentences(note, tr("explain.scale_first", **first, z=_num(query.logits[0])))
     return Step(
         tr("explain.scale"),
         rf"z_j = a(\mathbf q, \mathbf k_j) \times {scale_tex} \,/\, T",

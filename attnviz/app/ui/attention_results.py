@@ -35,7 +35,7 @@ from attnviz.core.note_attn import bmm_rule, note_attn_steps
 from attnviz.figures import attention as figures
 from attnviz.figures.attention import AttentionGrid
 from attnviz.figures.plotting import distinct_labels, unique_labels
-from attnviz.i18n import t
+from attnviz.i18n import sentences, t
 from attnviz.lessons.explain import explain_attention
 
 # Show-your-work's table: the softmax's six columns and the first four components of each value fit the results
@@ -215,7 +215,7 @@ def _budget_note(state: AttentionState, inputs: AttentionInputs, fit: Plan) -> N
     else:
         score = tr(f"score.{state.compare}.label")
         text = tr("budget.compare", seconds=f"{fit.seconds:.1f}", budget=f"{BUDGET_SECONDS:g}", score=score)
-    st.info(text + " " + tr("budget.reduce", choices="; ".join(choices)), icon="⏱️")
+    st.info(sentences(text, tr("budget.reduce", choices="; ".join(choices))), icon="⏱️")
 
 
 @dataclass(frozen=True)
