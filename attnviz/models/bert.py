@@ -187,13 +187,7 @@ class BertEncoder:
         if not 1 <= length <= c.max_positions:
             raise AttnvizError("model_tokens", limit=c.max_positions, count=length)
         with torch.no_grad():
-            positions = torch.arange(length)
-            x = (
-                w["embeddings.word_embeddings.weight"][ids]
-                + w["embeddings.position_embeddings.weight"][positions]
-                + w["embeddings.token_type_embeddings.weight"][type_ids]
-            )  # (T, d)
-            x = self._norm(x, "embeddings.LayerNorm")
+            x = self._embed(w["embeddings.word_embeddings.weight"][ids], type_ids)  # (T, d)
             hidden, layers = [x], []
             for index in range(c.num_layers):
                 x, trace = self._layer(x, f"encoder.layer.{index}.")
@@ -208,14 +202,37 @@ class BertEncoder:
         trace.__dict__["attentions"] = attentions  # what the cached property would compute, without the copy
         return trace
 
+    def word_vectors_of(self, ids: Tensor) -> Tensor:
+        """The word-piece embeddings of token ids (..., T) -> (..., T, d), before positions and LayerNorm: what
+        `pooled_from_words` reads, and what a gradient map attributes to."""
+        return self.weights["embeddings.word_embeddings.weight"][ids]
+
+    def pooled_from_words(self, words: Tensor, type_ids: Tensor) -> Tensor:
+        """The sentence embedding (every token's last hidden state averaged, as sentence-transformers pools) of word-
+        piece embeddings `words` (B, T, d), token types (T,): a batch at once, gradients kept (no trace). (B, d)"""
+        x = self._embed(words, type_ids)
+        for index in range(self.config.num_layers):
+            x, _ = self._layer(x, f"encoder.layer.{index}.")
+        return x.mean(dim=-2)
+
+    def _embed(self, words: Tensor, type_ids: Tensor) -> Tensor:
+        """Word-piece embeddings (..., T, d) plus positions and token types, then LayerNorm: what layer 1 reads."""
+        w = self.weights
+        positions = torch.arange(words.shape[-2])
+        x = words + w["embeddings.position_embeddings.weight"][positions]
+        return self._norm(x + w["embeddings.token_type_embeddings.weight"][type_ids], "embeddings.LayerNorm")
+
     def _layer(self, x: Tensor, prefix: str) -> tuple[Tensor, AttentionTrace]:
-        """One encoder layer: multi-head self-attention (traced as `attend`), add & norm, feed-forward, add & norm."""
+        """One encoder layer on (..., T, d): multi-head self-attention (traced as `attend`), add & norm, feed-forward,
+        add & norm."""
         heads = self.config.num_heads
-        length, width = x.shape
+        *lead, length, width = x.shape
         q, k, v = (self._linear(x, f"{prefix}attention.self.{name}") for name in ("query", "key", "value"))  # (T, d)
-        q, k, v = (split_heads(t.unsqueeze(0), heads).squeeze(0) for t in (q, k, v))  # (h, T, d/h)
-        trace = _unmasked_attention(q, k, v)  # the heads as a batch: weights (h, T, T), output (h, T, d/h)
-        context = trace.output.transpose(0, 1).reshape(length, width)  # (T, d) heads side by side
+        q, k, v = (
+            split_heads(t.reshape(-1, length, width), heads).reshape(*lead, heads, length, -1) for t in (q, k, v)
+        )
+        trace = _unmasked_attention(q, k, v)  # the heads as a batch: weights (..., h, T, T), output (..., h, T, d/h)
+        context = trace.output.transpose(-3, -2).reshape(*lead, length, width)  # (..., T, d) heads side by side
         attended = self._linear(context, f"{prefix}attention.output.dense")
         x = self._norm(attended + x, f"{prefix}attention.output.LayerNorm")
         inner = F.gelu(self._linear(x, f"{prefix}intermediate.dense"))  # (T, 4d), exact (erf) GELU as in BERT
