@@ -10,6 +10,7 @@ import pytest
 
 from attnviz.figures import attention as figures
 from attnviz.figures import kernel as kernel_figures
+from attnviz.figures import learned as learned_figures
 from attnviz.figures import model as model_figures
 from attnviz.figures import plotting, style
 from tests.messages import message, says
@@ -401,6 +402,17 @@ def test_loss_curve_epochs_and_log_scale():
     assert fig.layout.yaxis.type == "log"
     assert kernel_figures.loss_curve([2.0, 1.5, 1.2]).layout.yaxis.type != "log"
     assert kernel_figures.loss_curve([1.0, 0.0]).layout.yaxis.type != "log"  # zero cannot go on a log axis
+
+
+def test_a_log_loss_axis_is_labelled_in_full_and_in_order():
+    """A loss falling from 5 to 0.1 was labelled "5, 2, 1, 5, 2, 0.1" (Plotly's digits between the powers of ten)."""
+    fig = learned_figures.learning_curves([1, 50, 100], [5.0, 0.6, 0.1], [10.0, 60.0, 100.0])
+    axis = fig.layout.yaxis
+    assert axis.type == "log"
+    assert list(axis.ticktext) == ["0.1", "0.2", "0.5", "1", "2", "5"]
+    np.testing.assert_allclose(axis.tickvals, [0.1, 0.2, 0.5, 1, 2, 5])
+    wide = kernel_figures.loss_curve(np.geomspace(1000.0, 0.001, 30)).layout.yaxis  # six decades: the powers only
+    assert list(wide.ticktext) == ["0.001", "0.01", "0.1", "1", "10", "100", "1000"]
 
 
 # ---------------------------------------------------------------- helpers

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
-from attnviz.figures.plotting import Trace, as_vector, make_figure, word
+from attnviz.figures.plotting import Trace, as_vector, log_axis, make_figure, word
 from attnviz.figures.style import BLACK, BLUE, GREEN, ORANGE, VERMILLION
 from attnviz.i18n import DEFAULT_LANGUAGE
 
@@ -129,6 +129,6 @@ def loss_curve(losses: Any, *, title: str | None = None, lang: str = DEFAULT_LAN
     trace = {"type": "scatter", "x": epochs, "y": values, "mode": mode, "name": "loss", "line": {"color": BLUE}}
     positive = values[np.isfinite(values) & (values > 0)]
     log = positive.size == values.size > 0 and float(positive.max()) > 100 * float(positive.min())
-    y_axis: dict[str, Any] = {"title": {"text": loss}, **({"type": "log"} if log else {})}
+    y_axis: dict[str, Any] = {"title": {"text": loss}, **(log_axis(values) if log else {})}
     layout = {"title": {"text": title}, "xaxis": {"title": {"text": epoch}}, "yaxis": y_axis}
     return make_figure([{**trace, "hovertemplate": hover}], layout)

@@ -9,7 +9,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from attnviz.figures.attention import AttentionGrid, heads_grid
-from attnviz.figures.plotting import as_vector, make_figure, word
+from attnviz.figures.plotting import as_vector, log_axis, make_figure, word
 from attnviz.figures.style import BLUE, ORANGE, VERMILLION
 from attnviz.i18n import DEFAULT_LANGUAGE
 
@@ -65,7 +65,7 @@ def learning_curves(
         "showlegend": False,
         "margin": {"l": 60, "r": 16, "t": 16, "b": 48},
         "xaxis": {"domain": [0, 1], "anchor": "y", "range": x_range, "showticklabels": False},
-        "yaxis": {"domain": [0.55, 1], "title": {"text": loss_word}, **({"type": "log"} if log else {})},
+        "yaxis": {"domain": [0.55, 1], "title": {"text": loss_word}, **(log_axis(loss_values) if log else {})},
         "xaxis2": {"domain": [0, 1], "anchor": "y2", "range": x_range, "title": {"text": step_word}},
         "yaxis2": {"domain": [0, 0.45], "title": {"text": accuracy_word + " (%)"}, "range": [0, 102]},
         "shapes": shapes,
