@@ -342,7 +342,7 @@ def test_projection_controls_open_for_a_link_that_uses_them_and_keep_their_value
 
 def test_default_page_keeps_the_projection_controls_closed():
     at = run_page(SELF)
-    assert [s.key for s in at.select_slider] == ["w:self:temperature_log"]  # the heads' slider is folded away
+    assert [s.key for s in at.select_slider] == ["w:self:temperature_log@1"]  # the heads' slider is folded away
     assert at.session_state["self:open:more"] is False
 
 
@@ -408,7 +408,7 @@ def test_temperature_is_a_log_slider_beside_its_exact_value():
     """Issue 14, point 8: the slider's steps are even on a log scale (0.1 and 10 as far from 1 as each other); moving
     it sets the exact value and the link; a typed value stays exact, and the slider sits on the nearest step."""
     at = run_page(SELF)
-    slider = at.select_slider(key="w:self:temperature_log")
+    slider = at.select_slider(key="w:self:temperature_log@1")  # the slider of the step it sits on
     stops = list(slider.options)
     assert slider.value == 1.0 and stops[0] == "0.001" and stops[-1] == "1000"  # options as the slider shows them
     one = stops.index("1")
@@ -421,7 +421,7 @@ def test_temperature_is_a_log_slider_beside_its_exact_value():
     assert at.query_params["T"] == "0.1"
     assert np.nanmax(first_weights(at), axis=1).min() > np.nanmax(soft, axis=1).max()  # sharper in every row
     at.number_input(key="w:self:temperature").set_value(0.25).run()
-    assert at.select_slider(key="w:self:temperature_log").value == pytest.approx(0.3)
+    assert at.select_slider(key="w:self:temperature_log@0.3").value == pytest.approx(0.3)
     assert at.number_input(key="w:self:temperature").value == pytest.approx(0.25)
 
 

@@ -41,19 +41,34 @@ def _nearest_stop(value: float, stops: tuple[float, ...]) -> float:
 def log_number(session: PageSession, f: Field, slider_label: str) -> float:
     """A positive number on a log scale: a slider over six steps per decade of the field's range (0.1 and 10 are as
     far from 1 as each other), beside the exact value, which stays typeable. Both show one value, the field's; the
-    slider sits on the step nearest a typed value."""
+    slider sits on the step nearest a typed value.
+
+    The slider is a new widget for each step it sits on (its key names the step), never one the server moves: a
+    browser's request sent before it redrew a moved slider still carried the old step, which the server took for the
+    slider moved back, undoing the number just typed (tests/test_log_slider_race.py). A stale state now names the
+    slider of another step, at that step: not a move, and ignored."""
     stops = tuple(s for s in (float(f"{stop:.3g}") for stop in LOG_STOPS) if f.low <= s <= f.high)
-    slider_key = session.key(f"{f.name}_log")
-
-    def slid() -> None:
-        st.session_state[session.key(f.name)] = st.session_state[slider_key]
-
-    exact, scale = st.columns([2, 3], vertical_alignment="bottom")
     # The exact value first: its widget holds the value (typed, from a link, or sent by a reconnecting browser,
     # which only the drawn widget knows); the slider then sits on its nearest step.
+    exact, scale = st.columns([2, 3], vertical_alignment="bottom")
     value = number(session, f, where=exact)
-    st.session_state[slider_key] = _nearest_stop(float(value), stops)
-    scale.select_slider(slider_label, stops, key=slider_key, on_change=slid, format_func=lambda v: f"{v:g}")
+    stop = _nearest_stop(float(value), stops)
+    slider_key = session.key(f"{f.name}_log@{stop:g}")
+
+    def slid(key: str, drawn: float) -> None:  # the slider drawn at `drawn`, under `key`
+        moved = st.session_state.get(key)
+        if moved is not None and moved != drawn:  # a slider still at its step was not moved: a stale state
+            st.session_state[session.key(f.name)] = moved
+
+    scale.select_slider(
+        slider_label,
+        stops,
+        value=stop,
+        key=slider_key,
+        on_change=slid,
+        args=(slider_key, stop),
+        format_func=lambda v: f"{v:g}",
+    )
     return value
 
 
