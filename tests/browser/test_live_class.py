@@ -251,7 +251,7 @@ def ask(room: Room, kind: str) -> Question:
 
 def right_and_wrong(question: Question) -> tuple[str, str, str]:
     """A right and a wrong answer as a student gives them (a choice's index, or typed text), from the truth the store
-    holds, and the wrong one as the reveal writes it (a row's numbers to 2 decimals, a number to 3 digits)."""
+    holds, and the wrong one as the reveal writes it: as typed, since every wrong student types the same."""
     truth = question.spec["truth"]
     labels = questions.option_labels(question, "en")
     if question.kind in class_answers.CHOICE_KINDS:
@@ -261,9 +261,10 @@ def right_and_wrong(question: Question) -> tuple[str, str, str]:
         one_hot = [1.0 if j == 0 else 0.0 for j in range(len(truth))]
         assert max(abs(w - o) for w, o in zip(truth, one_hot, strict=True)) > 0.05, truth
         right = ", ".join(f"{w:.4f}" for w in truth)
-        return right, ", ".join(f"{w:g}" for w in one_hot), ", ".join(f"{w:.2f}" for w in one_hot)
-    wrong = truth * 1.5 + 1
-    return f"{truth:.5f}", f"{wrong:.4f}", f"{wrong:.3g}"  # the reveal rounds a number to 3 digits
+        typed = ", ".join(f"{w:g}" for w in one_hot)
+        return right, typed, typed
+    wrong = f"{truth * 1.5 + 1:.4f}"
+    return f"{truth:.5f}", wrong, f"{float(wrong):g}"  # "69.2500" typed, "69.25" written
 
 
 def answer(room: Room, student: Page, question: Question, value: str, sends: int = 1) -> None:
