@@ -196,3 +196,19 @@ def test_the_model_pages_worked_steps_fit_their_column_at_1400(new_page, server:
     scroll, client = table.evaluate("(t) => [t.scrollWidth, t.clientWidth]")
     assert scroll <= client, (scroll, client)
     assert "v[1]" in table.locator("th").all_inner_texts()  # the worked steps' table, with the values' components
+
+
+def test_the_self_pages_worked_steps_fit_a_projector_with_the_sidebar_open(new_page, server: StreamlitServer) -> None:
+    """A teacher's projector (1280 px, presentation mode, the sidebar open for the live class): show-your-work's table
+    with eight components of each value ran off the right edge at v[6]; four fit."""
+    page: Page = new_page(viewport=PROJECTOR)
+    goto(page, server.url_for("Self_attention?pm=1"))
+    wait_for_plotly(page, count=1)
+    page.get_by_test_id("stExpandSidebarButton").click()
+    table = page.locator('[data-testid="stMain"] [data-testid="stMarkdownContainer"] table').last
+    table.wait_for(timeout=30000)
+    table.scroll_into_view_if_needed()
+    headers = table.locator("th").all_inner_texts()
+    assert "v[1]" in headers and "the·1" in table.locator("td").all_inner_texts(), headers
+    scroll, client = table.evaluate("(t) => [t.scrollWidth, t.clientWidth]")
+    assert scroll <= client, (scroll, client)
