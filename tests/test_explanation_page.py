@@ -49,7 +49,9 @@ def test_seven_maps_each_with_its_rho_and_blank_out_without_one(model, lang):
     heat = maps_figure(at, lang)["data"][0]
     labels = heat["y"]
     assert len(labels) == 7
-    assert labels[0].startswith(t("faithful.method_raw", lang, layer=6, which=t("faithful.mean_of_heads", lang)))
+    assert labels[0].startswith(t("faithful.method_raw", lang))
+    note = t("faithful.layer_note", lang, layer=6, which=t("faithful.mean_of_heads", lang))
+    assert note in [c.value for c in at.caption]
     rhos = [RHO.search(label) for label in labels[:-1]]
     assert all(match and -1.0 <= float(match.group(1)) <= 1.0 for match in rhos), labels
     assert labels[-1].startswith(t("faithful.method_blank", lang)) and not RHO.search(labels[-1])
@@ -72,7 +74,10 @@ def test_a_bad_layer_in_the_link_is_named_and_the_page_still_works():
     shown = [w.value.replace("\\", "") for w in at.warning]
     assert any("'l'" in w and "9" in w for w in shown), shown
     labels = maps_figure(at)["data"][0]["y"]
-    assert len(labels) == 7 and labels[0].startswith(message("faithful.method_raw", layer=6, which="head 3"))
+    assert len(labels) == 7 and labels[0].startswith(message("faithful.method_raw"))
+    assert message("faithful.layer_note", layer=6, which=message("faithful.head_n", head=3)) in [
+        c.value for c in at.caption
+    ]
     assert at.selectbox(key="w:faithful:layer").value == 6 and at.selectbox(key="w:faithful:head").value == 3
 
 
@@ -83,7 +88,9 @@ def test_moving_the_layer_updates_the_raw_map_and_the_link(model):
     assert not at.exception
     assert at.query_params["l"] == "2" and at.query_params["hd"] == "7"
     heat = maps_figure(at)["data"][0]
-    assert heat["y"][0].startswith(message("faithful.method_raw", layer=2, which=message("faithful.head_n", head=7)))
+    assert message("faithful.layer_note", layer=2, which=message("faithful.head_n", head=7)) in [
+        c.value for c in at.caption
+    ]
     trace = model.run("The cat sat on the mat because it was tired.")
     expected = trace.layers[1].weights[6].numpy().mean(axis=0)[1:-1]
     np.testing.assert_allclose(_array(heat["customdata"])[0], expected, rtol=1e-5)

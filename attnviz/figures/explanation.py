@@ -22,6 +22,9 @@ from attnviz.figures.plotting import (
 from attnviz.figures.style import BLUE, DIVERGING_PALETTE, MAX_TICKS, VERMILLION
 from attnviz.i18n import DEFAULT_LANGUAGE
 
+LABEL_SIZE = 12  # the maps' labels, in pixels; the gap above each row of cells makes room for them
+CELLS_HEIGHT = 26  # pixels of one map's row of cells
+
 
 def rho_text(rho: float | None) -> str:
     """ "ρ = +0.75" (two decimals, signed); "ρ = —" for the reference itself (None) or a constant map (NaN)."""
@@ -42,17 +45,19 @@ def maps_heatmap(
     rhos: Sequence[float | None],
     *,
     tokens: Labels = None,
+    label_size: int = LABEL_SIZE,
     lang: str = DEFAULT_LANGUAGE,
 ) -> go.Figure:
     """One row per map (`methods`, their names as shown), one column per token: values (m, n), each row coloured by
     its own largest |value| on a diverging scale (its sign kept), the hover giving the value itself. Each row's label
-    carries its ρ against the reference (`rhos`, None for the reference)."""
+    carries its ρ against the reference (`rhos`, None for the reference), above the row in `label_size` pixels."""
     data = as_array(values, "values", 2)  # (m, n)
     if len(methods) != data.shape[0] or len(rhos) != data.shape[0]:
         raise ValueError(f"expected {data.shape[0]} methods and ρ values, got {len(methods)} and {len(rhos)}")
     x = unique_labels(tokens, data.shape[1], "t")
     y = unique_labels([f"{method}  {rho_text(rho)}" for method, rho in zip(methods, rhos, strict=True)], data.shape[0])
     scale_title = word("row_scaled", lang)
+    gap = 2 * label_size + 10  # between two rows of cells: half of it above a row, where its label hangs
     trace = {
         "type": "heatmap",
         "z": row_scaled(data).astype(np.float32),
@@ -62,19 +67,37 @@ def maps_heatmap(
         "zmin": -1.0,
         "zmax": 1.0,
         "colorscale": colorscale(DIVERGING_PALETTE),
-        "colorbar": {"title": {"text": scale_title, "side": "right"}, "tickvals": [-1, 0, 1], "thickness": 14},
+        "colorbar": {
+            "title": {"text": scale_title, "side": "top"},
+            "orientation": "h",
+            "tickvals": [-1, 0, 1],
+            "thickness": 10,
+            "len": 0.6,
+            "x": 1.0,
+            "xanchor": "right",
+            "y": 1.0,
+            "yanchor": "bottom",
+        },
         "xgap": 1,
-        "ygap": 2,
+        "ygap": gap,
         "name": word("maps", lang),
         "meta": {"weights": "customdata"},  # the tables show the values, not their colour positions
         "hovertemplate": "%{y}<br>%{x}: %{customdata:.4g}<extra></extra>",
     }
+    # Each map's name and ρ above its row, not beside it: the cells keep the chart's whole width (on a phone, labels
+    # beside the rows left the cells a quarter of it). A label hangs from the top of its row's slot, in the gap.
+    labels = [
+        {"text": label, "x": 0, "xref": "paper", "xanchor": "left", "y": index - 0.5, "yref": "y",
+         "yanchor": "top", "showarrow": False, "font": {"size": label_size}}
+        for index, label in enumerate(y)
+    ]  # fmt: skip
     layout = {
         "title": {"text": word("maps_title", lang)},
-        "xaxis": matrix_axis(word("word_pieces", lang), tickangle=-45, automargin=True, **category_ticks(x, MAX_TICKS)),
-        "yaxis": matrix_axis(autorange="reversed", automargin=True),
-        "height": int(150 + 46 * data.shape[0]),
-        "margin": {"l": 10, "r": 10, "t": 50, "b": 10},
+        "xaxis": matrix_axis(word("word_pieces", lang), automargin=True, **category_ticks(x, MAX_TICKS)),
+        "yaxis": matrix_axis(autorange="reversed", showticklabels=False, ticks=""),
+        "annotations": labels,
+        "height": int(170 + (gap + CELLS_HEIGHT) * data.shape[0]),
+        "margin": {"l": 10, "r": 10, "t": 90, "b": 10},
     }
     return make_figure([trace], layout)
 

@@ -18,6 +18,7 @@ from attnviz.app.explanation_state import (
 )
 from attnviz.app.model_state import NUM_HEADS, NUM_LAYERS
 from attnviz.app.state import MAX_TEXT
+from attnviz.app.ui import settings
 from attnviz.app.ui.common import chart, controls_and_results, shared_result, shared_result_ready
 from attnviz.app.ui.messages import show_warning
 from attnviz.app.ui.models import get_model, model_or_error, sentence_input
@@ -27,7 +28,7 @@ from attnviz.app.ui.share import share_box
 from attnviz.app.ui.turns import ServerBusyError, busy_note, turn
 from attnviz.core.attribution import FLOW_MAX_TOKENS
 from attnviz.core.errors import AttnvizError
-from attnviz.figures.explanation import maps_heatmap, sink_bars
+from attnviz.figures.explanation import LABEL_SIZE, maps_heatmap, sink_bars
 from attnviz.models.bert_attribution import pooled
 from attnviz.models.bert_explanation import (
     METHODS,
@@ -125,15 +126,23 @@ def _draw(state: ExplanationState, maps: SentenceMaps) -> None:
     by_method = layer_maps(maps, layer, head)
     rhos = agreement(by_method)
     which = tr("faithful.mean_of_heads") if head is None else tr("faithful.head_n", head=state.head)
-    names = {method: tr(f"faithful.method_{method}", layer=state.layer, which=which) for method in METHODS}
+    names = {method: tr(f"faithful.method_{method}") for method in METHODS}
     words = [maps.tokens[i] for i in maps.positions]
     if maps.flow is None:
         st.info(error_text(AttnvizError("flow_too_long", tokens=len(maps.tokens), limit=FLOW_MAX_TOKENS)), icon="ℹ️")
     _warnings(state, maps, by_method, names, words, head)
+    st.caption(tr("faithful.layer_note", layer=state.layer, which=which))
     shown = list(by_method)
     values = np.stack([by_method[method].numpy() for method in shown])  # (maps, word pieces)
     chart(
-        lambda: maps_heatmap(values, [names[m] for m in shown], [rhos.get(m) for m in shown], tokens=words, lang=lang),
+        lambda: maps_heatmap(
+            values,
+            [names[m] for m in shown],
+            [rhos.get(m) for m in shown],
+            tokens=words,
+            label_size=settings.PRESENTATION_FONT if settings.presenting() else LABEL_SIZE,
+            lang=lang,
+        ),
         "attnviz_explanation_maps",
     )
     st.caption(
