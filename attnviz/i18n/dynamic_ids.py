@@ -110,6 +110,7 @@ DYNAMIC_IDS = (
     # Names inside messages built from a variable: Name(name) for a matrix, a tensor size, a page
     N_("field.key_size"),
     N_("field.page_cross"),
+    N_("field.page_faithful"),
     N_("field.page_kernel"),
     N_("field.page_learned"),
     N_("field.page_model"),
