@@ -129,3 +129,23 @@ def test_new_maps_take_a_turn_at_the_gate_and_kept_ones_do_not(monkeypatch):
         assert not figures(at) and at.selectbox(key="w:faithful:layer").value == 6  # the controls stay
     finally:
         holder.done()
+
+
+def test_a_second_sentence_makes_the_gradients_explain_the_cosine(model):
+    alone = run_page(PAGE, s="A dog barked at the moon.")
+    paired = run_page(PAGE, s="A dog barked at the moon.", s2="The moon rose over the hills.")
+    assert paired.query_params["s2"] == "The moon rose over the hills."
+    readout = message("faithful.readout_cosine")
+    assert any(readout in c.value for c in paired.caption) and not any(readout in c.value for c in alone.caption)
+    gradients = [_array(maps_figure(at)["data"][0]["customdata"])[4] for at in (alone, paired)]
+    assert not np.allclose(gradients[0], gradients[1])  # another readout, another map
+    blank = [_array(maps_figure(at)["data"][0]["customdata"])[-1] for at in (alone, paired)]
+    np.testing.assert_allclose(blank[0], blank[1])  # blank-out reads the sentence's own embedding either way
+
+
+def test_the_share_box_opens_with_the_pages_link():
+    at = run_page(PAGE, l="3")
+    at.session_state["faithful:open:share"] = True
+    at.run()
+    assert not at.exception
+    assert any("l=3" in code.value for code in at.code)

@@ -169,7 +169,9 @@ def _warnings(
     """A warning when a map ranks punctuation first, and when [CLS] or [SEP] takes the most raw attention."""
     first = punctuation_first(by_method, words)
     if first:
-        listed = ", ".join(f"{names[method]} («{md_escape(token)}»)" for method, token in first.items())
+        listed = tr("faithful.list_separator").join(
+            f"{names[method]} («{md_escape(token)}»)" for method, token in first.items()
+        )
         st.warning(tr("faithful.punctuation_first", maps=listed), icon="⚠️")
     sink = sink_column(maps, state.layer - 1, head)
     if sink is not None:
