@@ -43,7 +43,8 @@ from attnviz.models.bert_explanation import (
 PAGE = "faithful"
 SESSION = PageSession(PAGE)
 # Every map of a sentence, besides running the model: integrated gradients' 32 steps, blank-out's batched passes and
-# the flow's maximum flows. Measured 1.5-10 s on 2 shared cores for 13-25 tokens, so it always takes its turn.
+# the flow's maximum flows (bench/README.md: 0.3-1.6 s on a quiet machine, far more on a busy one). Over the gate's
+# threshold for any sentence, so new maps always take their turn.
 MAPS_SECONDS = 2.0
 
 
