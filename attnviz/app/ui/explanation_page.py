@@ -131,7 +131,6 @@ def _draw(state: ExplanationState, maps: SentenceMaps) -> None:
     words = [maps.tokens[i] for i in maps.positions]
     if maps.flow is None:
         st.info(error_text(AttnvizError("flow_too_long", tokens=len(maps.tokens), limit=FLOW_MAX_TOKENS)), icon="ℹ️")
-    _warnings(state, maps, by_method, names, words, head)
     st.caption(tr("faithful.layer_note", layer=state.layer, which=which))
     shown = list(by_method)
     values = np.stack([by_method[method].numpy() for method in shown])  # (maps, word pieces)
@@ -146,6 +145,7 @@ def _draw(state: ExplanationState, maps: SentenceMaps) -> None:
         ),
         "attnviz_explanation_maps",
     )
+    _warnings(state, maps, by_method, names, words, head)  # below the chart: on a projector it starts on screen one
     st.caption(
         tr(
             "faithful.maps_caption",
