@@ -41,7 +41,8 @@ chart(
 )
 
 st.header(tr("home.explore"))
-for row in (PAGES[1:4], PAGES[4:]):  # rows of three: five or six in a row were too narrow for their text
+for start in range(1, len(PAGES), 3):  # rows of three: five or six in a row were too narrow for their text
+    row = PAGES[start : start + 3]
     for column, page in zip(st.columns(3), row, strict=False):
         with column.container(border=True):
             st.subheader(f"{page.icon} {tr(page.title)}")

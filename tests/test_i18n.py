@@ -88,6 +88,7 @@ def test_a_link_in_chinese_opens_each_page_in_chinese():
         ("app_pages/cross_attention.py", "cross"),
         ("app_pages/kernel_attention.py", "kernel"),
         ("app_pages/pretrained_model.py", "model"),
+        ("app_pages/is_attention_an_explanation.py", "faithful"),
         ("app_pages/learned_attention.py", "learned"),
         ("app_pages/modern_attention.py", "modern"),
     ):

@@ -177,6 +177,14 @@ def test_a_bad_state_file_is_refused_with_what_is_wrong(data, code):
     assert info.value.code == code
 
 
+@pytest.mark.parametrize("page", ["faithful", "modern"])
+def test_a_state_file_of_another_page_names_that_page(page):
+    with pytest.raises(AttnvizError) as info:
+        read_state_file(json.dumps({"app": "attnviz", "page": page, "params": {}}).encode(), "cross")
+    assert info.value.params["page"] == Name(f"page_{page}")
+    assert t_(f"field.page_{page}", "zh-Hans") in render(info.value, "zh-Hans")
+
+
 # --- 3. the Back button does not carry one page's settings to another ------------------------------------------------
 
 

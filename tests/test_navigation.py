@@ -22,6 +22,7 @@ def test_every_page_keeps_the_url_path_its_links_carry():
         "Cross_attention",
         "Kernel_attention",
         "Pretrained_model",
+        "Is_attention_an_explanation",
         "Learned_attention",
         "Modern_attention",
     ]

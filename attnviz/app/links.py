@@ -61,7 +61,7 @@ def read_state_file(data: bytes, page: str) -> dict[str, str]:
         raise AttnvizError(
             "file_other_page",
             page=Name(f"page_{content.get('page')}")
-            if content.get("page") in ("self", "cross", "kernel", "model", "learned")
+            if content.get("page") in ("self", "cross", "kernel", "model", "faithful", "learned", "modern")
             else "?",
         )
     params = content["params"]

@@ -32,7 +32,9 @@ OPEN_LINK_JS = """(query) => {
 }"""
 
 
-@pytest.mark.parametrize("page_name", list(PAGES))
+# The pages with a URL path there: not yet "faithful", whose new sentences wait for the real server's gate
+# (tests/test_fuzz_links.py says why).
+@pytest.mark.parametrize("page_name", list(URL_PATHS))
 def test_hostile_links_in_the_browser(
     page: Page, server: StreamlitServer, console_errors: ConsoleRecorder, page_name: str
 ) -> None:

@@ -22,12 +22,13 @@ PAGES = [
     ("Cross_attention", "Cross-attention", "交叉注意力"),
     ("Kernel_attention", "Kernel attention", "核注意力"),
     ("Pretrained_model", "Pretrained model", "预训练模型"),
+    ("Is_attention_an_explanation", "Is attention an explanation?", "注意力是解释吗？"),
     ("Learned_attention", "Watch attention learn", "看注意力学会"),
     ("Modern_attention", "Modern attention", "现代注意力"),
 ]
 TITLES = {"en": [en for _, en, _ in PAGES], "zh-Hans": [zh for _, _, zh in PAGES]}
 MENU = '[data-testid="stSidebarNav"] [data-testid="stSidebarNavLink"]'
-ICONS = "🔍🔁🔀📈🧠🌱🚀"
+ICONS = "🔍🔁🔀📈🧠🔬🌱🚀"
 
 
 def menu_titles(page: Page) -> list[str]:

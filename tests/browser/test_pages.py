@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
+from attnviz.app.ui.navigation import PAGES as APP_PAGES
 from attnviz.i18n import t
 from attnviz.models.bert import load_minilm
 from testkit.browser import (
@@ -38,6 +39,7 @@ PAGES = [
     ("Cross_attention", "Cross_attention", 1),
     ("Kernel_attention", "Kernel_attention", 2),
     ("Pretrained_model", "Pretrained_model", 3),
+    ("Is_attention_an_explanation", "Is_attention_an_explanation", 2),  # the maps; the share of [CLS] and [SEP]
 ]
 SELF_CHARTS = 1  # the weights; raw scores and outputs are only built once their expander is opened
 KERNEL_CHARTS = 2  # regression curve; weights
@@ -52,7 +54,7 @@ PREDICTION = re.compile(r"f\(57\) = [-0-9.e+]+")
 # path and gets a 404 before it tries /_stcore/... (streamlit/streamlit#7074, open). Not the app's doing.
 BASE_PATH_PROBE = re.compile(
     r"Failed to load resource: the server responded with a status of 404 \(Not Found\) "
-    r"\(http://127\.0\.0\.1:\d+/(Self_attention|Cross_attention|Kernel_attention|Pretrained_model|Learned_attention|Modern_attention)"
+    r"\(http://127\.0\.0\.1:\d+/(" + "|".join(re.escape(about.url_path) for about in APP_PAGES if about.url_path) + ")"
     r"/_stcore/(health|host-config):\d+\)"
 )
 

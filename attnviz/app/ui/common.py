@@ -122,6 +122,12 @@ def shared_result(shared: tuple[Any, ...], build: Callable[[], Any]) -> Any:
     return build()
 
 
+def shared_result_ready(shared: tuple[Any, ...]) -> bool:
+    """Whether `shared_result(shared, ...)` is kept already (no computation, so no turn at the gate is needed)."""
+    with _RESULTS_LOCK:
+        return shared in _RESULTS
+
+
 def _styled(fig: go.Figure) -> go.Figure:
     """Larger type in presentation mode."""
     if settings.presenting():

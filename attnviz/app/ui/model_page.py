@@ -19,13 +19,13 @@ from attnviz.app.ui import live
 from attnviz.app.ui.common import below_main_chart, controls_and_results, first_paint, pending, shared_value
 from attnviz.app.ui.messages import show_warning
 from attnviz.app.ui.model_views import head_view_section, model_view_section, neuron_view_section
-from attnviz.app.ui.models import get_model
+from attnviz.app.ui.models import get_model, model_or_error, sentence_input
 from attnviz.app.ui.session import PageSession
 from attnviz.app.ui.settings import begin_run, error_text, labeller, md_escape, tr
 from attnviz.app.ui.share import share_box
 from attnviz.app.ui.turns import ServerBusyError, busy_note, turn
 from attnviz.figures.style import POSITION_MARK
-from attnviz.models.bert import MAX_MODEL_TOKENS, BertTrace, ModelUnavailableError, unknown_tokens
+from attnviz.models.bert import BertTrace, unknown_tokens
 from attnviz.models.bert_views import (
     find_heads,
     head_view,
@@ -59,18 +59,10 @@ def model_page() -> None:
     state: ModelState = SESSION.sync_from_link(decode_model, ModelState)
     for warning in SESSION.warnings:
         show_warning(warning)
-    try:
-        get_model()
-    except ModelUnavailableError as exc:
-        st.error(error_text(exc), icon="🚫")
+    if model_or_error() is None:
         return
     left, right = st.columns(2)
-    sentence = left.text_input(
-        tr("attention.sentence"),
-        key=SESSION.key("sentence"),
-        max_chars=MAX_TEXT,
-        help=tr("model.sentence_help", limit=MAX_MODEL_TOKENS),
-    )
+    sentence = sentence_input(left, SESSION)
     pair = right.text_input(
         tr("model.pair"),
         key=SESSION.key("pair"),

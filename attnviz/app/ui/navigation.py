@@ -37,6 +37,14 @@ PAGES = (
     ),
     AppPage("model", "Pretrained_model", "🧠", "app_pages/pretrained_model.py", N_("model.title"), N_("model.intro")),
     AppPage(
+        "faithful",
+        "Is_attention_an_explanation",
+        "🔬",
+        "app_pages/is_attention_an_explanation.py",
+        N_("faithful.title"),
+        N_("faithful.intro"),
+    ),
+    AppPage(
         "learned", "Learned_attention", "🌱", "app_pages/learned_attention.py", N_("learned.title"), N_("learned.intro")
     ),
     AppPage(

@@ -1,0 +1,42 @@
+"""The state of "Is attention an explanation?" and its fields (parsed, validated, capped: never evaluated)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from attnviz.app.model_state import NUM_HEADS, NUM_LAYERS
+from attnviz.app.state import MAX_TEXT, Decoded
+from attnviz.core.fields import Field, decode_fields, encode_fields
+
+MEAN_OF_HEADS = 0  # the head field's value for the heads' mean; heads are counted from 1
+
+
+@dataclass(frozen=True)
+class ExplanationState:
+    """Everything the page shows. Layer and head are counted from 1, as on the page; head 0 is the heads' mean."""
+
+    sentence: str = "The cat sat on the mat because it was tired."
+    pair: str = ""  # a second sentence: the gradients' readout is then the cosine of the two embeddings
+    layer: int = NUM_LAYERS
+    head: int = MEAN_OF_HEADS
+
+
+EXPLANATION_FIELDS: tuple[Field, ...] = (
+    Field("sentence", "s", "text", max_len=MAX_TEXT, label="attention.sentence"),
+    Field("pair", "s2", "text", max_len=MAX_TEXT, label="faithful.pair"),
+    Field("layer", "l", "int", low=1, high=NUM_LAYERS, label="model.layer"),
+    Field("head", "hd", "int", low=MEAN_OF_HEADS, high=NUM_HEADS, label="faithful.head"),
+)
+
+
+def decode_explanation(params: Mapping[str, Any]) -> Decoded:
+    """Read the page's state from link parameters (bad ones fall back, each with a warning)."""
+    values, warnings = decode_fields(params, EXPLANATION_FIELDS)
+    return Decoded(ExplanationState(**values), warnings)
+
+
+def encode_explanation(state: ExplanationState) -> dict[str, str]:
+    """Compact link parameters: only what differs from the default."""
+    return encode_fields(state, ExplanationState(), EXPLANATION_FIELDS, set())

@@ -1,0 +1,151 @@
+"""AppTest: "Is attention an explanation?" shows every map of the student's sentence with its ρ against blank-out,
+in every language, follows links, and says what it cannot show."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from attnviz.app.gate import GATE
+from attnviz.core.attribution import FLOW_MAX_TOKENS
+from attnviz.i18n import t
+from attnviz.models.bert import load_minilm
+from tests.messages import message, pattern
+from tests.test_app import _array, figures, run_page
+from tests.test_gate import Holder
+from tests.test_gate_pages import busy
+
+PAGE = "app_pages/is_attention_an_explanation.py"
+RHO = re.compile(r"ρ = ([+-]\d\.\d\d)$")
+
+
+@pytest.fixture(autouse=True)
+def open_gate(monkeypatch):
+    """No pause at the server's gate after each test's computation (tests/test_gate_pages.py tests the pause)."""
+    monkeypatch.setattr(GATE, "share", 1.0)
+
+
+@pytest.fixture(scope="module")
+def model():
+    return load_minilm()
+
+
+def maps_figure(at, lang: str = "en") -> dict:
+    [fig] = [f for f in figures(at) if f["layout"]["title"]["text"] == t("fig.maps_title", lang)]
+    return fig
+
+
+def rank_correlation(a: np.ndarray, b: np.ndarray) -> float:
+    rank_a, rank_b = np.argsort(np.argsort(a)), np.argsort(np.argsort(b))
+    return float(np.corrcoef(rank_a, rank_b)[0, 1])
+
+
+@pytest.mark.parametrize("lang", ["en", "zh-Hans"])
+def test_seven_maps_each_with_its_rho_and_blank_out_without_one(model, lang):
+    at = run_page(PAGE, **({"lang": lang} if lang != "en" else {}))
+    assert at.title[0].value == t("faithful.title", lang)
+    heat = maps_figure(at, lang)["data"][0]
+    labels = heat["y"]
+    assert len(labels) == 7
+    assert labels[0].startswith(t("faithful.method_raw", lang))
+    note = t("faithful.layer_note", lang, layer=6, which=t("faithful.mean_of_heads", lang))
+    assert note in [c.value for c in at.caption]
+    rhos = [RHO.search(label) for label in labels[:-1]]
+    assert all(match and -1.0 <= float(match.group(1)) <= 1.0 for match in rhos), labels
+    assert labels[-1].startswith(t("faithful.method_blank", lang)) and not RHO.search(labels[-1])
+    assert heat["x"] == ["the·1", "cat", "sat", "on", "the·5", "mat", "because", "it", "was", "tired", "."]
+    # The raw row and its ρ, from the model's weights read here: layer 6's heads averaged, column means
+    trace = model.run("The cat sat on the mat because it was tired.")
+    raw = trace.layers[5].weights.numpy().mean(axis=0).mean(axis=0)[1:-1]
+    values = _array(heat["customdata"])
+    np.testing.assert_allclose(values[0], raw, rtol=1e-5)
+    assert float(rhos[0].group(1)) == pytest.approx(rank_correlation(raw, values[-1]), abs=0.006)
+    sinks = [f for f in figures(at) if f["layout"]["title"]["text"] == t("fig.sink_title", lang)]
+    assert len(sinks) == 1 and len(sinks[0]["data"]) == 2
+    shown = " ".join(w.value for w in at.warning).replace("\\", "")
+    assert pattern("faithful.punctuation_first", lang).search(shown)  # rollout ranks "." first
+    assert pattern("faithful.sink_warning", lang, layer=6, token="[CLS]").search(shown)
+
+
+def test_a_bad_layer_in_the_link_is_named_and_the_page_still_works():
+    at = run_page(PAGE, l="9", hd="3")
+    shown = [w.value.replace("\\", "") for w in at.warning]
+    assert any("'l'" in w and "9" in w for w in shown), shown
+    labels = maps_figure(at)["data"][0]["y"]
+    assert len(labels) == 7 and labels[0].startswith(message("faithful.method_raw"))
+    assert message("faithful.layer_note", layer=6, which=message("faithful.head_n", head=3)) in [
+        c.value for c in at.caption
+    ]
+    assert at.selectbox(key="w:faithful:layer").value == 6 and at.selectbox(key="w:faithful:head").value == 3
+
+
+def test_moving_the_layer_updates_the_raw_map_and_the_link(model):
+    at = run_page(PAGE)
+    at.selectbox(key="w:faithful:layer").set_value(2).run()
+    at.selectbox(key="w:faithful:head").set_value(7).run()
+    assert not at.exception
+    assert at.query_params["l"] == "2" and at.query_params["hd"] == "7"
+    heat = maps_figure(at)["data"][0]
+    assert message("faithful.layer_note", layer=2, which=message("faithful.head_n", head=7)) in [
+        c.value for c in at.caption
+    ]
+    trace = model.run("The cat sat on the mat because it was tired.")
+    expected = trace.layers[1].weights[6].numpy().mean(axis=0)[1:-1]
+    np.testing.assert_allclose(_array(heat["customdata"])[0], expected, rtol=1e-5)
+
+
+def test_a_sentence_too_long_for_flow_says_so_and_shows_the_other_maps():
+    sentence = (
+        "The cat sat on the mat because it was tired, and the dog slept by the door while the rain fell softly on "
+        "the old roof of the house."
+    )
+    tokens = len(load_minilm().encode(sentence).tokens)
+    assert tokens > FLOW_MAX_TOKENS
+    at = run_page(PAGE, s=sentence)
+    notes = " ".join(i.value for i in at.info)
+    assert message("error.flow_too_long", tokens=tokens, limit=FLOW_MAX_TOKENS) in notes
+    labels = maps_figure(at)["data"][0]["y"]
+    assert len(labels) == 6 and not any(label.startswith(message("faithful.method_flow")) for label in labels)
+
+
+def test_a_sentence_over_the_models_limit_gets_a_clear_message_and_no_maps():
+    at = run_page(PAGE, s="word " * 300)
+    errors = " ".join(e.value for e in at.error)
+    assert pattern("model.sentence_error").search(errors) and "256" in errors
+    assert not figures(at)
+
+
+def test_new_maps_take_a_turn_at_the_gate_and_kept_ones_do_not(monkeypatch):
+    at = run_page(PAGE, s="A dog barked at the moon.")
+    monkeypatch.setattr(GATE, "max_wait", 0.5)
+    holder = Holder(GATE)  # another session's large rerun holds the gate
+    try:
+        at.selectbox(key="w:faithful:head").set_value(5).run()  # the sentence's maps are kept: read, not computed
+        assert not at.exception and not busy(at) and len(maps_figure(at)["data"][0]["y"]) == 7
+        at.text_input(key="w:faithful:sentence").set_value("A cat slept in the sun.").run()  # new maps: must wait
+        assert not at.exception and busy(at) == [message("gate.busy", ahead=1)]
+        assert not figures(at) and at.selectbox(key="w:faithful:layer").value == 6  # the controls stay
+    finally:
+        holder.done()
+
+
+def test_a_second_sentence_makes_the_gradients_explain_the_cosine(model):
+    alone = run_page(PAGE, s="A dog barked at the moon.")
+    paired = run_page(PAGE, s="A dog barked at the moon.", s2="The moon rose over the hills.")
+    assert paired.query_params["s2"] == "The moon rose over the hills."
+    readout = message("faithful.readout_cosine")
+    assert any(readout in c.value for c in paired.caption) and not any(readout in c.value for c in alone.caption)
+    gradients = [_array(maps_figure(at)["data"][0]["customdata"])[4] for at in (alone, paired)]
+    assert not np.allclose(gradients[0], gradients[1])  # another readout, another map
+    blank = [_array(maps_figure(at)["data"][0]["customdata"])[-1] for at in (alone, paired)]
+    np.testing.assert_allclose(blank[0], blank[1])  # blank-out reads the sentence's own embedding either way
+
+
+def test_the_share_box_opens_with_the_pages_link():
+    at = run_page(PAGE, l="3")
+    at.session_state["faithful:open:share"] = True
+    at.run()
+    assert not at.exception
+    assert any("l=3" in code.value for code in at.code)
