@@ -8,7 +8,6 @@ websocket as a browser speaks it, with the stale slider state in the requests th
 
 from __future__ import annotations
 
-import asyncio
 import random
 from urllib.parse import parse_qs
 
@@ -17,6 +16,7 @@ from streamlit.proto.WidgetStates_pb2 import WidgetState
 
 from testkit.server import StreamlitServer
 from testkit.wire import Control, SimulatedUser
+from tests.loop import run_in_own_loop
 
 NUMBER = "w:self:temperature"
 SLIDER = "w:self:temperature_log"  # the slider's key, or the start of it
@@ -56,4 +56,4 @@ async def typed_after_a_stale_slider(url: str) -> list[str]:
 
 
 def test_a_typed_temperature_survives_a_request_with_the_slider_not_yet_redrawn(app_server):
-    assert asyncio.run(typed_after_a_stale_slider(app_server.url)) == ["2", "0.25"]
+    assert run_in_own_loop(typed_after_a_stale_slider(app_server.url)) == ["2", "0.25"]
