@@ -39,6 +39,12 @@ def row_scaled(values: np.ndarray) -> np.ndarray:
     return np.divide(values, peaks, out=np.zeros_like(values), where=peaks > 0)
 
 
+def _row_scale_bar(title: str) -> dict:
+    """The colour bar of the rows' own scales: horizontal, above the maps' top right, -1 to 1."""
+    return {"title": {"text": title, "side": "top"}, "orientation": "h", "tickvals": [-1, 0, 1], "thickness": 10,
+            "len": 0.6, "x": 1.0, "xanchor": "right", "y": 1.0, "yanchor": "bottom"}  # fmt: skip
+
+
 def maps_heatmap(
     values: np.ndarray | Sequence[Sequence[float]],
     methods: Sequence[str],
@@ -67,17 +73,7 @@ def maps_heatmap(
         "zmin": -1.0,
         "zmax": 1.0,
         "colorscale": colorscale(DIVERGING_PALETTE),
-        "colorbar": {
-            "title": {"text": scale_title, "side": "top"},
-            "orientation": "h",
-            "tickvals": [-1, 0, 1],
-            "thickness": 10,
-            "len": 0.6,
-            "x": 1.0,
-            "xanchor": "right",
-            "y": 1.0,
-            "yanchor": "bottom",
-        },
+        "colorbar": _row_scale_bar(scale_title),
         "xgap": 1,
         "ygap": gap,
         "name": word("maps", lang),
