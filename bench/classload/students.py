@@ -351,8 +351,9 @@ class Student:
         await self.user.close()
 
     # ----- after a lost replica -----------------------------------------------------------------------------------
-    async def recover(self) -> None:
-        """Reconnect as a browser does, then change a control soon after and check the change and the page."""
+    async def recover(self, immediate: bool | None = None) -> None:
+        """Reconnect as a browser does, then change a control soon after and check the change and the page: at once
+        or after 0.5-2 s, as `immediate` says (a coin toss when None)."""
         closed = self.user.closed_at or time.perf_counter()
         record, pending = self._lost_websocket(closed)
         if not await self._reconnect(record, closed):
@@ -362,7 +363,8 @@ class Student:
         # The replica nginx sent the reconnect to (its health request, logged when answered): the survivor, or the
         # killed one already restarted (cold: its first runs import the app and load the model)
         record["reconnected_to"] = (await asyncio.to_thread(self.run.cluster.replica_of)).get(self.user.affinity)
-        immediate = self.rng.random() < 0.5
+        if immediate is None:
+            immediate = self.rng.random() < 0.5
         record["moment"] = "immediately" if immediate else "after 0.5-2 s"
         try:
             await self._change_after_reconnect(record, closed, pending, immediate)
