@@ -149,3 +149,46 @@ def test_the_share_box_opens_with_the_pages_link():
     at.run()
     assert not at.exception
     assert any("l=3" in code.value for code in at.code)
+
+
+def test_the_induction_model_maps_its_last_letter_with_every_map_and_attention_matters():
+    at = run_page(PAGE, m="induction", l="6", hd="9")  # MiniLM's layer 6 and head 9: this model has 2 and 2
+    heat = maps_figure(at)["data"][0]
+    assert len(heat["y"]) == 7 and heat["x"][0] == "&lt;s&gt;" and len(heat["x"]) == 10
+    captions = [c.value for c in at.caption]
+    note = message("faithful.induction_layer_note", layer=2, which=message("faithful.mean_of_heads"))
+    assert any(note in c and "«K»" in c for c in captions), captions
+    values = _array(heat["customdata"])
+    assert int(np.argmax(values[-1])) == 5  # blank-out: the K after the first Q, which the induction head copies
+    [bars] = [f for f in figures(at) if f["layout"]["title"]["text"] == t("fig.matter_title", "en")]
+    accuracy = dict(zip(bars["data"][0]["y"], _array(bars["data"][0]["x"]), strict=True))
+    assert accuracy[message("faithful.as_trained")] > 0.95
+    assert accuracy[message("faithful.ablation_uniform", layer=2)] < 0.3
+    assert accuracy[message("faithful.ablation_permute", layer=2)] < 0.3
+    assert not at.exception
+
+
+@pytest.mark.parametrize("lang", ["en", "zh-Hant"])
+def test_the_dates_model_maps_one_output_character(lang):
+    at = run_page(PAGE, m="dates", c="1", **({"lang": lang} if lang != "en" else {}))
+    heat = maps_figure(at, lang)["data"][0]
+    methods = ("raw", "gradient", "integrated", "blank")
+    assert [label.split("  ")[0] for label in heat["y"]] == [t(f"faithful.method_{m}", lang) for m in methods]
+    assert heat["x"][2] == "␣·3" and len(heat["x"]) == len("22 November 2026")
+    [picker] = [s for s in at.selectbox if s.label == t("faithful.character", lang)]
+    assert picker.options[:2] == ["1 · 2", "2 · 0"] and picker.value == 1
+    assert t("faithful.one_attention", lang) in [c.value for c in at.caption]
+
+
+@pytest.mark.parametrize(
+    ("params", "code", "fields"),
+    [
+        ({"m": "induction", "q": "A B 7"}, "sequence_symbols", {"symbols": "7", "first": "A", "last": "T"}),
+        ({"m": "dates", "d": "22 ноября 2026"}, "date_characters", {}),
+    ],
+)
+def test_bad_input_for_a_trained_model_is_named_and_the_page_keeps_working(params, code, fields):
+    at = run_page(PAGE, **params)
+    errors = [e.value.replace("\\", "") for e in at.error]
+    assert any(pattern(f"error.{code}", "en", **fields).search(e) for e in errors), errors
+    assert not at.exception and at.radio[0].value == params["m"]

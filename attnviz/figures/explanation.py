@@ -127,3 +127,30 @@ def sink_bars(weight: Sequence[float], norm: Sequence[float], *, lang: str = DEF
         "margin": {"l": 10, "r": 10, "t": 60, "b": 10},
     }
     return make_figure(bars, layout)
+
+
+def matter_bars(labels: Sequence[str], accuracy: Sequence[float], *, lang: str = DEFAULT_LANGUAGE) -> go.Figure:
+    """Does attention matter? One horizontal bar per model variant (`labels`, the first the model as trained): its
+    accuracy on held-out data, on [0, 1], written at the bar's end."""
+    values = as_array([list(accuracy)], "accuracy", 2)[0]  # (m,)
+    colours = [BLUE] + [VERMILLION] * (len(values) - 1)
+    bars = {
+        "type": "bar",
+        "orientation": "h",
+        "x": values,
+        "y": unique_labels(labels, len(values), "m"),
+        "marker": {"color": colours},
+        "text": [f"{v:.0%}" for v in values],
+        "textposition": "outside",
+        "cliponaxis": False,
+        "hovertemplate": "%{y}: %{x:.1%}<extra></extra>",
+    }
+    layout = {
+        "title": {"text": word("matter_title", lang)},
+        "xaxis": {"range": [0, 1.15], "tickformat": ".0%", "tickvals": [0, 0.25, 0.5, 0.75, 1.0],
+                  "title": {"text": word("held_out_accuracy", lang)}},
+        "yaxis": {"autorange": "reversed", "automargin": True, "type": "category"},
+        "height": int(140 + 44 * len(values)),
+        "margin": {"l": 10, "r": 10, "t": 60, "b": 10},
+    }  # fmt: skip
+    return make_figure([bars], layout)

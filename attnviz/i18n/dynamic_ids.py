@@ -88,6 +88,8 @@ DYNAMIC_IDS = (
     N_("fig.share"),
     N_("fig.sink_norm"),
     N_("fig.sink_title"),
+    N_("fig.matter_title"),
+    N_("fig.held_out_accuracy"),
     N_("fig.sink_weight"),
     N_("fig.step"),
     N_("fig.training_data"),
@@ -129,6 +131,19 @@ DYNAMIC_IDS = (
     N_("faithful.method_norm"),
     N_("faithful.method_raw"),
     N_("faithful.method_rollout"),
+    # f"faithful.model_{model}", f"faithful.maps_caption_{model}", f"faithful.matter_text_{task}" and
+    # f"faithful.ablation_{how}" / f"faithful.ablation_{how}_one" (attnviz/app/ui/explanation_trained.py)
+    N_("faithful.model_minilm"),
+    N_("faithful.model_induction"),
+    N_("faithful.model_dates"),
+    N_("faithful.maps_caption_induction"),
+    N_("faithful.maps_caption_dates"),
+    N_("faithful.matter_text_induction"),
+    N_("faithful.matter_text_dates"),
+    N_("faithful.ablation_uniform"),
+    N_("faithful.ablation_permute"),
+    N_("faithful.ablation_uniform_one"),
+    N_("faithful.ablation_permute_one"),
     # The learned-attention page: f"learned.task_{task}", f"learned.pattern_{label}"
     N_("learned.task_dates"),
     N_("learned.task_induction"),

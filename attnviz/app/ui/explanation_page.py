@@ -6,42 +6,37 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import numpy as np
 import streamlit as st
 
 from attnviz.app.budget import model_seconds
 from attnviz.app.explanation_state import (
     MEAN_OF_HEADS,
+    MODELS,
     ExplanationState,
     decode_explanation,
     encode_explanation,
 )
 from attnviz.app.model_state import NUM_HEADS, NUM_LAYERS
 from attnviz.app.state import MAX_TEXT
-from attnviz.app.ui import settings
 from attnviz.app.ui.common import chart, controls_and_results, shared_result, shared_result_ready
+from attnviz.app.ui.explanation_common import PAGE, SESSION, draw_maps, warn_first
+from attnviz.app.ui.explanation_trained import trained_page
 from attnviz.app.ui.messages import show_warning
 from attnviz.app.ui.models import get_model, model_or_error, sentence_input
-from attnviz.app.ui.session import PageSession
-from attnviz.app.ui.settings import begin_run, current_language, error_text, md_escape, tr
+from attnviz.app.ui.settings import begin_run, current_language, error_text, tr
 from attnviz.app.ui.share import share_box
 from attnviz.app.ui.turns import ServerBusyError, busy_note, turn
 from attnviz.core.attribution import FLOW_MAX_TOKENS
 from attnviz.core.errors import AttnvizError
-from attnviz.figures.explanation import LABEL_SIZE, maps_heatmap, sink_bars
+from attnviz.figures.explanation import sink_bars
 from attnviz.models.bert_attribution import pooled
 from attnviz.models.bert_explanation import (
-    METHODS,
     SentenceMaps,
-    agreement,
     layer_maps,
-    punctuation_first,
     sentence_maps,
     sink_column,
 )
 
-PAGE = "faithful"
-SESSION = PageSession(PAGE)
 # Every map of a sentence, besides running the model: integrated gradients' 32 steps, blank-out's batched passes and
 # the flow's maximum flows (bench/README.md: 0.3-1.6 s on a quiet machine, far more on a busy one). Over the gate's
 # threshold for any sentence, so new maps always take their turn.
@@ -49,10 +44,21 @@ MAPS_SECONDS = 2.0
 
 
 def explanation_page() -> None:
-    """Draw the page."""
+    """Draw the page: the model to explain, then its input and maps."""
     state: ExplanationState = SESSION.sync_from_link(decode_explanation, ExplanationState)
     for warning in SESSION.warnings:
         show_warning(warning)
+    chosen = st.radio(
+        tr("faithful.model"),
+        MODELS,
+        key=SESSION.key("model"),
+        horizontal=True,
+        format_func=lambda m: tr(f"faithful.model_{m}"),
+    )
+    state = replace(state, model=str(chosen))
+    if state.model != "minilm":
+        trained_page(state)
+        return
     model = model_or_error()
     if model is None:
         return
@@ -125,27 +131,14 @@ def _draw(state: ExplanationState, maps: SentenceMaps) -> None:
     lang = current_language()
     layer, head = state.layer - 1, None if state.head == MEAN_OF_HEADS else state.head - 1
     by_method = layer_maps(maps, layer, head)
-    rhos = agreement(by_method)
     which = tr("faithful.mean_of_heads") if head is None else tr("faithful.head_n", head=state.head)
-    names = {method: tr(f"faithful.method_{method}") for method in METHODS}
     words = [maps.tokens[i] for i in maps.positions]
     if maps.flow is None:
         st.info(error_text(AttnvizError("flow_too_long", tokens=len(maps.tokens), limit=FLOW_MAX_TOKENS)), icon="ℹ️")
     st.caption(tr("faithful.layer_note", layer=state.layer, which=which))
-    shown = list(by_method)
-    values = np.stack([by_method[method].numpy() for method in shown])  # (maps, word pieces)
-    chart(
-        lambda: maps_heatmap(
-            values,
-            [names[m] for m in shown],
-            [rhos.get(m) for m in shown],
-            tokens=words,
-            label_size=settings.PRESENTATION_FONT if settings.presenting() else LABEL_SIZE,
-            lang=lang,
-        ),
-        "attnviz_explanation_maps",
-    )
-    _warnings(state, maps, by_method, names, words, head)  # below the chart: on a projector it starts on screen one
+    draw_maps(by_method, words)
+    warn_first(by_method, words)  # below the chart: on a projector it starts on screen one
+    _sink_warning(state, maps, head)
     st.caption(
         tr(
             "faithful.maps_caption",
@@ -159,21 +152,8 @@ def _draw(state: ExplanationState, maps: SentenceMaps) -> None:
     )
 
 
-def _warnings(
-    state: ExplanationState,
-    maps: SentenceMaps,
-    by_method: dict,
-    names: dict[str, str],
-    words: list[str],
-    head: int | None,
-) -> None:
-    """A warning when a map ranks punctuation first, and when [CLS] or [SEP] takes the most raw attention."""
-    first = punctuation_first(by_method, words)
-    if first:
-        listed = tr("faithful.list_separator").join(
-            f"{names[method]} («{md_escape(token)}»)" for method, token in first.items()
-        )
-        st.warning(tr("faithful.punctuation_first", maps=listed), icon="⚠️")
+def _sink_warning(state: ExplanationState, maps: SentenceMaps, head: int | None) -> None:
+    """A warning when [CLS] or [SEP] takes the most raw attention of the chosen layer and head."""
     sink = sink_column(maps, state.layer - 1, head)
     if sink is not None:
         token, share = sink
