@@ -18,7 +18,7 @@ from attnviz.app.explanation_state import (
 )
 from attnviz.app.model_state import NUM_HEADS, NUM_LAYERS
 from attnviz.app.state import MAX_TEXT
-from attnviz.app.ui import settings
+from attnviz.app.ui import live, settings
 from attnviz.app.ui.common import chart, controls_and_results, shared_result, shared_result_ready
 from attnviz.app.ui.messages import show_warning
 from attnviz.app.ui.models import get_model, model_or_error, sentence_input
@@ -121,7 +121,8 @@ def _controls_and_results(state: ExplanationState, tokens: int) -> None:
 
 
 def _draw(state: ExplanationState, maps: SentenceMaps) -> None:
-    """The maps side by side with their ρ, the warnings they call for, and the share of [CLS] and [SEP]."""
+    """The maps side by side with their ρ (hidden while a live class's question is open: it asks which is largest),
+    the warnings they call for, and the share of [CLS] and [SEP]."""
     lang = current_language()
     layer, head = state.layer - 1, None if state.head == MEAN_OF_HEADS else state.head - 1
     by_method = layer_maps(maps, layer, head)
@@ -132,13 +133,16 @@ def _draw(state: ExplanationState, maps: SentenceMaps) -> None:
     if maps.flow is None:
         st.info(error_text(AttnvizError("flow_too_long", tokens=len(maps.tokens), limit=FLOW_MAX_TOKENS)), icon="ℹ️")
     st.caption(tr("faithful.layer_note", layer=state.layer, which=which))
+    hidden = live.answers_hidden()
+    if hidden:
+        live.answer_hidden_note()
     shown = list(by_method)
     values = np.stack([by_method[method].numpy() for method in shown])  # (maps, word pieces)
     chart(
         lambda: maps_heatmap(
             values,
             [names[m] for m in shown],
-            [rhos.get(m) for m in shown],
+            None if hidden else [rhos.get(m) for m in shown],
             tokens=words,
             label_size=settings.PRESENTATION_FONT if settings.presenting() else LABEL_SIZE,
             lang=lang,
