@@ -17,6 +17,7 @@ import pytest
 import torch
 
 from attnviz.app.classroom.answers import MAX_ANSWER_TEXT, marked
+from attnviz.app.classroom.faithful import best_maps, map_agreement
 from attnviz.app.classroom.questions import (
     aggregate,
     answers_csv,
@@ -26,13 +27,16 @@ from attnviz.app.classroom.questions import (
     option_labels,
     parse_answer,
     prompt,
+    reveal_note,
 )
 from attnviz.app.classroom.store import Question
+from attnviz.core.attribution import FLOW_MAX_TOKENS, spearman
 from attnviz.core.errors import AttnvizError, render
 from attnviz.figures import classroom as figures
 from attnviz.figures.style import BLUE, ORANGE
 from attnviz.i18n import LANGUAGES, t
 from attnviz.models.bert import load_minilm
+from attnviz.models.bert_explanation import layer_maps, sentence_maps
 from attnviz.models.learned import induction
 from attnviz.models.learned.train import checkpoint_path, load_run
 
@@ -315,6 +319,112 @@ def test_learned_induction_head_query_and_the_induction_head(induction_run):
     assert untrained == {"head": [(0, "")]}
 
 
+# --- the explanation page -----------------------------------------------------------------------------------------
+
+SENTENCE = "The cat sat on the mat because it was tired."  # the page's default sentence
+
+
+def rhos_by_hand(model, sentence: str, layer: int, head: int | None) -> dict[str, float]:
+    """Each map's Spearman ρ against blank-out, worked out here from the page's maps (core.attribution.spearman,
+    not the function under test); the raw map checked against the model's own weights first."""
+    encoded = model.encode(sentence)
+    trace = model.forward(encoded.ids, encoded.type_ids, encoded.tokens)
+    maps = layer_maps(sentence_maps(model, trace, encoded.ids, encoded.type_ids), layer - 1, head)
+    weights = trace.layers[layer - 1].weights  # (h, T, T)
+    chosen = weights.mean(dim=0) if head is None else weights[head]
+    np.testing.assert_allclose(maps["raw"].numpy(), chosen.mean(dim=0)[1:-1].numpy(), rtol=1e-5)
+    return {method: spearman(values, maps["blank"]) for method, values in maps.items() if method != "blank"}
+
+
+@pytest.mark.parametrize(("params", "layer", "head"), [({}, 6, None), ({"l": "2", "hd": "3"}, 2, 2)])
+def test_explanation_page_the_map_that_agrees_best_with_blank_out(model, params, layer, head):
+    assert kinds(offers("faithful", params, model=model)) == {"best_map": [(0, "")]}
+    expected = rhos_by_hand(model, SENTENCE, layer, head)
+    methods = ["raw", "rollout", "flow", "norm", "gradient", "integrated"]  # the page's order; blank-out is the key
+    assert list(expected) == methods
+    question = make_question("faithful", params, "best_map", 0, question_id=3, model=model)
+    spec = question.spec
+    assert spec["options"] == [t(f"faithful.method_{m}", "en") for m in methods]
+    best = max(expected.values())
+    assert spec["truth"] == [n for n, m in enumerate(methods) if expected[m] >= best - 0.005]
+    assert methods.index(max(methods, key=expected.get)) in spec["truth"]  # the argmax itself
+    np.testing.assert_allclose(spec["context"]["rho"], [expected[m] for m in methods], atol=1e-6)
+    assert spec["context"]["methods"] == methods and spec["tolerance"] == {"rho": 0.005}
+    json.dumps(spec, allow_nan=False)  # plain JSON
+    right = spec["truth"][0]
+    wrong = next(n for n in range(len(methods)) if n not in spec["truth"])
+    assert is_correct(question, parse_answer(question, right)) and not is_correct(
+        question, parse_answer(question, wrong)
+    )
+    which = "mean of heads" if head is None else f"head {head + 1}"
+    assert prompt(question) == f"Layer {layer}, {which}: which map will agree best with blank-out (Spearman's ρ)?"
+    assert option_labels(question, "zh-Hant") == [t(f"faithful.method_{m}", "zh-Hant") for m in methods]
+    for lang in LANGUAGES:
+        assert str(layer) in prompt(question, lang)
+
+
+def test_explanation_page_without_flow_and_the_states_that_cannot_be_asked(model):
+    long = SENTENCE + " The dog slept by the door while the rain fell softly on the old red roof of the house."
+    assert len(model.encode(long).tokens) > FLOW_MAX_TOKENS
+    question = make_question("faithful", {"s": long, "l": "4"}, "best_map", 0, question_id=1, model=model)
+    assert question.spec["context"]["methods"] == ["raw", "rollout", "norm", "gradient", "integrated"]
+    assert t("faithful.method_flow", "en") not in question.spec["options"]
+    expected = rhos_by_hand(model, long, 4, None)
+    assert question.spec["truth"] == [max(range(5), key=lambda n: expected[question.spec["context"]["methods"][n]])]
+    # the page shows no maps: a sentence over the model's limit, a bad second sentence; one word piece ranks nothing
+    for params in ({"s": "word " * 300}, {"s2": "word " * 300}, {"s": "cat"}):
+        assert offers("faithful", params, model=model) == []
+        assert code_of(lambda p=params: make_question("faithful", p, "best_map", 0, 1, model=model)) == (
+            "question_unavailable"
+        )
+    assert map_agreement({"s": "word " * 300}, model) is None
+    assert all(math.isnan(rho) for rho in map_agreement({"s": "cat"}, model).values())
+    assert code_of(lambda: make_question("model", {}, "best_map", 0, 1, model=model)) == "question_unavailable"
+    assert "best_map" not in kinds(offers("model", {}, model=model))
+
+
+def test_best_maps_ties_within_half_a_shown_digit_and_never_nan():
+    nan = float("nan")
+    assert best_maps({"raw": 0.62, "norm": 0.6151, "gradient": 0.614, "flow": nan}) == ["raw", "norm"]
+    assert best_maps({"raw": -0.2, "rollout": -0.5}) == ["raw"]  # the largest, even when every map disagrees
+    assert best_maps({"raw": nan, "rollout": nan}) == [] and best_maps({}) == []
+
+
+MAPS = ["raw", "rollout", "norm", "gradient"]
+BEST_MAP = Question(5, "best_map", {"page": "faithful", "kind": "best_map", "about": {"index": 0, "label": ""},
+                                    "options": [t(f"faithful.method_{m}", "en") for m in MAPS], "truth": [1, 3],
+                                    "tolerance": {"rho": 0.005},
+                                    "context": {"methods": MAPS, "rho": [0.1, 0.62, None, 0.618], "layer": 6,
+                                                "head": 0}})  # fmt: skip
+
+
+def test_best_map_answers_summed_up_exported_and_the_rhos_revealed():
+    summary = aggregate(BEST_MAP, {"a": "0", "b": "0", "c": "1", "d": "3", "e": "2", "f": "4"}, lang="zh-Hans")
+    assert (summary.answered, summary.correct, summary.invalid) == (5, 2, 1)  # a tie: both right; 4 is no option
+    assert summary.counts == [2, 1, 1, 1] and summary.truth == [1, 3]
+    assert summary.commonest_wrong == (t("faithful.method_raw", "zh-Hans"), 2)
+    rows = read_csv(answers_csv([BEST_MAP], {5: {"id-a": "3", "id-b": "2"}}, {"id-a": "小明"}))
+    truth = "Rollout / Gradient × input"
+    assert rows[1:] == [
+        ["5", "map closest to blank-out", "", "小明", "Gradient × input", "yes", truth],
+        ["5", "map closest to blank-out", "", "student 1", "Norm-based ‖α f(x)‖", "no", truth],
+    ]
+    assert reveal_note(BEST_MAP) == (
+        "Spearman's ρ against blank-out: Raw attention +0.10, ✓ Rollout +0.62, Norm-based ‖α f(x)‖ —, "
+        "✓ Gradient × input +0.62."
+    )
+    for lang in LANGUAGES:
+        assert "+0.62" in reveal_note(BEST_MAP, lang) and t("faithful.method_rollout", lang) in reveal_note(
+            BEST_MAP, lang
+        )
+    assert reveal_note(CHOICE) is None
+    assert prompt(BEST_MAP, "zh-Hans") == t(
+        "class.prompt_best_map", "zh-Hans", layer=6, which=t("faithful.mean_of_heads", "zh-Hans")
+    )
+    fig = validated(figures.choice_histogram(option_labels(BEST_MAP), summary.counts, BEST_MAP.spec["truth"], "?"))
+    assert [list(bars.x) for bars in fig.data] == [[1, 1], [2, 1]]  # the right maps blue, the others orange
+
+
 # --- answers ------------------------------------------------------------------------------------------------------
 
 
@@ -581,3 +691,36 @@ def test_number_distribution_stacks_the_right_answers_in_blue_below_the_others()
     assert validated(figures.number_distribution(values, 45.5, "t")).data[-1].name == "truth: 45.5"
     with pytest.raises(ValueError):
         figures.number_distribution(values, 45.5, "t", right=[True])
+
+
+@pytest.mark.parametrize(
+    ("params", "methods"),
+    [
+        ({"m": "induction", "l": "6", "hd": "9"}, ["raw", "rollout", "flow", "norm", "gradient", "integrated"]),
+        ({"m": "induction", "l": "1", "hd": "2"}, ["raw", "rollout", "flow", "norm", "gradient", "integrated"]),
+        ({"m": "dates", "c": "6"}, ["raw", "gradient", "integrated"]),
+    ],
+)
+def test_explanation_page_on_a_trained_model_asks_which_of_its_maps_agrees_best(params, methods):
+    """The induction model's maps at the page's layer and head (a link's layer 6 and head 9 are its layer 2 and the
+    heads' mean, as the page shows them); the dates model's three maps for output character 6."""
+    from attnviz.models.learned.explanation import dates_explanation, induction_explanation
+    from attnviz.models.learned.explanation import layer_maps as learned_maps
+    from attnviz.models.learned.train import checkpoint_path, load_run
+
+    question = make_question("faithful", params, "best_map", 0, question_id=4)
+    spec = question.spec
+    assert spec["context"]["methods"] == methods
+    if params["m"] == "induction":
+        maps = induction_explanation(load_run(checkpoint_path("induction")).model, "D H A Q K D H A Q K")
+        layer = min(int(params["l"]), 2) - 1
+        by_method = learned_maps(maps, layer, None if int(params["hd"]) > 2 else int(params["hd"]) - 1)
+    else:
+        maps = dates_explanation(load_run(checkpoint_path("dates")).model, "22 November 2026", 5)
+        by_method = learned_maps(maps, 0, None)
+    expected = {m: spearman(values, by_method["blank"]) for m, values in by_method.items() if m != "blank"}
+    np.testing.assert_allclose(spec["context"]["rho"], [expected[m] for m in methods], atol=1e-6)
+    best = max(expected.values())
+    assert spec["truth"] == [n for n, m in enumerate(methods) if expected[m] >= best - 0.005]
+    assert offers("faithful", {"m": "induction", "q": "A B 7"}) == []
+    assert offers("faithful", {"m": "dates", "d": "22 ноября 2026"}) == []

@@ -33,6 +33,15 @@ def test_labels_are_escaped_and_the_words_translated():
     assert fig.layout.title.text == t("fig.maps_title", "zh-Hans")
 
 
+def test_without_rhos_the_rows_carry_their_names_alone():
+    """While a live class is asked which map agrees best with blank-out, the page draws the maps without ρ."""
+    fig = maps_heatmap([[1.0, 2.0], [2.0, 1.0]], ["raw", "<b>blank</b>"], None, tokens=["a", "b"])
+    assert list(fig.data[0].y) == ["raw", "&lt;b&gt;blank&lt;/b&gt;"]
+    assert [a.text for a in fig.layout.annotations] == ["raw", "&lt;b&gt;blank&lt;/b&gt;"]
+    assert "ρ" not in str(fig.to_dict())
+    go.Figure(fig.to_dict())
+
+
 def test_a_row_count_that_does_not_match_is_an_error():
     with pytest.raises(ValueError):
         maps_heatmap([[1.0, 2.0], [3.0, 4.0]], ["one"], [None])

@@ -10,11 +10,15 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from attnviz.app.classroom import questions
 from attnviz.app.classroom import store as class_store
+from attnviz.app.classroom.answers import CHOICE_KINDS
+from attnviz.app.gate import GATE
 from attnviz.app.ui import live, live_questions
 from attnviz.app.ui.settings import CLASS_KEY
 from attnviz.i18n import t
 from testkit.apptest import app_session
+from tests.test_app import figures
 
 ROOT = Path(__file__).resolve().parent.parent
 SELF, KERNEL = "app_pages/self_attention.py", "app_pages/kernel_attention.py"
@@ -185,7 +189,7 @@ def test_an_open_question_leaves_out_the_presets_worked_answer(own_store):
 def send(student: AppTest, value: object) -> AppTest:
     """Answer the open question as a student does: choose or type, then Send."""
     question = own_answerable(student)
-    if question.kind in ("top_key", "head"):
+    if question.kind in CHOICE_KINDS:
         student.button_group[0].set_value(value)
     else:
         student.text_input(key=f"live:answer:{question.id}").set_value(str(value))
@@ -242,15 +246,22 @@ def test_a_question_hides_the_answer_then_reveals_the_class_answers(own_store):
 
 
 LEARNED = "app_pages/learned_attention.py"
+FAITHFUL = "app_pages/is_attention_an_explanation.py"
 
 
 @pytest.mark.parametrize(
     ("script", "params", "kind"),
-    [(SELF, {}, "row"), (KERNEL, {}, "number"), (LEARNED, {"tk": "induction"}, "head")],
-    ids=["row-self", "number-kernel", "head-learned"],
+    [
+        (SELF, {}, "row"),
+        (KERNEL, {}, "number"),
+        (LEARNED, {"tk": "induction"}, "head"),
+        (FAITHFUL, {"l": "2", "hd": "3"}, "best_map"),
+    ],
+    ids=["row-self", "number-kernel", "head-learned", "best_map-faithful"],
 )
-def test_each_kind_of_question_is_answered_and_marked(own_store, script, params, kind):
+def test_each_kind_of_question_is_answered_and_marked(own_store, monkeypatch, script, params, kind):
     """A right and a wrong answer, typed or chosen as a student does, marked against the truth the store holds."""
+    monkeypatch.setattr(GATE, "share", 1.0)  # no pause at the server's gate after the explanation maps
     teacher = session(script, **params)
     code = start_class(teacher)
     students = [session(script, **{**params, "class": code}) for _ in range(2)]
@@ -338,3 +349,36 @@ def test_a_reconnected_student_sees_the_answer_sent_before(own_store):
     texts = [e.value for e in [*again.success, *again.warning, *again.caption]]
     assert any(t("live.own_right", answer="§", truth="§").split("§")[0] in text for text in texts), texts
     assert t("live.own_none") not in texts
+
+
+def map_labels(at: AppTest) -> list[str]:
+    """The explanation page's rows of maps: each map's name, with its ρ unless a question hides it."""
+    [fig] = [f for f in figures(at) if f["layout"]["title"]["text"] == t("fig.maps_title")]
+    return fig["data"][0]["y"]
+
+
+def test_which_map_agrees_best_hides_each_maps_rho_until_the_reveal(own_store, monkeypatch):
+    """The explanation page writes each map's ρ against blank-out beside it: the answer to "Which map will agree best
+    with blank-out?". While the question is open the maps stay, without their ρ; the reveal lists every ρ."""
+    monkeypatch.setattr(GATE, "share", 1.0)
+    teacher = session(FAITHFUL)
+    code = start_class(teacher)
+    student = session(FAITHFUL, **{"class": code})
+    assert sum("ρ = " in label for label in map_labels(student)) == 7  # blank-out's own: "ρ = —"
+    ask(teacher, "best_map")
+    question = own_store.get(code).question
+    assert question.kind == "best_map" and question.spec["context"]["layer"] == 6
+    student.run()
+    for page in (teacher, student):
+        labels = map_labels(page)
+        assert len(labels) == 7 and not any("ρ" in label for label in labels), labels
+        assert t("live.answer_hidden") in page_text(page)
+        assert questions.prompt(question) in page_text(page).replace("\\", "")
+    send(student, question.spec["truth"][0])
+    teacher.button(key="live:reveal").click().run()
+    student.run()
+    note = questions.reveal_note(question)
+    for page in (teacher, student):
+        assert sum("ρ = " in label for label in map_labels(page)) == 7
+        assert note in page_text(page).replace("\\", ""), page_text(page)
+        assert "1 of 1 right" in page_text(page)

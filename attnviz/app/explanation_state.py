@@ -46,6 +46,14 @@ EXPLANATION_FIELDS: tuple[Field, ...] = (
 )
 
 
+def shown_layer_head(state: ExplanationState) -> tuple[int, int]:
+    """The layer and head (from 1; head 0 the heads' mean) the page shows for the state's model: a link's layer beyond
+    the model's own is its last, a head beyond its own the heads' mean."""
+    layer = min(state.layer, LAYERS[state.model])
+    head = state.head if state.head <= HEADS[state.model] else MEAN_OF_HEADS
+    return layer, head
+
+
 def decode_explanation(params: Mapping[str, Any]) -> Decoded:
     """Read the page's state from link parameters (bad ones fall back, each with a warning)."""
     values, warnings = decode_fields(params, EXPLANATION_FIELDS)

@@ -48,7 +48,7 @@ def _row_scale_bar(title: str) -> dict:
 def maps_heatmap(
     values: np.ndarray | Sequence[Sequence[float]],
     methods: Sequence[str],
-    rhos: Sequence[float | None],
+    rhos: Sequence[float | None] | None,
     *,
     tokens: Labels = None,
     label_size: int = LABEL_SIZE,
@@ -56,12 +56,14 @@ def maps_heatmap(
 ) -> go.Figure:
     """One row per map (`methods`, their names as shown), one column per token: values (m, n), each row coloured by
     its own largest |value| on a diverging scale (its sign kept), the hover giving the value itself. Each row's label
-    carries its ρ against the reference (`rhos`, None for the reference), above the row in `label_size` pixels."""
+    carries its ρ against the reference (`rhos`, None for the reference), above the row in `label_size` pixels;
+    `rhos` None: the names alone (a live class's question about them is open)."""
     data = as_array(values, "values", 2)  # (m, n)
-    if len(methods) != data.shape[0] or len(rhos) != data.shape[0]:
-        raise ValueError(f"expected {data.shape[0]} methods and ρ values, got {len(methods)} and {len(rhos)}")
+    if len(methods) != data.shape[0] or (rhos is not None and len(rhos) != data.shape[0]):
+        raise ValueError(f"expected {data.shape[0]} methods and ρ values, got {len(methods)} and {len(rhos or [])}")
     x = unique_labels(tokens, data.shape[1], "t")
-    y = unique_labels([f"{method}  {rho_text(rho)}" for method, rho in zip(methods, rhos, strict=True)], data.shape[0])
+    named = methods if rhos is None else [f"{m}  {rho_text(rho)}" for m, rho in zip(methods, rhos, strict=True)]
+    y = unique_labels(list(named), data.shape[0])
     scale_title = word("row_scaled", lang)
     gap = 2 * label_size + 10  # between two rows of cells: half of it above a row, where its label hangs
     trace = {

@@ -478,9 +478,10 @@ def test_students_follow_the_teacher_explore_and_come_back(room: Room, cluster: 
 
 
 def test_a_question_of_each_kind_is_answered_and_revealed(room: Room) -> None:
-    """A number on the kernel page, a top key and a typed row on the self-attention page, and the induction head on
-    "Watch attention learn": answered right and wrong (the truth read from the store), counted on the teacher's
-    screen by itself, revealed with the class's tally, the commonest wrong answer, and each student's own result."""
+    """A number on the kernel page, a top key and a typed row on the self-attention page, the induction head on
+    "Watch attention learn", and the map that agrees best with blank-out on "Is attention an explanation?": answered
+    right and wrong (the truth read from the store), counted on the teacher's screen by itself, revealed with the
+    class's tally, the commonest wrong answer, and each student's own result."""
     class_of_three(room, "Kernel_attention?pm=1")
     question_round(room, "number", [True, False, False], shots="en")
     close_question(room)
@@ -498,6 +499,13 @@ def test_a_question_of_each_kind_is_answered_and_revealed(room: Room) -> None:
     students_on(room, "Learned_attention", timeout=LEARNED_MS)
     assert all(params_of(student).get("tk") == "induction" for student in room.students)
     question_round(room, "head", [False, True, False])
+    close_question(room)
+    # "Which map will agree best with blank-out?": the reveal lists every map's ρ, hidden on the page until then
+    teacher_opens(room, "Is_attention_an_explanation")
+    students_on(room, "Is_attention_an_explanation", timeout=LEARNED_MS)
+    question_round(room, "best_map", [True, False, False])
+    revealed = room.teacher.locator(".st-key-live_question_revealed")
+    expect(revealed).to_contain_text(questions.reveal_note(room.question(), room.lang))
     close_question(room)
     for page in room.everyone:
         no_exception(page)

@@ -1,9 +1,9 @@
 """A student's answer to a class question: read from what was typed or clicked, checked, stored as JSON, read back
 and marked. Pure: no Streamlit.
 
-An answer is stored as one JSON value: an option's index (top_key, head), a list of K numbers (row) or a number
-(number). What the store gives back is read with the same checks, so that a malformed stored answer is counted as
-unreadable instead of crashing the teacher's page.
+An answer is stored as one JSON value: an option's index (top_key, head, best_map), a list of K numbers (row) or a
+number (number). What the store gives back is read with the same checks, so that a malformed stored answer is counted
+as unreadable instead of crashing the teacher's page.
 
 Tolerances (kept in each question's spec, so that a question is marked by the rule it was asked with):
 
@@ -19,6 +19,9 @@ Tolerances (kept in each question's spec, so that a question is marked by the ru
   of 0.001 from asking for five decimals.
 - **top_key**: every key whose weight is the row's largest (within 1e-6: two equal scores can differ in float32's
   last digit) counts, so a tie has several right answers.
+- **best_map**: every map whose Spearman ρ against blank-out is within 0.005 of the largest counts. The page shows ρ
+  with two decimals: maps within half its last digit of each other read alike (0.618 and 0.622 both as +0.62), and
+  a class cannot be asked to tell them apart. A map whose ρ is NaN (a constant map: it ranks nothing) is never right.
 """
 
 from __future__ import annotations
@@ -32,11 +35,12 @@ from attnviz.app.classroom.store import MAX_ANSWER_BYTES, Question
 from attnviz.core.errors import AttnvizError, short
 from attnviz.core.fields import format_number
 
-CHOICE_KINDS = ("top_key", "head")
-KINDS = ("top_key", "row", "number", "head")
+CHOICE_KINDS = ("top_key", "head", "best_map")
+KINDS = ("top_key", "row", "number", "head", "best_map")
 ROW_TOLERANCE = 0.05  # |typed - true| for each weight of a row
 NUMBER_RELATIVE, NUMBER_ABSOLUTE = 0.02, 0.01  # |typed - true| <= max(2 % of |true|, 0.01)
 TIE = 1e-6  # weights this close to a row's largest count as largest too
+RHO_TIE = 0.005  # best_map: a ρ this close to the largest counts as largest too
 MAX_ANSWER_TEXT = 1000  # characters of a typed answer (a row of 16 weights takes ~100)
 MAX_NUMBER = 1e12  # |a typed number|: far beyond any output the pages make (their inputs are capped at 1e6)
 _SLACK = 1e-9  # float rounding at a tolerance's edge (45.5 * 1.02)

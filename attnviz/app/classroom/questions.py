@@ -18,10 +18,12 @@ Kinds and pages:
     number   kernel           f(x) at one of the page's query points
              self, cross      the first value of query i's output
     head     learned          "Which head is the induction head?" (induction task; the heads the page labels so)
+    best_map faithful         "Which map will agree best with blank-out here?" (the chosen layer and head; the maps
+                              the page shows, each with its ρ for the reveal: faithful.py)
 
 A spec is plain JSON: {"page", "kind", "about": {"index", "label"}, "options", "truth", "tolerance" (row, number),
 "context"}. For top_key and head `truth` lists the indices of every right option; for row it is the weights, for
-number the value.
+number the value. For best_map `truth` lists the right maps' indices too, and the context each map's ρ.
 """
 
 from __future__ import annotations
@@ -46,19 +48,20 @@ from attnviz.app.classroom.answers import (
     read_answer,
     value_text,
 )
+from attnviz.app.classroom.faithful import asks_best_map, best_map_prompt, best_map_spec, map_labels, rho_note
 from attnviz.app.classroom.store import Question
 from attnviz.app.classroom.subjects import Subject, induction_heads, subject
 from attnviz.app.exports import csv_safe
 from attnviz.core.errors import AttnvizError, short
 from attnviz.core.fields import shortest32
 from attnviz.i18n import DEFAULT_LANGUAGE, N_, t
-from attnviz.models.bert import BertEncoder
+from attnviz.models.bert import BertEncoder, ModelUnavailableError
 
 __all__ = ["Aggregate", "Offer", "aggregate", "answers_csv", "is_correct", "make_question", "offers", "parse_answer"]
 
 MAX_ROW_KEYS = 16  # a row question asks for at most this many numbers (more is not a question for a class)
 KIND_NAMES = {"top_key": N_("class.kind_top_key"), "row": N_("class.kind_row"), "number": N_("class.kind_number"),
-              "head": N_("class.kind_head")}  # fmt: skip
+              "head": N_("class.kind_head"), "best_map": N_("class.kind_best_map")}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,15 @@ def _head_offer(page: str, params: Mapping[str, str]) -> list[Offer]:
     return [Offer("head", [(0, "")])] if heads is not None and "induction" in heads.labels else []
 
 
+def _best_map_offer(page: str, params: Mapping[str, str], model: BertEncoder | None) -> list[Offer]:
+    """The question about the explanation page's maps, when it shows maps with a ρ to compare."""
+    try:
+        ready = page == "faithful" and asks_best_map(params, model)
+    except ModelUnavailableError:  # the page says so itself
+        return []
+    return [Offer("best_map", [(0, "")])] if ready else []
+
+
 def offers(page: str, params: Mapping[str, str], *, model: BertEncoder | None = None) -> list[Offer]:
     """The questions the page's state allows (decoded from its link parameters and checked like a link). `model`:
     the pretrained model the app already holds (else it is loaded here once)."""
@@ -95,7 +107,7 @@ def offers(page: str, params: Mapping[str, str], *, model: BertEncoder | None = 
         rows = _rows_for(found, kind)
         if rows:
             result.append(Offer(kind, [(i, found.query_labels[i]) for i in rows]))
-    return result + _head_offer(page, params)
+    return result + _head_offer(page, params) + _best_map_offer(page, params, model)
 
 
 def _choice_spec(found: Subject, about: int) -> dict[str, Any]:
@@ -124,6 +136,8 @@ def _head_spec(params: Mapping[str, str]) -> dict[str, Any]:
 def _spec(page: str, params: Mapping[str, str], kind: str, about: int, model: BertEncoder | None) -> dict[str, Any]:
     if kind == "head" and page == "learned":
         return _head_spec(params)
+    if kind == "best_map" and page == "faithful":
+        return best_map_spec(params, model)
     found = subject(page, params, model)
     if found is None or kind not in found.kinds:
         raise AttnvizError("question_unavailable", kind=short(kind), about=short(about))
@@ -160,10 +174,13 @@ def make_question(
 
 
 def option_labels(question: Question, lang: str = DEFAULT_LANGUAGE) -> list[str]:
-    """The options as the students read them (a head as "L1 H2" in `lang`; keys and tokens as they are)."""
+    """The options as the students read them (a head as "L1 H2" and a map by its name in `lang`; keys and tokens as
+    they are)."""
     heads = question.spec.get("context", {}).get("heads")
     if question.kind == "head" and heads:
         return [t("learned.head_short", lang, layer=layer, head=head) for layer, head in heads]
+    if question.kind == "best_map":
+        return map_labels(question.spec, lang)
     return list(question.spec.get("options", []))
 
 
@@ -174,6 +191,8 @@ def prompt(question: Question, lang: str = DEFAULT_LANGUAGE) -> str:
     task = spec.get("context", {}).get("task")
     if question.kind == "head":
         return t("class.prompt_head", lang)
+    if question.kind == "best_map":
+        return best_map_prompt(spec, lang)
     if question.kind == "row":
         return t("class.prompt_row", lang, query=label)
     if question.kind == "number":
@@ -185,6 +204,11 @@ def prompt(question: Question, lang: str = DEFAULT_LANGUAGE) -> str:
     if task == "dates":
         return t("class.prompt_dates", lang, query=label)
     return t("class.prompt_top_key", lang, query=label)
+
+
+def reveal_note(question: Question, lang: str = DEFAULT_LANGUAGE) -> str | None:
+    """What the reveal adds below the truth, in `lang`: each map's ρ for best_map; None for the other kinds."""
+    return rho_note(question.spec, lang) if question.kind == "best_map" else None
 
 
 @dataclass(frozen=True)

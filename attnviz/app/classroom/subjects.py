@@ -7,6 +7,7 @@ computed by the code the page itself runs on the state its link parameters decod
     model         the model's trace, head_weights and token_selection (attnviz/models/bert_views.py)
     learned       the recorded run's snapshot at the chosen step (dates: the probe the page shows; induction: the
                   followed head), and the heads' pattern labels of the model the page tries
+    faithful      each map's ρ against blank-out: attnviz/app/classroom/faithful.py (no queries, no keys)
 
 The app's caches are Streamlit's; here the pretrained model is the one passed in (the page's `get_model()`) or
 loaded once per process, and the shipped learned runs are loaded once per process.
@@ -42,7 +43,7 @@ from attnviz.models.learned import induction
 from attnviz.models.learned.seq2seq import translate_texts
 from attnviz.models.learned.train import MAX_STEPS, TrainingRun, TrainSettings, checkpoint_path, load_run
 
-PAGES = ("self", "cross", "kernel", "model", "learned")
+PAGES = ("self", "cross", "kernel", "model", "learned", "faithful")
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,11 @@ def _minilm() -> BertEncoder:
     return load_minilm()  # the app's own copy is Streamlit's (attnviz/app/ui/models.py): pass it in instead
 
 
+def pretrained(model: BertEncoder | None) -> BertEncoder:
+    """The pretrained model passed in (the page's `get_model()`), else the one loaded once per process."""
+    return model or _minilm()
+
+
 def subject(page: str, params: Mapping[str, str], model: BertEncoder | None = None) -> Subject | None:
     """What the page's state (its link parameters, decoded and validated like a link's) can be asked about; None when
     the page shows nothing to ask about (bad inputs, the model missing, a training not recorded)."""
@@ -92,7 +98,7 @@ def _attention(page: str, params: Mapping[str, str], model: BertEncoder | None) 
     """The self- or cross-attention page: the heads' mean weights (one head: its own) and the output's first value."""
     state = decode_attention(params, page).state
     minilm = state.mode == "sentence" and state.embed == "minilm"
-    word_vectors = (model or _minilm()).word_vectors if minilm else None
+    word_vectors = pretrained(model).word_vectors if minilm else None
     inputs = resolve_inputs(replace(state, lens_mode="none"), word_vectors=word_vectors)
     num_queries, num_keys = inputs.queries.shape[0], inputs.keys.shape[0]
     lens = valid_lens_for(state, num_queries, num_keys)
@@ -141,7 +147,7 @@ def _model(params: Mapping[str, str], model: BertEncoder | None) -> Subject | No
     """The pretrained-model page: the chosen layer's head (or the mean of the chosen heads), between the tokens the
     page shows (special tokens hidden, a pair's part); the weights of the head view."""
     state = decode_model(params).state
-    model = model or _minilm()
+    model = pretrained(model)
     encoded = model.encode(state.sentence, state.pair)
     part = state.part if state.pair.strip() else "all"  # the page offers the parts for a pair only
     rows, cols = token_selection(encoded.tokens, encoded.type_ids, state.hide_special, part)
@@ -170,7 +176,8 @@ def _model(params: Mapping[str, str], model: BertEncoder | None) -> Subject | No
 
 
 @functools.cache
-def _shipped_run(task: str) -> TrainingRun:
+def shipped_run(task: str) -> TrainingRun:
+    """The checkpoint the package ships for `task`, loaded once per process."""
     return load_run(checkpoint_path(task))  # the page's own copy is Streamlit's (learned_training.shipped_run)
 
 
@@ -179,7 +186,7 @@ def _finished_run(state: LearnedState, fall_back: bool) -> TrainingRun | None:
     server; else the shipped one (`fall_back`: what the page's "Try" section shows) or None (its history shows none)."""
     from attnviz.app.training.jobs import QUEUE  # the server's queue of trainings (no Streamlit)
 
-    shipped = _shipped_run(state.task)
+    shipped = shipped_run(state.task)
     steps = min(state.steps, MAX_STEPS[state.task])  # the page caps a link's steps so (learned_training.capped_steps)
     settings = replace(state, steps=steps).training()
     if settings == shipped.settings:

@@ -127,7 +127,8 @@ def _controls_and_results(state: ExplanationState, tokens: int) -> None:
 
 
 def _draw(state: ExplanationState, maps: SentenceMaps) -> None:
-    """The maps side by side with their ρ, the warnings they call for, and the share of [CLS] and [SEP]."""
+    """The maps side by side with their ρ (hidden while a live class's question is open: it asks which is largest),
+    the warnings they call for, and the share of [CLS] and [SEP]."""
     lang = current_language()
     layer, head = state.layer - 1, None if state.head == MEAN_OF_HEADS else state.head - 1
     by_method = layer_maps(maps, layer, head)

@@ -15,6 +15,7 @@ from attnviz.app.explanation_state import (
     ExplanationState,
     decode_explanation,
     encode_explanation,
+    shown_layer_head,
 )
 from attnviz.app.learned_state import MAX_SEQUENCE_TEXT
 from attnviz.app.ui.common import chart, controls_and_results, shared_result, shared_result_ready
@@ -143,13 +144,13 @@ def _maps(state: ExplanationState) -> ModelMaps:
 
 def _draw(state: ExplanationState, maps: ModelMaps) -> None:
     """The readout, the maps side by side with their ρ, and the warnings they call for."""
+    shown_layer, shown_head = shown_layer_head(state)
+    layer, head = shown_layer - 1, None if shown_head == MEAN_OF_HEADS else shown_head - 1
     if state.model == "induction":
-        layer, head = min(state.layer, LAYERS["induction"]) - 1, None if state.head == MEAN_OF_HEADS else state.head - 1
         which = tr("faithful.mean_of_heads") if head is None else tr("faithful.head_n", head=head + 1)
         readout = tr("faithful.readout_induction", target=md_escape(maps.target), log_prob=f"{maps.log_prob:.3f}")
         st.caption(readout + " " + tr("faithful.induction_layer_note", layer=layer + 1, which=which))
     else:
-        layer, head = 0, None
         st.caption(
             tr(
                 "faithful.readout_dates",

@@ -251,6 +251,9 @@ def _reveal_view(code: str, question: Question, own: Any, answered: bool = False
     labels = questions.option_labels(question, lang)
     truth = class_answers.value_text(question, question.spec.get("truth"), labels, decimals=2)
     st.markdown(tr("live.truth", truth=md_escape(truth), correct=summary.correct, answered=summary.answered))
+    note = questions.reveal_note(question, lang)  # best_map: each map's ρ, hidden on the page until now
+    if note is not None:
+        st.markdown(md_escape(note))
     if summary.commonest_wrong is not None:  # above the chart: on a projector the chart fills the rest of the screen
         text, count = summary.commonest_wrong
         st.markdown(tr("live.commonest_wrong", answer=md_escape(text), count=count))
