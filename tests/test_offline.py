@@ -26,10 +26,21 @@ PAGES = {
     "learned": "learned_attention.py",
     "modern": "modern_attention.py",
 }
+EXPLANATION = "faithful"  # "Is attention an explanation?": no worked row (yet), three models
+FILES = {**PAGES, EXPLANATION: "is_attention_an_explanation.py"}
+
+
+@pytest.fixture
+def open_gate(monkeypatch):
+    """No pause at the server's gate after a large computation (the explanation page's maps take a turn; the gate
+    itself is tested in tests/test_gate_pages.py)."""
+    from attnviz.app.gate import GATE
+
+    monkeypatch.setattr(GATE, "share", 1.0)
 
 
 def _open_share_box(page: str, **params: str) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app_pages" / PAGES[page]), default_timeout=120)
+    at = AppTest.from_file(str(ROOT / "app_pages" / FILES[page]), default_timeout=120)
     for key, value in params.items():
         at.query_params[key] = value
     at.run()
@@ -53,6 +64,19 @@ def test_an_open_share_box_records_every_chart_as_sent_and_the_worked_steps(page
     at.session_state[f"{page}:open:share"] = False
     at.run()
     assert at.session_state[RECORD_KEY] is None  # closed again: the record is dropped
+
+
+@pytest.mark.parametrize(
+    "params", [{}, {"m": "induction"}, {"m": "dates"}]
+)  # English: AppTest formats a rerun's options in it
+@pytest.mark.usefixtures("open_gate")
+def test_the_explanation_pages_file_holds_every_chart_it_sent(params):
+    at = _open_share_box(EXPLANATION, **params)
+    charts = [item for item in at.session_state[RECORD_KEY].contents() if isinstance(item, Chart)]
+    sent = [chart.proto.spec for chart in at.get("plotly_chart")]
+    assert [chart.spec for chart in charts] == sent and len(sent) == 2  # the maps, and the sinks or the ablations
+    lang = params.get("lang", "en")
+    assert t("fig.maps_title", lang) in sent[0]
 
 
 def test_the_file_is_the_page_in_its_language_with_the_link_as_text():
@@ -99,6 +123,8 @@ TOKEN_PAGES = {  # page: (its parameter for hostile tokens, the harmless value),
     "model": {"s": HOSTILE},
     "modern": {"s": HOSTILE},
     "learned": {"tk": "induction"},  # the induction model's sequences start with its own token "<s>"
+    EXPLANATION: {"s": HOSTILE},
+    "faithful:induction": {"m": "induction"},  # the same page on the induction model: its "<s>"
 }
 
 
@@ -124,7 +150,7 @@ class _Elements(HTMLParser):
 
 
 def _offline_file(page: str, params: dict[str, str]) -> _Elements:
-    record = _open_share_box(page, **params).session_state[RECORD_KEY]
+    record = _open_share_box(page.split(":")[0], **params).session_state[RECORD_KEY]
     parsed = _Elements()
     parsed.feed(html_document(record.contents(), lang="en", title="t", heading="h"))
     parsed.close()
@@ -132,6 +158,7 @@ def _offline_file(page: str, params: dict[str, str]) -> _Elements:
 
 
 @pytest.mark.parametrize("page", list(TOKEN_PAGES))
+@pytest.mark.usefixtures("open_gate")
 def test_tokens_are_text_in_every_pages_offline_file(page):
     """Issue 36, finding 8: the induction page's file wrote its token <s> into MathML as an element, and everything
     after it was struck through. Hostile tokens in every chart, table and formula stay text: no element they name,
@@ -139,7 +166,7 @@ def test_tokens_are_text_in_every_pages_offline_file(page):
     hostile = _offline_file(page, TOKEN_PAGES[page])
     assert not {"s", "img"} & set(hostile.tags), sorted(set(hostile.tags))
     text = "".join(hostile.text)
-    if page == "learned":
+    if page in ("learned", "faithful:induction"):
         assert "<s>" in text
     else:  # a sentence is split at punctuation: "<", "s", ">", "</", "script", ... are its tokens
         harmless = _offline_file(page, {k: HARMLESS for k in TOKEN_PAGES[page]})

@@ -28,6 +28,7 @@ from attnviz.core.errors import AttnvizError
 from attnviz.figures.explanation import matter_bars
 from attnviz.models.learned.dates import MAX_PROBE_LENGTH, OUTPUT_LENGTH
 from attnviz.models.learned.explanation import (
+    Ablation,
     ModelMaps,
     attention_matters,
     check_date,
@@ -96,9 +97,9 @@ def _trained_results(state: ExplanationState) -> None:
     params = SESSION.publish(state, encode_explanation)
     with right:
         try:
-            maps = _maps(state)
+            maps, (trained, ablations) = _results(state)
             _draw(state, maps)
-            _matters(state.model)
+            _matters(state.model, trained, ablations)
         except AttnvizError as exc:
             st.error(error_text(exc), icon="🚫")
         except ServerBusyError as exc:
@@ -125,21 +126,29 @@ def _layer_and_head(state: ExplanationState) -> ExplanationState:
     return replace(state, layer=int(layer), head=int(head))
 
 
-def _maps(state: ExplanationState) -> ModelMaps:
-    """Every map of the state's input, shared by the sessions that show the same input; a turn at the gate."""
+def _results(state: ExplanationState) -> tuple[ModelMaps, tuple[float, list[Ablation]]]:
+    """Every map of the state's input, and "does attention matter" for its model, each shared by the sessions that
+    show the same; what is not kept yet is computed in one turn at the gate (two turns in one run would wait for the
+    gate to reopen after the first)."""
     task = state.model
-    shared = (PAGE, task, state.sequence if task == "induction" else (state.date, state.character))
+    maps_key = (PAGE, task, state.sequence if task == "induction" else (state.date, state.character))
+    matter_key = (PAGE, "matter", task)
 
-    def build() -> ModelMaps:
+    def maps() -> ModelMaps:
         model = shipped_run(task).model
         if task == "induction":
             return induction_explanation(model, state.sequence)
         return dates_explanation(model, state.date, state.character - 1)
 
-    if shared_result_ready(shared):
-        return shared_result(shared, build)
-    with turn(MAPS_SECONDS[task]), st.spinner(tr("faithful.computing")):
-        return shared_result(shared, build)
+    def matter() -> tuple[float, list[Ablation]]:
+        return attention_matters(shipped_run(task).model, task)
+
+    measured = shared_result_ready(matter_key)
+    seconds = (0.0 if shared_result_ready(maps_key) else MAPS_SECONDS[task]) + (0.0 if measured else MATTER_SECONDS)
+    if not seconds:
+        return shared_result(maps_key, maps), shared_result(matter_key, matter)
+    with turn(seconds), st.spinner(tr("faithful.computing" if measured else "faithful.matter_computing")):
+        return shared_result(maps_key, maps), shared_result(matter_key, matter)
 
 
 def _draw(state: ExplanationState, maps: ModelMaps) -> None:
@@ -166,19 +175,10 @@ def _draw(state: ExplanationState, maps: ModelMaps) -> None:
     st.caption(tr(f"faithful.maps_caption_{state.model}"))
 
 
-def _matters(task: str) -> None:
+def _matters(task: str, trained: float, ablations: list[Ablation]) -> None:
     """Does attention matter here? The held-out accuracy as trained and with each layer's attention replaced."""
     st.markdown(f"**{tr('faithful.matter_title')}**")
     st.caption(tr(f"faithful.matter_text_{task}"))
-
-    def build():
-        return attention_matters(shipped_run(task).model, task)
-
-    if shared_result_ready((PAGE, "matter", task)):
-        trained, ablations = shared_result((PAGE, "matter", task), build)
-    else:
-        with turn(MATTER_SECONDS), st.spinner(tr("faithful.matter_computing")):
-            trained, ablations = shared_result((PAGE, "matter", task), build)
     labels = [tr("faithful.as_trained")] + [
         tr(f"faithful.ablation_{a.how}", layer=a.layer + 1)
         if task == "induction"
