@@ -19,6 +19,7 @@ from attnviz.lessons.explanation_work import (
 )
 from attnviz.lessons.norm_work import norm_cell, norm_steps
 from attnviz.lessons.working import number_text
+from attnviz.models.bert_attribution import norm_based_layers
 from attnviz.models.bert_explanation import is_punctuation
 from attnviz.models.bert_views import token_labels
 from tests import test_bert_explanation, test_explanation_page
@@ -233,3 +234,17 @@ def test_choosing_a_cell_and_a_head_reworks_it(model, worked):
     assert f"‖α f(«[SEP]»)‖ = {number_text(weight)} × {number_text(length)}" in texts
     assert "rollout₂[«on», «[SEP]»]" in texts
     assert number_text(rollout_by_hand(trace, 2)[4][len(labels) - 1]) in texts
+
+
+def test_a_new_sentence_gets_new_pickers_on_its_own_default_cell(model):
+    at = opened_page()
+    at.text_input(key="w:faithful:sentence").set_value("A dog barked at the moon.").run()
+    assert not at.exception
+    query, key = _pickers(at)
+    tokens = model.encode("A dog barked at the moon.").tokens
+    assert query.options == token_labels(tokens, "·")
+    trace = model.run("A dog barked at the moon.")
+    words = [i for i in range(1, len(tokens) - 1) if not is_punctuation(tokens[i])]
+    assert (query.value, key.value) == default_cell(norm_based_layers(model, trace)[5], None, words)
+    kept = [k for k in at.session_state if k.startswith("w:faithful:work_")]
+    assert sorted(kept) == sorted([query.key, key.key])  # Streamlit drops the first sentence's, no longer drawn
