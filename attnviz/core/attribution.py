@@ -91,8 +91,13 @@ def norm_based(weights: Tensor, transformed: Tensor) -> Tensor:
     """Norm-based attention (Kobayashi et al., eq. 6): ‖α_ij f(x_j)‖, how large a vector key j adds to query i's
     output, not only how much weight it gets. `weights` α (h, n, n); `transformed` f(x_j) per head (h, n, d): the
     token's value through the head's value projection and its slice of W_O (biases left out). (h, n, n)."""
-    norms = torch.linalg.vector_norm(transformed, dim=-1)  # (h, n): ‖f_h(x_j)‖
-    return weights * norms[:, None, :]  # α ≥ 0, so ‖α f(x)‖ = α ‖f(x)‖
+    return weighted_lengths(weights, torch.linalg.vector_norm(transformed, dim=-1))
+
+
+def weighted_lengths(weights: Tensor, lengths: Tensor) -> Tensor:
+    """Norm-based attention from the lengths ‖f_h(x_j)‖ (h, n) of the transformed vectors: α_ij ‖f_h(x_j)‖, which is
+    ‖α_ij f_h(x_j)‖ since α ≥ 0. `weights` (h, n, n) -> (h, n, n)."""
+    return weights * lengths[:, None, :]
 
 
 def head_transformed(inputs: Tensor, W_v: Tensor, W_o: Tensor, heads: int) -> Tensor:

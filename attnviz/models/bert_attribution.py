@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from attnviz.core.attribution import head_transformed, norm_based
+from attnviz.core.attribution import head_transformed, weighted_lengths
 from attnviz.models.bert import SPECIAL_TOKENS, BertEncoder, BertTrace
 
 MASK_TOKEN = "[MASK]"
@@ -48,11 +48,11 @@ def blank_out_importance(model: BertEncoder, trace: BertTrace, ids: Tensor, type
     return torch.cat(changes) if changes else torch.zeros(0, dtype=torch.float64)
 
 
-def norm_based_layers(model: BertEncoder, trace: BertTrace) -> list[Tensor]:
-    """Each layer's norm-based attention ‖α_ij f(x_j)‖ (Kobayashi et al., eq. 6), from the layer's input and its
-    value and output projections: a list of (h, T, T)."""
-    maps = []
-    for index, layer in enumerate(trace.layers):
+def transformed_lengths(model: BertEncoder, trace: BertTrace) -> list[Tensor]:
+    """Each layer's ‖f_h(x_j)‖ (Kobayashi et al.): every token's input to the layer through each head's value
+    projection and its slice of the output projection, biases left out, and its length. A list of (h, T)."""
+    lengths = []
+    for index in range(len(trace.layers)):
         prefix = f"encoder.layer.{index}.attention."
         transformed = head_transformed(
             trace.hidden_states[index],
@@ -60,8 +60,15 @@ def norm_based_layers(model: BertEncoder, trace: BertTrace) -> list[Tensor]:
             model.weights[prefix + "output.dense.weight"],
             model.config.num_heads,
         )  # (h, T, d)
-        maps.append(norm_based(layer.weights, transformed))
-    return maps
+        lengths.append(torch.linalg.vector_norm(transformed, dim=-1))  # (h, T)
+    return lengths
+
+
+def norm_based_layers(model: BertEncoder, trace: BertTrace, lengths: list[Tensor] | None = None) -> list[Tensor]:
+    """Each layer's norm-based attention ‖α_ij f(x_j)‖ (Kobayashi et al., eq. 6), from the layer's input and its
+    value and output projections: a list of (h, T, T). `lengths` are `transformed_lengths` when already known."""
+    lengths = transformed_lengths(model, trace) if lengths is None else lengths
+    return [weighted_lengths(layer.weights, length) for layer, length in zip(trace.layers, lengths, strict=True)]
 
 
 @dataclass(frozen=True)

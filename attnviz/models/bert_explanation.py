@@ -22,6 +22,7 @@ from attnviz.models.bert_attribution import (
     content_positions,
     norm_based_layers,
     sink_shares,
+    transformed_lengths,
 )
 
 # The maps in the order the page shows them; blank-out, the reference, last.
@@ -44,6 +45,7 @@ class SentenceMaps:
     integrated: Tensor  # integrated gradients (word pieces,)
     blank: Tensor  # blank-out importance, the reference (word pieces,)
     sinks: list[SinkShare]
+    lengths: list[Tensor] | None = None  # per layer ‖f_h(x_j)‖ (h, T), the vectors the norms weigh; None if unknown
 
 
 def sentence_maps(
@@ -57,7 +59,8 @@ def sentence_maps(
     layers = [layer.weights for layer in trace.layers]
     rolled = rollout(layers).mean(dim=0)  # (T,): the mean of the rows, as the pooled embedding reads them
     flow = attention_flow(layers) if len(trace.tokens) <= FLOW_MAX_TOKENS else None
-    norms = norm_based_layers(model, trace)
+    lengths = transformed_lengths(model, trace)
+    norms = norm_based_layers(model, trace, lengths)
     gradients = sentence_gradients(model, trace, ids, type_ids, other)
     return SentenceMaps(
         tokens=list(trace.tokens),
@@ -70,6 +73,7 @@ def sentence_maps(
         integrated=gradients.integrated,
         blank=blank_out_importance(model, trace, ids, type_ids),
         sinks=sink_shares(trace, norms),
+        lengths=lengths,
     )
 
 

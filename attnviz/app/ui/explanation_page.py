@@ -21,6 +21,7 @@ from attnviz.app.state import MAX_TEXT
 from attnviz.app.ui.common import chart, controls_and_results, shared_result, shared_result_ready
 from attnviz.app.ui.explanation_common import PAGE, SESSION, draw_maps, warn_first
 from attnviz.app.ui.explanation_trained import trained_page
+from attnviz.app.ui.explanation_work import explanation_work
 from attnviz.app.ui.messages import show_warning
 from attnviz.app.ui.models import get_model, model_or_error, sentence_input
 from attnviz.app.ui.settings import begin_run, current_language, error_text, tr
@@ -151,6 +152,7 @@ def _draw(state: ExplanationState, maps: SentenceMaps) -> None:
         lambda: sink_bars([s.weight for s in maps.sinks], [s.norm for s in maps.sinks], lang=lang),
         "attnviz_explanation_sinks",
     )
+    explanation_work(state, maps)
 
 
 def _sink_warning(state: ExplanationState, maps: SentenceMaps, head: int | None) -> None:
