@@ -34,7 +34,7 @@ from bench.faithfulness_report import markdown
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
-# The project's own sentences: different lengths (7 to 31 tokens with [CLS] and [SEP], all within attention flow's
+# The project's own sentences: different lengths (7 to 27 tokens with [CLS] and [SEP], all within attention flow's
 # 32), commas, a semicolon, questions, an exclamation, numbers, a possessive. Fixed: the README quotes their means.
 SENTENCES = (
     "The cat sat on the mat because it was tired.",
