@@ -1,7 +1,7 @@
 """Is attention an explanation? Each map's agreement with blank-out, over fixed inputs, and what the maps cost.
 
     python -m bench.faithfulness                      # the table (20 sentences, 300 repeats) and the timings
-    python -m bench.faithfulness --sentences 2 --repeats 5 --no-timing    # a quick look
+    python -m bench.faithfulness --sentences 2 --repeats 5 --no-timing    # a quick look (<date>-faithfulness-quick.*)
 
 MiniLM (all-MiniLM-L6-v2): the 20 sentences of SENTENCES, each word piece ranked for the mean-pooled sentence
 embedding by the page's maps (attnviz.models.bert_explanation: raw and norm-based attention of the last layer, mean
@@ -11,7 +11,9 @@ induction model (the shipped checkpoint): held-out repeats, each token ranked fo
 weight and by norm-based contribution, the induction model's accuracy with a layer's attention made uniform or
 permuted, and the seconds of all maps of a 32-token sentence and of blank-out of a 64-token one.
 
-Writes bench/results/<date>-faithfulness.md (the tables) and <date>-faithfulness.json (every number).
+Writes bench/results/<date>-faithfulness.md (the tables) and <date>-faithfulness.json (every number); a run on fewer
+inputs, or without the timings, writes <date>-faithfulness-quick.*, so that it never replaces the record the README
+quotes.
 """
 
 from __future__ import annotations
@@ -316,7 +318,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--threads", default="2,1", help="torch threads to time with, comma-separated")
     parser.add_argument("--draws", type=int, default=5, help="other random sets for the ablations' spread")
     parser.add_argument("--no-timing", action="store_true", help="skip the timings")
-    parser.add_argument("--name", default="faithfulness", help="results/<date>-NAME.* (default faithfulness)")
+    parser.add_argument("--name", help="results/<date>-NAME.* (default faithfulness, or faithfulness-quick)")
     args = parser.parse_args(argv)
     result: dict[str, Any] = {"date": dt.date.today().isoformat()}
     result |= faithfulness_table(SENTENCES[: args.sentences], args.repeats)
@@ -326,7 +328,8 @@ def main(argv: list[str] | None = None) -> None:
     report = markdown(result)
     print(report)
     RESULTS.mkdir(exist_ok=True)
-    stem = RESULTS / f"{result['date']}-{args.name}"
+    full = args.sentences >= len(SENTENCES) and args.repeats >= 300 and not args.no_timing
+    stem = RESULTS / f"{result['date']}-{args.name or ('faithfulness' if full else 'faithfulness-quick')}"
     stem.with_suffix(".md").write_text(report, encoding="utf-8")
     stem.with_suffix(".json").write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 

@@ -88,3 +88,14 @@ def test_the_readme_quotes_the_last_recorded_table():
         assert line in readme, f"README.md should quote {path.name}'s table; missing: {line}"
     assert result["date"] in readme and "python -m bench.faithfulness" in readme
     assert not any(math.isnan(value) for value in result["minilm"]["mean"].values())
+
+
+def test_a_quick_run_never_replaces_the_record(small, monkeypatch, tmp_path, capsys):
+    ablation = {"held_out": {"5": {"trained": 1.0}}, "other_draws": {"count": 5, "draws": 0, "range": {}}}
+    monkeypatch.setattr(faithfulness, "RESULTS", tmp_path)
+    monkeypatch.setattr(faithfulness, "faithfulness_table", lambda sentences, repeats: small)
+    monkeypatch.setattr(faithfulness, "ablation", lambda counts, draws: ablation)
+    faithfulness.main(["--sentences", "2", "--repeats", "5", "--no-timing"])
+    written = sorted(path.name.split("-", 3)[-1] for path in tmp_path.iterdir())
+    assert written == ["faithfulness-quick.json", "faithfulness-quick.md"]
+    assert "| MiniLM, mean-pooled embedding, 2 sentences |" in capsys.readouterr().out
