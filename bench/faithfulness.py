@@ -62,7 +62,7 @@ SENTENCES = (
     "induction head.",
 )
 MINILM_METHODS = ("raw", "rollout", "flow", "norm", "gradient", "integrated")
-INDUCTION_METHODS = ("raw", "rollout", "flow", "gradient", "integrated")
+INDUCTION_METHODS = ("raw", "rollout", "flow", "norm", "gradient", "integrated")
 SHORT = 16  # tokens: the sentences are summed up again in two groups, up to this length and longer
 LAST_LAYER = 5  # 0-based: MiniLM's sixth layer
 # Not on the page: other readings of the same maps, to tell why a figure differs from another study's.
@@ -194,6 +194,7 @@ def induction_table(repeats: int) -> dict[str, Any]:
     from attnviz.core.attribution import spearman
     from attnviz.models.learned.gradients import gradient_maps
     from attnviz.models.learned.induction import held_out_examples
+    from attnviz.models.learned.explanation import induction_explanation, layer_maps
     from attnviz.models.learned.induction_attribution import induction_maps
     from attnviz.models.learned.train import checkpoint_path, load_run
 
@@ -202,8 +203,10 @@ def induction_table(repeats: int) -> dict[str, Any]:
     lengths = []
     for example in held_out_examples(repeats):
         maps, gradients = induction_maps(model, example), gradient_maps(model, example)
+        page = induction_explanation(model, " ".join(example.half * 2), flow=False)  # the page's maps: norm-based
         found = {
             "raw": maps.raw,
+            "norm": layer_maps(page, len(page.attentions) - 1, None)["norm"],
             "rollout": maps.rollout,
             "flow": maps.flow,
             "gradient": gradients.gradient_x_input,
