@@ -192,9 +192,9 @@ def induction_table(repeats: int) -> dict[str, Any]:
     """Each method's mean ρ against blank-out over `repeats` held-out repeats (the last symbol's log p), its standard
     error, the mean by the repeat's length, and raw attention and rollout read at every position of the repeat."""
     from attnviz.core.attribution import spearman
+    from attnviz.models.learned.explanation import induction_explanation, layer_maps
     from attnviz.models.learned.gradients import gradient_maps
     from attnviz.models.learned.induction import held_out_examples
-    from attnviz.models.learned.explanation import induction_explanation, layer_maps
     from attnviz.models.learned.induction_attribution import induction_maps
     from attnviz.models.learned.train import checkpoint_path, load_run
 
