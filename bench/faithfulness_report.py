@@ -45,7 +45,8 @@ def summary_table(result: dict[str, Any]) -> list[str]:
         f"{signed(m['rollout'])} {stop} | {signed(m['flow'])} | {signed(m['norm'])} | {signed(m['gradient'])} | "
         f"{signed(m['integrated'])} |",
         f"| induction model, last position, {induction['repeats']} repeats | {signed(i['raw'])} | "
-        f"{signed(i['rollout'])} | {signed(i['flow'])} | {signed(i['norm'])} | {signed(i['gradient'])} | {signed(i['integrated'])} |",
+        f"{signed(i['rollout'])} | {signed(i['flow'])} | {signed(i['norm'])} | {signed(i['gradient'])} | "
+        f"{signed(i['integrated'])} |",
     ]
 
 
