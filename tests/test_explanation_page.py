@@ -165,6 +165,7 @@ def test_the_induction_model_maps_its_last_letter_with_every_map_and_attention_m
     assert accuracy[message("faithful.as_trained")] > 0.95
     assert accuracy[message("faithful.ablation_uniform", layer=2)] < 0.3
     assert accuracy[message("faithful.ablation_permute", layer=2)] < 0.3
+    assert message("faithful.findings_title") in [e.label for e in at.expander]  # the table over many inputs
     assert not at.exception
 
 

@@ -99,3 +99,17 @@ def test_a_quick_run_never_replaces_the_record(small, monkeypatch, tmp_path, cap
     written = sorted(path.name.split("-", 3)[-1] for path in tmp_path.iterdir())
     assert written == ["faithfulness-quick.json", "faithfulness-quick.md"]
     assert "| MiniLM, mean-pooled embedding, 2 sentences |" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("lang", ["en", "zh-Hans", "zh-Hant"])
+def test_the_page_quotes_the_last_recorded_figures(lang):
+    """The page's summary ("What the maps say over many inputs") gives each map's ρ of the last recorded run, in
+    every language."""
+    from attnviz.i18n import t
+
+    result = json.loads(last_recorded().read_text(encoding="utf-8"))
+    text = t("faithful.findings", lang)
+    for model in ("minilm", "induction"):
+        for method in ("raw", "rollout", "flow", "norm", "integrated"):
+            assert signed(result[model]["mean"][method]) in text, (model, method)
+    assert signed(result["minilm"]["mean"]["gradient"]) in text

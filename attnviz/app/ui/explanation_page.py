@@ -57,9 +57,16 @@ def explanation_page() -> None:
         format_func=lambda m: tr(f"faithful.model_{m}"),
     )
     state = replace(state, model=str(chosen))
-    if state.model != "minilm":
+    if state.model == "minilm":
+        _minilm_page(state)
+    else:
         trained_page(state)
-        return
+    with st.expander(tr("faithful.findings_title")):
+        st.markdown(tr("faithful.findings"))  # bench/faithfulness.py measured it (README.md's table)
+
+
+def _minilm_page(state: ExplanationState) -> None:
+    """The sentence boxes of the pretrained model, then its controls and maps."""
     model = model_or_error()
     if model is None:
         return
