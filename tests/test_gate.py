@@ -176,3 +176,17 @@ def test_a_replaced_rerun_leaves_the_queue() -> None:
     holder.done()
     with gate.turn(lambda ahead, waited: pytest.fail("a left waiter still blocks")):
         pass
+
+
+@pytest.mark.parametrize(
+    ("value", "share"),
+    [(None, 0.1), ("", 0.1), ("0.5", 0.5), ("1", 1.0), ("0", 0.1), ("1.5", 0.1), ("nan", 0.1), ("-1", 0.1),
+     ("abc", 0.1), ("inf", 0.1)],
+)  # fmt: skip
+def test_the_share_a_server_is_given(value, share, caplog) -> None:
+    """ATTNVIZ_GATE_SHARE: a number in (0, 1], else the default with a line in the log."""
+    from attnviz.app.gate import SHARE, configured_share
+
+    assert SHARE == 0.1
+    assert configured_share(value) == share
+    assert ("ATTNVIZ_GATE_SHARE" in caplog.text) == (value not in (None, "", "0.5", "1"))

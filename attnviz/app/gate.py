@@ -31,6 +31,8 @@ its views and computes it once.
 
 from __future__ import annotations
 
+import logging
+import os
 import threading
 import time
 from collections import deque
@@ -140,6 +142,22 @@ class Gate:
                 self._after()
 
 
+def configured_share(value: str | None) -> float:
+    """The share that ATTNVIZ_GATE_SHARE sets: a number in (0, 1]. SHARE when it is unset or anything else (said in
+    the server's log). 1 lets large reruns follow each other without a pause: for a server one teacher uses alone,
+    and for tests that send many large reruns on purpose; never for a class on the internet."""
+    if value is None or not value.strip():
+        return SHARE
+    try:
+        share = float(value)
+    except ValueError:
+        share = float("nan")
+    if not 0 < share <= 1:  # NaN too
+        logging.getLogger(__name__).warning("ATTNVIZ_GATE_SHARE=%r is not in (0, 1]: using %s", value[:40], SHARE)
+        return SHARE
+    return share
+
+
 # The server process's gate. After each large rerun the heap's free pages go back to the system, so a replica's
 # memory falls back between large reruns instead of staying at its peak.
-GATE = Gate(after=malloc.trim)
+GATE = Gate(share=configured_share(os.environ.get("ATTNVIZ_GATE_SHARE")), after=malloc.trim)

@@ -10,6 +10,7 @@ two loaded cores; results in bench/results/).
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from urllib.parse import urlencode
 
 import pytest
@@ -32,12 +33,19 @@ OPEN_LINK_JS = """(query) => {
 }"""
 
 
-# The pages with a URL path there: not yet "faithful", whose new sentences wait for the real server's gate
-# (tests/test_fuzz_links.py says why).
+@pytest.fixture(scope="module")
+def open_gate_server() -> Iterator[StreamlitServer]:
+    """A server whose gate lets large reruns follow each other (ATTNVIZ_GATE_SHARE=1): every link on the explanation
+    page computes new maps, which would otherwise wait for the gate to reopen after the last."""
+    with StreamlitServer("app.py", log_name="fuzz-browser", env={"ATTNVIZ_GATE_SHARE": "1"}) as server:
+        yield server
+
+
 @pytest.mark.parametrize("page_name", list(URL_PATHS))
 def test_hostile_links_in_the_browser(
-    page: Page, server: StreamlitServer, console_errors: ConsoleRecorder, page_name: str
+    page: Page, open_gate_server: StreamlitServer, console_errors: ConsoleRecorder, page_name: str
 ) -> None:
+    server = open_gate_server
     goto(page, server.url_for(URL_PATHS[page_name]))
     _, fields = PAGES[page_name]
     problems = []
