@@ -208,3 +208,22 @@ def test_switching_a_head_off_shows_the_model_without_it_and_goes_in_the_link():
     assert not at.warning and "off" not in at.query_params
     at.selectbox(key="w:learned:off").set_value(3).run()
     assert at.query_params["off"] == ["3"] or at.query_params["off"] == "3"
+
+
+def test_a_tab_that_joins_a_training_under_way_is_not_told_to_press_train(monkeypatch):
+    """Issue 40: a tab opened on a seed and steps already training said "press Train below", with no button there."""
+    from attnviz.app.training.jobs import TrainingJob
+
+    params = {"tk": "induction", "sd": "77", "n": "40"}
+    under_way = TrainingJob(LearnedState(task="induction", seed=77, steps=40).training(), status="running")
+    real_get = QUEUE.get
+    monkeypatch.setattr(QUEUE, "get", lambda s: under_way if s == under_way.settings else real_get(s))
+    at = _page(**params)
+    infos = [i.value for i in at.info]
+    assert any(says(i, "learned.shipped_while_training", steps=600) for i in infos), infos
+    assert not any(says(i, "learned.shipped_until_trained") for i in infos)
+    assert not [b for b in at.button if b.key == "learned:train"]  # indeed no button: the training's progress
+    monkeypatch.setattr(QUEUE, "get", real_get)
+    fresh = _page(**params)  # nothing under way: the button, and the message that names it
+    assert any(says(i.value, "learned.shipped_until_trained") for i in fresh.info)
+    assert [b for b in fresh.button if b.key == "learned:train"]

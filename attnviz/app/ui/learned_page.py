@@ -73,7 +73,12 @@ def learned_page() -> None:
     run, exact = model_run(state)
     st.subheader(tr("learned.try_heading"))
     if not exact:
-        st.info(tr("learned.shipped_until_trained", seed=state.seed, steps=run.settings.steps), icon="ℹ️")
+        job = QUEUE.get(state.training())
+        training = job is not None and job.active  # under way (this tab may only have joined it): no button below
+        if training:
+            st.info(tr("learned.shipped_while_training", steps=run.settings.steps), icon="ℹ️")
+        else:
+            st.info(tr("learned.shipped_until_trained", seed=state.seed, steps=run.settings.steps), icon="ℹ️")
     hidden = live.answers_hidden()
     if hidden:
         live.answer_hidden_note()
