@@ -80,6 +80,8 @@ def test_the_worked_rollout_entry_is_rollout_by_loops(worked, layer, row, key):
     assert cell.below == pytest.approx([below[k][key] for k in range(len(labels))], abs=1e-6)
     steps = rollout_steps(cell, labels)
     product = steps[1].note
+    if cell.chart is not None:  # the last layer: the chart's value, the mean of rollout's column (not of Ã's)
+        assert r"\operatorname{rollout}_L[i, j]" in steps[2].formula and r"\tilde A" not in steps[2].formula
     assert f"{number_text(expected[row][key])}." in product  # the total and the matrix's entry
     if layer > 1:
         mean = trace.layers[layer - 1].weights.mean(dim=0)[row].tolist()
@@ -131,6 +133,7 @@ def test_the_worked_norm_entry_from_minilms_own_weights(model, worked, layer, he
         labels
     )
     assert f": {number_text(column)}." in steps[3].note  # the chart's value
+    assert r"\lVert \alpha_{ij} f(\mathbf x_j) \rVert" in steps[3].formula  # the mean of what step 3 worked out
 
 
 def test_the_mean_of_heads_is_the_mean_of_each_heads_product(model, worked):

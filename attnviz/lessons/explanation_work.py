@@ -154,11 +154,15 @@ def _product_step(cell: RolloutCell, labels: list[str], lang: str) -> Step:
     )
 
 
-def chart_step(method: str, key: str, count: int, value: float, lang: str) -> Step:
-    """The chart's value for key j: the mean of column j over the query rows."""
+ROLLOUT_TERM = r"\operatorname{rollout}_L[i, j]"  # what the rollout chart averages over the rows (the last layer's)
+
+
+def chart_step(method: str, key: str, count: int, value: float, lang: str, term: str) -> Step:
+    """The chart's value for key j: the mean over the query rows i of `term` (LaTeX of the entry (i, j) of the matrix
+    the steps above worked one entry of)."""
     return Step(
         t("faithful.work_chart", lang),
-        r"\operatorname{map}[j] = \frac{1}{T} \sum_{i=1}^{T} M[i, j]",
+        r"\operatorname{map}[j] = \frac{1}{T} \sum_{i=1}^{T} " + term,
         note=t("faithful.work_chart_note", lang, method=method, key=key, count=count, value=number_text(value)),
     )
 
@@ -168,7 +172,7 @@ def rollout_steps(cell: RolloutCell, labels: list[str], lang: str = DEFAULT_LANG
     steps = [_mix_step(cell, labels, lang), _product_step(cell, labels, lang)]
     if cell.chart is not None:
         method = t("faithful.method_rollout", lang)
-        steps.append(chart_step(method, quoted(labels[cell.key]), len(labels), cell.chart, lang))
+        steps.append(chart_step(method, quoted(labels[cell.key]), len(labels), cell.chart, lang, ROLLOUT_TERM))
     return numbered(steps)
 
 

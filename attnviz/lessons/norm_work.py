@@ -15,6 +15,8 @@ from torch import Tensor
 from attnviz.i18n import DEFAULT_LANGUAGE, sentences, t
 from attnviz.lessons.explain import Step
 from attnviz.lessons.explanation_work import chart_step, largest_terms, numbered, quoted
+
+NORM_TERM = r"\lVert \alpha_{ij} f(\mathbf x_j) \rVert"  # what the norm-based chart averages over the rows
 from attnviz.lessons.working import number_text
 
 
@@ -173,6 +175,6 @@ def norm_steps(cell: NormCell, labels: list[str], lang: str = DEFAULT_LANGUAGE) 
     """The worked norm-based entry in `lang`, then the chart's value and why the map differs from α."""
     steps = [_weight_step(cell, labels, lang), _length_step(cell, labels, lang), _times_step(cell, labels, lang)]
     method = t("faithful.method_norm", lang)
-    steps.append(chart_step(method, quoted(labels[cell.key]), len(labels), cell.chart, lang))
+    steps.append(chart_step(method, quoted(labels[cell.key]), len(labels), cell.chart, lang, NORM_TERM))
     steps.append(_differs_step(cell, labels, lang))
     return numbered(steps)
