@@ -59,3 +59,16 @@ def test_sink_bars_give_two_bars_per_layer():
     np.testing.assert_allclose(fig.data[0].y, [0.5, 0.6, 0.25])
     np.testing.assert_allclose(fig.data[1].y, [0.1, 0.2, 0.05])
     assert fig.data[0].name == t("fig.sink_weight", "zh-Hant") and fig.layout.yaxis.range == (0, 1)
+
+
+def test_each_map_says_whether_it_ranks_blank_outs_first_token_first_and_the_tokens_are_on_top():
+    fig = maps_heatmap(
+        [[0.9, 0.1], [0.1, 0.2], [3.0, 1.0]], ["raw", "norm", "blank"], [0.4, -0.2, None], tops=[True, False, None],
+        tokens=["a", "b"], lang="zh-Hans",
+    )  # fmt: skip
+    same, other = t("fig.first_same", "zh-Hans"), t("fig.first_other", "zh-Hans")
+    assert list(fig.data[0].y) == [f"raw  {same}  ρ = +0.40", f"norm  {other}  ρ = -0.20", "blank  ρ = —"]
+    assert "✓" in same and "✗" in other
+    assert fig.layout.xaxis.side == "top"  # the tokens above the first maps: on a projector's first screen
+    assert fig.layout.xaxis.title.text is None  # no axis title to collide with rotated tokens
+    assert fig.data[0].colorbar.y == 0.0 and fig.data[0].colorbar.yanchor == "top"  # the colour bar below

@@ -40,9 +40,18 @@ def row_scaled(values: np.ndarray) -> np.ndarray:
 
 
 def _row_scale_bar(title: str) -> dict:
-    """The colour bar of the rows' own scales: horizontal, above the maps' top right, -1 to 1."""
-    return {"title": {"text": title, "side": "top"}, "orientation": "h", "tickvals": [-1, 0, 1], "thickness": 10,
-            "len": 0.6, "x": 1.0, "xanchor": "right", "y": 1.0, "yanchor": "bottom"}  # fmt: skip
+    """The colour bar of the rows' own scales: horizontal, below the maps (the tokens are above them), -1 to 1."""
+    return {"title": {"text": title, "side": "right"}, "orientation": "h", "tickvals": [-1, 0, 1], "thickness": 10,
+            "len": 0.5, "x": 0.0, "xanchor": "left", "y": 0.0, "yanchor": "top", "ypad": 8}  # fmt: skip
+
+
+def row_label(method: str, rho: float | None, top: bool | None, lang: str) -> str:
+    """A map's label: its name, whether it ranks blank-out's first token first too ("1st ✓"; None for the reference
+    itself), and its ρ."""
+    if rho is None and top is None:
+        return f"{method}  {rho_text(rho)}"
+    mark = "" if top is None else f"{word('first_same' if top else 'first_other', lang)}  "
+    return f"{method}  {mark}{rho_text(rho)}"
 
 
 def maps_heatmap(
@@ -50,6 +59,7 @@ def maps_heatmap(
     methods: Sequence[str],
     rhos: Sequence[float | None] | None,
     *,
+    tops: Sequence[bool | None] | None = None,
     tokens: Labels = None,
     label_size: int = LABEL_SIZE,
     lang: str = DEFAULT_LANGUAGE,
@@ -57,12 +67,19 @@ def maps_heatmap(
     """One row per map (`methods`, their names as shown), one column per token: values (m, n), each row coloured by
     its own largest |value| on a diverging scale (its sign kept), the hover giving the value itself. Each row's label
     carries its ρ against the reference (`rhos`, None for the reference), above the row in `label_size` pixels;
-    `rhos` None: the names alone (a live class's question about them is open)."""
+    `rhos` None: the names alone (a live class's question about them is open). `tops`: whether each map's first token
+    is the reference's first (None for the reference). The tokens are above the rows, so that a projector's first
+    screen shows them with the first maps."""
     data = as_array(values, "values", 2)  # (m, n)
     if len(methods) != data.shape[0] or (rhos is not None and len(rhos) != data.shape[0]):
         raise ValueError(f"expected {data.shape[0]} methods and ρ values, got {len(methods)} and {len(rhos or [])}")
     x = unique_labels(tokens, data.shape[1], "t")
-    named = methods if rhos is None else [f"{m}  {rho_text(rho)}" for m, rho in zip(methods, rhos, strict=True)]
+    marks = [None] * len(methods) if tops is None else list(tops)
+    named = (
+        methods
+        if rhos is None
+        else [row_label(m, rho, top, lang) for m, rho, top in zip(methods, rhos, marks, strict=True)]
+    )
     y = unique_labels(list(named), data.shape[0])
     scale_title = word("row_scaled", lang)
     gap = 2 * label_size + 10  # between two rows of cells: half of it above a row, where its label hangs
@@ -91,11 +108,11 @@ def maps_heatmap(
     ]  # fmt: skip
     layout = {
         "title": {"text": word("maps_title", lang)},
-        "xaxis": matrix_axis(word("word_pieces", lang), automargin=True, **category_ticks(x, MAX_TICKS)),
+        "xaxis": matrix_axis(side="top", automargin=True, **category_ticks(x, MAX_TICKS)),
         "yaxis": matrix_axis(autorange="reversed", showticklabels=False, ticks=""),
         "annotations": labels,
         "height": int(170 + (gap + CELLS_HEIGHT) * data.shape[0]),
-        "margin": {"l": 10, "r": 10, "t": 90, "b": 10},
+        "margin": {"l": 10, "r": 10, "t": 60, "b": 50},
     }
     return make_figure([trace], layout)
 

@@ -15,9 +15,9 @@ from torch import Tensor
 from attnviz.i18n import DEFAULT_LANGUAGE, sentences, t
 from attnviz.lessons.explain import Step
 from attnviz.lessons.explanation_work import chart_step, largest_terms, numbered, quoted
+from attnviz.lessons.working import number_text
 
 NORM_TERM = r"\lVert \alpha_{ij} f(\mathbf x_j) \rVert"  # what the norm-based chart averages over the rows
-from attnviz.lessons.working import number_text
 
 
 @dataclass(frozen=True)

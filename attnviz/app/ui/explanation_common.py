@@ -33,18 +33,23 @@ def draw_maps(by_method: dict[str, Tensor], words: list[str]) -> dict[str, float
     names = method_names()
     shown = list(by_method)
     values = np.stack([by_method[method].numpy() for method in shown])  # (maps, tokens)
+    first = int(np.argmax(values[shown.index("blank")]))  # blank-out's first token
+    tops = [None if m == "blank" else int(np.argmax(values[n])) == first for n, m in enumerate(shown)]
     lang = current_language()
     chart(
         lambda: maps_heatmap(
             values,
             [names[m] for m in shown],
             None if hidden else [rhos.get(m) for m in shown],
+            tops=None if hidden else tops,
             tokens=words,
             label_size=settings.PRESENTATION_FONT if settings.presenting() else LABEL_SIZE,
             lang=lang,
         ),
         "attnviz_explanation_maps",
     )
+    if not hidden:
+        st.caption(tr("faithful.first_note"))
     return rhos
 
 
