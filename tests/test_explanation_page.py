@@ -193,3 +193,24 @@ def test_bad_input_for_a_trained_model_is_named_and_the_page_keeps_working(param
     errors = [e.value.replace("\\", "") for e in at.error]
     assert any(pattern(f"error.{code}", "en", **fields).search(e) for e in errors), errors
     assert not at.exception and at.radio[0].value == params["m"]
+
+
+@pytest.mark.parametrize("params", [{}, {"m": "induction"}, {"m": "dates"}])
+def test_the_default_inputs_maps_take_no_turn_and_a_new_input_does(monkeypatch, params):
+    """What a process computes once for everyone (the page's own default input, the models' ablations) does not wait
+    behind another session's large rerun; a student's new input does."""
+    from attnviz.app.ui import common
+
+    with common._RESULTS_LOCK:
+        common._RESULTS.clear()  # nothing kept: the default's maps are computed in this run
+    monkeypatch.setattr(GATE, "max_wait", 0.5)
+    holder = Holder(GATE)  # another session's large rerun holds the gate
+    try:
+        at = run_page(PAGE, **params)
+        assert not at.exception and not busy(at) and maps_figure(at)
+        new = {"s": "A cat slept in the sun.", "q": "A B C D A B C D", "d": "2026/11/22"}
+        field = {"minilm": "s", "induction": "q", "dates": "d"}[params.get("m", "minilm")]
+        at = run_page(PAGE, **params, **{field: new[field]})
+        assert not at.exception and busy(at) == [message("gate.busy", ahead=1)]
+    finally:
+        holder.done()

@@ -41,8 +41,8 @@ def row_scaled(values: np.ndarray) -> np.ndarray:
 
 def _row_scale_bar(title: str) -> dict:
     """The colour bar of the rows' own scales: horizontal, below the maps (the tokens are above them), -1 to 1."""
-    return {"title": {"text": title, "side": "right"}, "orientation": "h", "tickvals": [-1, 0, 1], "thickness": 10,
-            "len": 0.5, "x": 0.0, "xanchor": "left", "y": 0.0, "yanchor": "top", "ypad": 8}  # fmt: skip
+    return {"title": {"text": title, "side": "top"}, "orientation": "h", "tickvals": [-1, 0, 1], "thickness": 10,
+            "len": 0.5, "x": 1.0, "xanchor": "right", "y": 0.0, "yanchor": "top", "ypad": 8}  # fmt: skip
 
 
 def row_label(method: str, rho: float | None, top: bool | None, lang: str) -> str:
@@ -107,12 +107,13 @@ def maps_heatmap(
         for index, label in enumerate(y)
     ]  # fmt: skip
     layout = {
-        "title": {"text": word("maps_title", lang)},
+        # The title at the top of the figure, the tokens below it (automargin makes room for them above the rows)
+        "title": {"text": word("maps_title", lang), "y": 1.0, "yref": "container", "yanchor": "top", "pad": {"t": 8}},
         "xaxis": matrix_axis(side="top", automargin=True, **category_ticks(x, MAX_TICKS)),
         "yaxis": matrix_axis(autorange="reversed", showticklabels=False, ticks=""),
         "annotations": labels,
         "height": int(170 + (gap + CELLS_HEIGHT) * data.shape[0]),
-        "margin": {"l": 10, "r": 10, "t": 60, "b": 50},
+        "margin": {"l": 10, "r": 10, "t": 100, "b": 70},
     }
     return make_figure([trace], layout)
 

@@ -104,7 +104,12 @@ def _maps(state: ExplanationState, seconds: float) -> SentenceMaps:
 
     if shared_result_ready(shared):
         return shared_result(shared, build)
-    with turn(seconds), st.spinner(tr("faithful.computing")):
+    # Captum (and the matplotlib it imports) loads once per process, ~1 s: before the turn, so that the gate's pause
+    # after it is charged for the maps, not for an import
+    import attnviz.models.bert_gradients  # noqa: F401
+
+    own = shared == (PAGE, ExplanationState().sentence, "")  # the page's default: once per process, no turn
+    with turn(0.0 if own else seconds), st.spinner(tr("faithful.computing")):
         return shared_result(shared, build)
 
 

@@ -39,9 +39,8 @@ from attnviz.models.learned.explanation import (
 from attnviz.models.learned.seq2seq import translate_texts
 
 # Estimated seconds for every map of one input (2 cores, quiet): the induction model's are ~0.1 s, the dates
-# model's integrated gradients through its recurrent encoder ~0.8 s; "does attention matter" ~1 s each, once.
+# model's integrated gradients through its recurrent encoder ~0.8 s ("does attention matter", ~1 s, once per process).
 MAPS_SECONDS = {"induction": 0.3, "dates": 1.5}
-MATTER_SECONDS = 2.0
 
 
 def trained_page(state: ExplanationState) -> None:
@@ -131,8 +130,10 @@ def _results(state: ExplanationState) -> tuple[ModelMaps, tuple[float, list[Abla
     show the same; what is not kept yet is computed in one turn at the gate (two turns in one run would wait for the
     gate to reopen after the first)."""
     task = state.model
-    maps_key = (PAGE, task, state.sequence if task == "induction" else (state.date, state.character))
-    matter_key = (PAGE, "matter", task)
+    maps_key, matter_key = _input_key(state), (PAGE, "matter", task)
+    own = maps_key == _input_key(
+        replace(ExplanationState(), model=task)
+    )  # the page's own default input = (PAGE, "matter", task)
 
     def maps() -> ModelMaps:
         model = shipped_run(task).model
@@ -143,12 +144,24 @@ def _results(state: ExplanationState) -> tuple[ModelMaps, tuple[float, list[Abla
     def matter() -> tuple[float, list[Ablation]]:
         return attention_matters(shipped_run(task).model, task)
 
+    # What every session of a process shares and a link cannot vary (the model's ablations; the maps of the page's
+    # own default input) is computed once per process and takes no turn at the gate, whose pause after a turn would
+    # otherwise make a teacher who switches models wait for the last model's maps.
     measured = shared_result_ready(matter_key)
-    seconds = (0.0 if shared_result_ready(maps_key) else MAPS_SECONDS[task]) + (0.0 if measured else MATTER_SECONDS)
-    if not seconds:
+    if measured and shared_result_ready(maps_key):
         return shared_result(maps_key, maps), shared_result(matter_key, matter)
-    with turn(seconds), st.spinner(tr("faithful.computing" if measured else "faithful.matter_computing")):
+    with (
+        turn(0.0 if own else MAPS_SECONDS[task]),
+        st.spinner(tr("faithful.computing" if measured else "faithful.matter_computing")),
+    ):
         return shared_result(maps_key, maps), shared_result(matter_key, matter)
+
+
+def _input_key(state: ExplanationState) -> tuple:
+    """What the maps of a trained model depend on: the model and its input."""
+    if state.model == "induction":
+        return (PAGE, state.model, state.sequence)
+    return (PAGE, state.model, (state.date, state.character))
 
 
 def _draw(state: ExplanationState, maps: ModelMaps) -> None:
