@@ -10,6 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from attnviz.app.modern_state import PRESETS, ModernState, apply_modern_preset, decode_modern, encode_modern
+from attnviz.lessons.working import number_prose
 from tests.messages import message, pattern, says
 from tests.test_app import _array, figures, run_page
 
@@ -403,3 +404,28 @@ def test_the_kv_cache_check_ignores_the_pages_valid_length_and_mask():
     at = _page(tp="kv_cache", vl="3", m="sliding", w="2")
     assert not at.error and _checked_equal(at)
     assert says(_text(at), "modern.kv_step", rows=12)  # all 12 tokens of the default sentence
+
+
+SCIENTIFIC_E = re.compile(r"\de[-+]?\d")  # 1.5e-6: a browser may break it after its "-"
+
+
+def test_numbers_in_the_flash_texts_never_break_inside():
+    at = _page(pr="flash_rescale")
+    text = _text(at)
+    assert not SCIENTIFIC_E.search(text), SCIENTIFIC_E.search(text)
+    rescale = math.exp((1 - 20) / math.sqrt(2))  # key 5's 20/sqrt 2 over key 1's 1/sqrt 2
+    assert f"{rescale:.1e}" == "1.5e-06" and "≈ 1.5×10⁻⁶" in text  # the preset's note
+    assert "5.136×10⁻⁷]" in text  # the output's second number, softmax over keys 1..6 of row 1 (below)
+    scores = [1 / math.sqrt(2), 0, 0.5 / math.sqrt(2), -1 / math.sqrt(2), 20 / math.sqrt(2), 0]
+    exps = [math.exp(s - max(scores)) for s in scores]
+    second = sum(e * v for e, v in zip(exps, [0, 1, 0.5, 0, 0, -1], strict=True)) / sum(exps)
+    assert f"{second:.4g}" == "5.136e-07"
+
+
+@pytest.mark.parametrize("value", [1.5e-6, -2.5e-13, 6e-8, 1e20, 0.125, 20.0])
+def test_a_number_in_running_text_has_no_place_to_break(value):
+    text = number_prose(value, 2)
+    assert not re.search(r"\s", text) and "-" not in text[1:] and "e" not in text
+    mantissa, _, exponent = text.partition("×10")
+    digits = exponent.translate(str.maketrans("⁻⁰¹²³⁴⁵⁶⁷⁸⁹", "-0123456789"))
+    assert float(mantissa) * 10 ** int(digits or 0) == pytest.approx(value, rel=0.05)

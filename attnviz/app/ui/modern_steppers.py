@@ -23,6 +23,7 @@ from attnviz.figures import attention as figures
 from attnviz.figures import modern as modern_figures
 from attnviz.figures.attention import AttentionGrid
 from attnviz.lessons.explain import number_text
+from attnviz.lessons.working import number_prose
 
 TOLERANCE = 1e-5  # float32 sums in another order differ by ~1e-7; anything near this would be a real difference
 LONG_EXAMPLE = (4096, 128, 128)  # n, d, B of the traffic table's second row: a real model's head at 4k tokens
@@ -49,7 +50,7 @@ def _stepper(name: str, last: int, label: str) -> int:
 def _check(difference: float) -> None:
     """The on-screen check: the stepped result against the ordinary computation."""
     if difference <= TOLERANCE:
-        st.success(tr("modern.check_equal", difference=f"{difference:.1e}"), icon="✅")
+        st.success(tr("modern.check_equal", difference=number_prose(difference, 2)), icon="✅")
     else:  # never expected: say so plainly rather than hide it
         st.error(tr("modern.check_differs", difference=f"{difference:.3g}"), icon="❌")
 
@@ -203,7 +204,7 @@ def flash_section(state: ModernState, inputs: Inputs, trace: ModernTrace) -> Mod
             float((online.output - reference.output[row]).abs().max()),
             float((online.weights - reference.weights[row]).abs().max()),
         )
-        shown = ", ".join(number_text(float(v)) for v in online.output[:8])
+        shown = ", ".join(number_prose(float(v)) for v in online.output[:8])
         st.markdown(tr("modern.flash_check", rescales=online.rescales, output=shown))
         _check(difference)
     _traffic(length, trace.queries.shape[-1], block_size)
