@@ -7,9 +7,11 @@ import re
 
 import numpy as np
 import pytest
+import torch
 from streamlit.testing.v1 import AppTest
 
 from attnviz.app.modern_state import PRESETS, ModernState, apply_modern_preset, decode_modern, encode_modern
+from attnviz.app.ui.modern_steppers import check_text
 from attnviz.lessons.working import number_prose
 from tests.messages import message, pattern, says
 from tests.test_app import _array, figures, run_page
@@ -429,3 +431,27 @@ def test_a_number_in_running_text_has_no_place_to_break(value):
     mantissa, _, exponent = text.partition("×10")
     digits = exponent.translate(str.maketrans("⁻⁰¹²³⁴⁵⁶⁷⁸⁹", "-0123456789"))
     assert float(mantissa) * 10 ** int(digits or 0) == pytest.approx(value, rel=0.05)
+
+
+def test_the_flash_check_names_its_dtype_and_sets_the_difference_against_its_rounding():
+    at = _page(pr="flash_rescale")
+    found = pattern("modern.check_equal", dtype="float32").search(at.success[0].value)
+    assert found, at.success[0].value
+    difference = float(found["difference"].replace("×10⁻", "e-").translate(str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹", "0123456789")))
+    step = 2.0**-23 * 20  # float32's machine epsilon times the largest value compared, the output's 20 (19.99998)
+    assert 0 < difference < step
+    ratio = float(f"{step / difference:.2g}")
+    assert says(found["rounding"], "modern.check_below", dtype="float32", eps="1.2×10⁻⁷", magnitude="20")
+    assert says(found["rounding"], "modern.check_below", ratio=f"{ratio:,.0f}", bound="2.4×10⁻⁶")
+    assert "float32 rounding)" not in at.success[0].value
+
+
+def test_the_check_text_follows_the_dtype_and_the_size_of_the_difference():
+    both = torch.tensor([20.0, 0.5], dtype=torch.float64)
+    text = check_text(1.7e-13, both, "en")  # a float64 computation: 1.7e-13 is many rounding steps at 20
+    step = 2.0**-52 * 20  # 4.4e-15
+    assert says(text, "modern.check_equal", dtype="float64", difference="1.7×10⁻¹³")
+    assert says(text, "modern.check_above", steps=f"{1.7e-13 / step:.2g}", eps="2.2×10⁻¹⁶", bound="4.4×10⁻¹⁵")
+    text = check_text(1.7e-13, both.float(), "zh-Hant")
+    assert says(text, "modern.check_below", "zh-Hant", dtype="float32", ratio="14,000,000", magnitude="20")
+    assert says(check_text(0.0, both.float(), "zh-Hans"), "modern.check_exact", "zh-Hans")
