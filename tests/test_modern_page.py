@@ -156,7 +156,8 @@ def test_the_sliding_window_of_3_on_16_tokens_scores_45_pairs():
             16 + 2 * 15 + 2 * 15 - 2,
         ),  # the band |i - j| < 2, plus row and column 1 (minus overlaps)
         ({"pr": "prefix_lm"}, 136 + 15),  # causal, plus the 6 x 6 prefix's upper half
-        ({"pr": "block_sparse"}, 4 * 10 + 16 + 12 * 4 - 16 + 0),
+        # 8 blocks of 2: its own 3 causal pairs, 4 with the block before, 4 with the first (blocks 1 and 2: fewer)
+        ({"pr": "block_sparse"}, 3 + (3 + 4) + 6 * (3 + 4 + 4)),
         ({"pr": "sliding_3", "vl": "10"}, 30),  # keys 11-16 are padding: 1 + 2 + 3 x 8, then 2 and 1 valid keys
         ({"tp": "masks", "m": "full", "s": SIXTEEN}, 256),
     ],
@@ -165,9 +166,6 @@ def test_each_mask_counts_its_scored_pairs(params, scored):
     at = _page(**params)
     count = pattern("modern.pair_count", total=256).search(_text(at))
     assert count
-    if params.get("pr") == "block_sparse":  # counted by hand below, independently of the code
-        n, block = 16, 4
-        scored = sum(1 for i in range(n) for j in range(i + 1) if j // block in (i // block, i // block - 1, 0))
     assert int(count["scored"]) == scored
 
 
@@ -455,3 +453,18 @@ def test_the_check_text_follows_the_dtype_and_the_size_of_the_difference():
     text = check_text(1.7e-13, both.float(), "zh-Hant")
     assert says(text, "modern.check_below", "zh-Hant", dtype="float32", ratio="14,000,000", magnitude="20")
     assert says(check_text(0.0, both.float(), "zh-Hans"), "modern.check_exact", "zh-Hans")
+
+
+def test_the_block_sparse_preset_saves_a_large_share_of_the_causal_pairs_and_its_note_says_how_many():
+    n, block = 16, 2
+    own = block * (block + 1) // 2  # a block's causal pairs with itself
+    blocks = n // block
+    kept = own + (own + block**2) + (blocks - 2) * (own + 2 * block**2)  # block 1; block 2 (and block 1); the rest
+    causal = n * (n + 1) // 2
+    assert (kept, causal) == (76, 136) and causal - kept >= 0.4 * causal  # 60 of 136 saved, not 16
+    at = _page(pr="block_sparse")
+    assert says(_text(at), "modern.pair_count", scored=kept, total=n * n, causal=causal)
+    for lang in ("en", "zh-Hans", "zh-Hant"):
+        note = message("modern.preset_block_sparse_note", lang)
+        saved = f"{(causal - kept) / causal:.0%}"
+        assert all(str(number) in note for number in (n, block, kept, causal, causal - kept, saved)), (lang, note)
