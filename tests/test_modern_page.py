@@ -468,3 +468,13 @@ def test_the_block_sparse_preset_saves_a_large_share_of_the_causal_pairs_and_its
         note = message("modern.preset_block_sparse_note", lang)
         saved = f"{(causal - kept) / causal:.0%}"
         assert all(str(number) in note for number in (n, block, kept, causal, causal - kept, saved)), (lang, note)
+
+
+def test_the_traffic_ratio_reads_as_a_fraction_in_chinese():
+    n, d, b = 6, 2, 2  # the preset's 6 keys of 2 numbers in blocks of 2: 3 query blocks
+    naive, tiled = 4 * n * d + 4 * n * n, 2 * n * d + 2 * n * d * (n // b) + 2 * n
+    for lang in ("zh-Hans", "zh-Hant"):
+        lines = [line for line in _text(_page(pr="flash_rescale", lang=lang)).splitlines() if "B = " in line]
+        assert len(lines) == 2
+        assert lines[0].endswith(f"1/{naive / tiled:.2f}"), lines[0]  # 1/1.78: the tiled traffic is that share
+        assert not any("倍" in line for line in lines)  # "少 1.78 倍" is not how Chinese says it
