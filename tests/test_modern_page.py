@@ -56,7 +56,7 @@ def test_every_preset_draws_its_topic_without_an_error(preset):
     wanted = {
         "positions": "modern.positions_heading",
         "masks": "modern.masks_heading",
-        "heads": "modern.heads_heading",
+        "heads": "modern.heads_heading" if state.kv_heads > 1 else "modern.heads_heading_one_kv",
         "kv_cache": "modern.kv_heading",
         "flash": "modern.flash_heading",
     }[state.topic]
@@ -192,7 +192,7 @@ def test_heads_offer_only_key_value_counts_that_divide_them():
     _widget(at, "radio", "topic").set_value("heads")
     _widget(at, "selectbox", "kv_heads").set_value(4)
     text = _text(_rerun(at))
-    assert "GQA: 8 query heads share 4 key/value head(s)" in text
+    assert "GQA: 8 query heads share 4 key/value heads" in text
     assert "key/value head 1 ← query heads 1, 2" in text and "key/value head 4 ← query heads 7, 8" in text
     assert at.query_params["g"] == "4" and at.query_params["h"] == "8"
 
@@ -478,3 +478,18 @@ def test_the_traffic_ratio_reads_as_a_fraction_in_chinese():
         assert len(lines) == 2
         assert lines[0].endswith(f"1/{naive / tiled:.2f}"), lines[0]  # 1/1.78: the tiled traffic is that share
         assert not any("倍" in line for line in lines)  # "少 1.78 倍" is not how Chinese says it
+
+
+def test_the_heads_heading_is_singular_for_one_head_and_plural_for_more():
+    expected = {
+        ("8", "4"): "GQA: 8 query heads share 4 key/value heads",
+        ("8", "1"): "MQA: 8 query heads share 1 key/value head",
+        ("1", "1"): "MHA: 1 query head and 1 key/value head",
+        ("2", "2"): "MHA: 2 query heads share 2 key/value heads",
+    }
+    for (heads, kv_heads), heading in expected.items():
+        at = _page(tp="heads", h=heads, g=kv_heads)
+        assert at.subheader[0].value == heading
+        assert "(s)" not in at.subheader[0].value
+    chinese = _page(tp="heads", h="8", g="1", lang="zh-Hans").subheader[0].value
+    assert chinese == "MQA：8 个查询头共享 1 个键/值头"
