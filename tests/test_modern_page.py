@@ -7,9 +7,12 @@ import re
 
 import numpy as np
 import pytest
+import torch
 from streamlit.testing.v1 import AppTest
 
 from attnviz.app.modern_state import PRESETS, ModernState, apply_modern_preset, decode_modern, encode_modern
+from attnviz.app.ui.modern_steppers import check_text
+from attnviz.lessons.working import number_prose
 from tests.messages import message, pattern, says
 from tests.test_app import _array, figures, run_page
 
@@ -53,7 +56,7 @@ def test_every_preset_draws_its_topic_without_an_error(preset):
     wanted = {
         "positions": "modern.positions_heading",
         "masks": "modern.masks_heading",
-        "heads": "modern.heads_heading",
+        "heads": "modern.heads_heading" if state.kv_heads > 1 else "modern.heads_heading_one_kv",
         "kv_cache": "modern.kv_heading",
         "flash": "modern.flash_heading",
     }[state.topic]
@@ -153,7 +156,8 @@ def test_the_sliding_window_of_3_on_16_tokens_scores_45_pairs():
             16 + 2 * 15 + 2 * 15 - 2,
         ),  # the band |i - j| < 2, plus row and column 1 (minus overlaps)
         ({"pr": "prefix_lm"}, 136 + 15),  # causal, plus the 6 x 6 prefix's upper half
-        ({"pr": "block_sparse"}, 4 * 10 + 16 + 12 * 4 - 16 + 0),
+        # 8 blocks of 2: its own 3 causal pairs, 4 with the block before, 4 with the first (blocks 1 and 2: fewer)
+        ({"pr": "block_sparse"}, 3 + (3 + 4) + 6 * (3 + 4 + 4)),
         ({"pr": "sliding_3", "vl": "10"}, 30),  # keys 11-16 are padding: 1 + 2 + 3 x 8, then 2 and 1 valid keys
         ({"tp": "masks", "m": "full", "s": SIXTEEN}, 256),
     ],
@@ -162,9 +166,6 @@ def test_each_mask_counts_its_scored_pairs(params, scored):
     at = _page(**params)
     count = pattern("modern.pair_count", total=256).search(_text(at))
     assert count
-    if params.get("pr") == "block_sparse":  # counted by hand below, independently of the code
-        n, block = 16, 4
-        scored = sum(1 for i in range(n) for j in range(i + 1) if j // block in (i // block, i // block - 1, 0))
     assert int(count["scored"]) == scored
 
 
@@ -191,7 +192,7 @@ def test_heads_offer_only_key_value_counts_that_divide_them():
     _widget(at, "radio", "topic").set_value("heads")
     _widget(at, "selectbox", "kv_heads").set_value(4)
     text = _text(_rerun(at))
-    assert "GQA: 8 query heads share 4 key/value head(s)" in text
+    assert "GQA: 8 query heads share 4 key/value heads" in text
     assert "key/value head 1 ← query heads 1, 2" in text and "key/value head 4 ← query heads 7, 8" in text
     assert at.query_params["g"] == "4" and at.query_params["h"] == "8"
 
@@ -403,3 +404,92 @@ def test_the_kv_cache_check_ignores_the_pages_valid_length_and_mask():
     at = _page(tp="kv_cache", vl="3", m="sliding", w="2")
     assert not at.error and _checked_equal(at)
     assert says(_text(at), "modern.kv_step", rows=12)  # all 12 tokens of the default sentence
+
+
+SCIENTIFIC_E = re.compile(r"\de[-+]?\d")  # 1.5e-6: a browser may break it after its "-"
+
+
+def test_numbers_in_the_flash_texts_never_break_inside():
+    at = _page(pr="flash_rescale")
+    text = _text(at)
+    assert not SCIENTIFIC_E.search(text), SCIENTIFIC_E.search(text)
+    rescale = math.exp((1 - 20) / math.sqrt(2))  # key 5's 20/sqrt 2 over key 1's 1/sqrt 2
+    assert f"{rescale:.1e}" == "1.5e-06" and "≈ 1.5×10⁻⁶" in text  # the preset's note
+    assert "5.136×10⁻⁷]" in text  # the output's second number, softmax over keys 1..6 of row 1 (below)
+    scores = [1 / math.sqrt(2), 0, 0.5 / math.sqrt(2), -1 / math.sqrt(2), 20 / math.sqrt(2), 0]
+    exps = [math.exp(s - max(scores)) for s in scores]
+    second = sum(e * v for e, v in zip(exps, [0, 1, 0.5, 0, 0, -1], strict=True)) / sum(exps)
+    assert f"{second:.4g}" == "5.136e-07"
+
+
+@pytest.mark.parametrize("value", [1.5e-6, -2.5e-13, 6e-8, 1e20, 0.125, 20.0])
+def test_a_number_in_running_text_has_no_place_to_break(value):
+    text = number_prose(value, 2)
+    assert not re.search(r"\s", text) and "-" not in text[1:] and "e" not in text
+    mantissa, _, exponent = text.partition("×10")
+    digits = exponent.translate(str.maketrans("⁻⁰¹²³⁴⁵⁶⁷⁸⁹", "-0123456789"))
+    assert float(mantissa) * 10 ** int(digits or 0) == pytest.approx(value, rel=0.05)
+
+
+def test_the_flash_check_names_its_dtype_and_sets_the_difference_against_its_rounding():
+    at = _page(pr="flash_rescale")
+    found = pattern("modern.check_equal", dtype="float32").search(at.success[0].value)
+    assert found, at.success[0].value
+    difference = float(found["difference"].replace("×10⁻", "e-").translate(str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹", "0123456789")))
+    step = 2.0**-23 * 20  # float32's machine epsilon times the largest value compared, the output's 20 (19.99998)
+    assert 0 < difference < step
+    ratio = float(f"{step / difference:.2g}")
+    assert says(found["rounding"], "modern.check_below", dtype="float32", eps="1.2×10⁻⁷", magnitude="20")
+    assert says(found["rounding"], "modern.check_below", ratio=f"{ratio:,.0f}", bound="2.4×10⁻⁶")
+    assert "float32 rounding)" not in at.success[0].value
+
+
+def test_the_check_text_follows_the_dtype_and_the_size_of_the_difference():
+    both = torch.tensor([20.0, 0.5], dtype=torch.float64)
+    text = check_text(1.7e-13, both, "en")  # a float64 computation: 1.7e-13 is many rounding steps at 20
+    step = 2.0**-52 * 20  # 4.4e-15
+    assert says(text, "modern.check_equal", dtype="float64", difference="1.7×10⁻¹³")
+    assert says(text, "modern.check_above", steps=f"{1.7e-13 / step:.2g}", eps="2.2×10⁻¹⁶", bound="4.4×10⁻¹⁵")
+    text = check_text(1.7e-13, both.float(), "zh-Hant")
+    assert says(text, "modern.check_below", "zh-Hant", dtype="float32", ratio="14,000,000", magnitude="20")
+    assert says(check_text(0.0, both.float(), "zh-Hans"), "modern.check_exact", "zh-Hans")
+
+
+def test_the_block_sparse_preset_saves_a_large_share_of_the_causal_pairs_and_its_note_says_how_many():
+    n, block = 16, 2
+    own = block * (block + 1) // 2  # a block's causal pairs with itself
+    blocks = n // block
+    kept = own + (own + block**2) + (blocks - 2) * (own + 2 * block**2)  # block 1; block 2 (and block 1); the rest
+    causal = n * (n + 1) // 2
+    assert (kept, causal) == (76, 136) and causal - kept >= 0.4 * causal  # 60 of 136 saved, not 16
+    at = _page(pr="block_sparse")
+    assert says(_text(at), "modern.pair_count", scored=kept, total=n * n, causal=causal)
+    for lang in ("en", "zh-Hans", "zh-Hant"):
+        note = message("modern.preset_block_sparse_note", lang)
+        saved = f"{(causal - kept) / causal:.0%}"
+        assert all(str(number) in note for number in (n, block, kept, causal, causal - kept, saved)), (lang, note)
+
+
+def test_the_traffic_ratio_reads_as_a_fraction_in_chinese():
+    n, d, b = 6, 2, 2  # the preset's 6 keys of 2 numbers in blocks of 2: 3 query blocks
+    naive, tiled = 4 * n * d + 4 * n * n, 2 * n * d + 2 * n * d * (n // b) + 2 * n
+    for lang in ("zh-Hans", "zh-Hant"):
+        lines = [line for line in _text(_page(pr="flash_rescale", lang=lang)).splitlines() if "B = " in line]
+        assert len(lines) == 2
+        assert lines[0].endswith(f"1/{naive / tiled:.2f}"), lines[0]  # 1/1.78: the tiled traffic is that share
+        assert not any("倍" in line for line in lines)  # "少 1.78 倍" is not how Chinese says it
+
+
+def test_the_heads_heading_is_singular_for_one_head_and_plural_for_more():
+    expected = {
+        ("8", "4"): "GQA: 8 query heads share 4 key/value heads",
+        ("8", "1"): "MQA: 8 query heads share 1 key/value head",
+        ("1", "1"): "MHA: 1 query head and 1 key/value head",
+        ("2", "2"): "MHA: 2 query heads share 2 key/value heads",
+    }
+    for (heads, kv_heads), heading in expected.items():
+        at = _page(tp="heads", h=heads, g=kv_heads)
+        assert at.subheader[0].value == heading
+        assert "(s)" not in at.subheader[0].value
+    chinese = _page(tp="heads", h="8", g="1", lang="zh-Hans").subheader[0].value
+    assert chinese == "MQA：8 个查询头共享 1 个键/值头"

@@ -99,6 +99,11 @@ def maps_heatmap(
         "meta": {"weights": "customdata"},  # the tables show the values, not their colour positions
         "hovertemplate": "%{y}<br>%{x}: %{customdata:.4g}<extra></extra>",
     }
+    return make_figure([trace], _maps_layout(x, y, gap, label_size, lang))
+
+
+def _maps_layout(x: list[str], y: list[str], gap: int, label_size: int, lang: str) -> dict:
+    """The maps' layout: the tokens on top, each row's label hanging above it, the colour bar below."""
     # Each map's name and ρ above its row, not beside it: the cells keep the chart's whole width (on a phone, labels
     # beside the rows left the cells a quarter of it). A label hangs from the top of its row's slot, in the gap.
     labels = [
@@ -112,10 +117,10 @@ def maps_heatmap(
         "xaxis": matrix_axis(side="top", automargin=True, **category_ticks(x, MAX_TICKS)),
         "yaxis": matrix_axis(autorange="reversed", showticklabels=False, ticks=""),
         "annotations": labels,
-        "height": int(170 + (gap + CELLS_HEIGHT) * data.shape[0]),
+        "height": int(170 + (gap + CELLS_HEIGHT) * len(y)),
         "margin": {"l": 10, "r": 10, "t": 100, "b": 70},
     }
-    return make_figure([trace], layout)
+    return layout
 
 
 def sink_bars(weight: Sequence[float], norm: Sequence[float], *, lang: str = DEFAULT_LANGUAGE) -> go.Figure:

@@ -24,6 +24,17 @@ def number_text(x: float, digits: int = 4) -> str:
     return "0" if float(text) == 0 else text
 
 
+SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def number_prose(x: float, digits: int = 4) -> str:
+    """A number for running text: scientific notation as 1.5×10⁻⁶, with no space or hyphen a line could break at
+    (a browser breaks "1.5e-6" after its "-", leaving "1.5e-" at the end of one line and "6" on the next)."""
+    text = number_text(x, digits)
+    mantissa, e, exponent = text.partition("e")
+    return f"{mantissa}×10{str(int(exponent)).translate(SUPERSCRIPT)}" if e else text
+
+
 def number_tex(x: float, digits: int = 4) -> str:
     """A number as LaTeX: scientific notation as a × 10^{b} (LaTeX would set "1.3e-08" as "1.3e − 08")."""
     text = number_text(x, digits)

@@ -200,14 +200,14 @@ def masks_section(state: ModernState, inputs: Inputs, trace: ModernTrace) -> Mod
 def heads_section(state: ModernState, inputs: Inputs, trace: ModernTrace) -> ModernState:
     """MHA -> GQA -> MQA: which query heads share which key/value head, every head's weights, and the KV cache's
     memory for this layer and for published models."""
-    st.subheader(
-        tr(
-            "modern.heads_heading",
-            kind=attention_kind(state.heads, state.kv_heads),
-            heads=state.heads,
-            kv_heads=state.kv_heads,
-        )
-    )
+    kind = attention_kind(state.heads, state.kv_heads)
+    if state.heads == 1:  # "1 query head", "1 key/value head": singular in English (Chinese has one form)
+        heading = tr("modern.heads_heading_single", kind=kind)
+    elif state.kv_heads == 1:
+        heading = tr("modern.heads_heading_one_kv", kind=kind, heads=state.heads)
+    else:
+        heading = tr("modern.heads_heading", kind=kind, heads=state.heads, kv_heads=state.kv_heads)
+    st.subheader(heading)
     st.markdown(tr("modern.heads_text"))
     lines = []
     for g in range(trace.kv_heads):

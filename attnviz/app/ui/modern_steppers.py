@@ -22,7 +22,9 @@ from attnviz.core.modern import ModernTrace
 from attnviz.figures import attention as figures
 from attnviz.figures import modern as modern_figures
 from attnviz.figures.attention import AttentionGrid
+from attnviz.i18n import t
 from attnviz.lessons.explain import number_text
+from attnviz.lessons.working import number_prose
 
 TOLERANCE = 1e-5  # float32 sums in another order differ by ~1e-7; anything near this would be a real difference
 LONG_EXAMPLE = (4096, 128, 128)  # n, d, B of the traffic table's second row: a real model's head at 4k tokens
@@ -46,12 +48,38 @@ def _stepper(name: str, last: int, label: str) -> int:
     return value
 
 
-def _check(difference: float) -> None:
-    """The on-screen check: the stepped result against the ordinary computation."""
+def _check(pairs: list[tuple[torch.Tensor, torch.Tensor]]) -> None:
+    """The on-screen check: each stepped result against the ordinary computation's, (stepped, reference) pairs."""
+    difference = max(float((got - wanted).abs().max()) for got, wanted in pairs)
     if difference <= TOLERANCE:
-        st.success(tr("modern.check_equal", difference=f"{difference:.1e}"), icon="✅")
+        reference = torch.cat([wanted.flatten() for _, wanted in pairs])
+        st.success(check_text(difference, reference, current_language()), icon="✅")
     else:  # never expected: say so plainly rather than hide it
         st.error(tr("modern.check_differs", difference=f"{difference:.3g}"), icon="❌")
+
+
+def check_text(difference: float, reference: torch.Tensor, lang: str) -> str:
+    """The check passed: the difference, named with the dtype the page computed in, against one rounding step of
+    that dtype at the reference's magnitude (machine epsilon × its largest |value|), and their ratio."""
+    dtype = str(reference.dtype).removeprefix("torch.")
+    eps, magnitude = torch.finfo(reference.dtype).eps, float(reference.abs().max()) if reference.numel() else 0.0
+    step = eps * magnitude
+    if difference == 0:
+        rounding = t("modern.check_exact", lang)
+    else:
+        sizes = {"dtype": dtype, "eps": number_prose(eps, 2), "magnitude": number_prose(magnitude, 2)}
+        sizes["bound"] = number_prose(step, 2)
+        if difference <= step:  # the usual case: "1/14,000,000 of a rounding step"
+            rounding = t("modern.check_below", lang, ratio=_times(step / difference), **sizes)
+        else:
+            rounding = t("modern.check_above", lang, steps=number_prose(difference / step, 2) if step else "∞", **sizes)
+    return t("modern.check_equal", lang, dtype=dtype, difference=number_prose(difference, 2), rounding=rounding)
+
+
+def _times(ratio: float) -> str:
+    """A ratio of at least 1 to two significant digits, written out in full: 1.4, 14, 14,000,000."""
+    rounded = float(f"{ratio:.2g}")
+    return f"{rounded:,.0f}" if rounded >= 10 else f"{rounded:g}"
 
 
 def kv_cache_section(state: ModernState, inputs: Inputs, trace: ModernTrace) -> ModernState:
@@ -74,12 +102,8 @@ def kv_cache_section(state: ModernState, inputs: Inputs, trace: ModernTrace) -> 
     )
     _decoded_chart(steps, done, inputs.labels)
     reference = causal.heads[head]
-    difference = max(
-        float((step.weights - reference.weights[done - 1, :done]).abs().max()),
-        float((step.output - reference.output[done - 1]).abs().max()),
-    )
     st.markdown(tr("modern.kv_check", step=done))
-    _check(difference)
+    _check([(step.weights, reference.weights[done - 1, :done]), (step.output, reference.output[done - 1])])
     _cache_tables(step, inputs.labels[:done])
     decode_step = STEP_END if done == length else done
     return replace(state, decode_step=decode_step)
@@ -199,13 +223,9 @@ def flash_section(state: ModernState, inputs: Inputs, trace: ModernTrace) -> Mod
     if done < blocks:
         st.info(tr("modern.flash_to_go", left=blocks - done), icon="⏭️")
     else:
-        difference = max(
-            float((online.output - reference.output[row]).abs().max()),
-            float((online.weights - reference.weights[row]).abs().max()),
-        )
-        shown = ", ".join(number_text(float(v)) for v in online.output[:8])
+        shown = ", ".join(number_prose(float(v)) for v in online.output[:8])
         st.markdown(tr("modern.flash_check", rescales=online.rescales, output=shown))
-        _check(difference)
+        _check([(online.output, reference.output[row]), (online.weights, reference.weights[row])])
     _traffic(length, trace.queries.shape[-1], block_size)
     block_step = STEP_END if done == blocks else done
     return replace(state, block_size=block_size, row=int(row), block_step=block_step)
