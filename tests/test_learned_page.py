@@ -227,3 +227,15 @@ def test_a_tab_that_joins_a_training_under_way_is_not_told_to_press_train(monkey
     fresh = _page(**params)  # nothing under way: the button, and the message that names it
     assert any(says(i.value, "learned.shipped_until_trained") for i in fresh.info)
     assert [b for b in fresh.button if b.key == "learned:train"]
+
+
+def test_the_induction_work_names_positions_as_the_charts_do():
+    """Issue 40: the induction chart's ticks said H·3 and Q·5 while show-your-work said H·2 and Q·4."""
+    from tests.test_app import figures
+
+    at = _page(tk="induction")
+    [picker] = [s for s in at.selectbox if s.label == message("learned.row_sequence")]
+    ticks = {str(x) for fig in figures(at) for trace in fig["data"] for x in (trace.get("x") or []) if "·" in str(x)}
+    assert "D·2" in ticks and "D·10" in ticks  # <s> D H A Q K M P B D ...: the charts count from 1
+    repeated = [label.split(": ", 1)[1] for label in picker.options if "·" in label]  # "2: D·2": the label after ": "
+    assert repeated and set(repeated) <= ticks, (repeated, sorted(ticks))

@@ -264,7 +264,7 @@ def _sequence_work(run: TrainingRun, seen: induction.SequenceAttention, titles: 
             key=SESSION.key("head"),
             format_func=lambda h: titles[h - 1],  # made in this run's language: Streamlit may call it later
         )
-        labels = token_labels(tokens, POSITION_MARK)  # <s> is position 0, as on the chart's hover
+        labels = token_labels(tokens, POSITION_MARK, start=1)  # as the charts mark a repeat: <s> is position 1
         row = selected_row(SESSION, labels, tr("learned.row_sequence"))
         layer, index = divmod(head - 1, heads)
         trace = seen.traces[layer][index]
