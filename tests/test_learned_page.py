@@ -239,3 +239,102 @@ def test_the_induction_work_names_positions_as_the_charts_do():
     assert "D·2" in ticks and "D·10" in ticks  # <s> D H A Q K M P B D ...: the charts count from 1
     repeated = [label.split(": ", 1)[1] for label in picker.options if "·" in label]  # "2: D·2": the label after ": "
     assert repeated and set(repeated) <= ticks, (repeated, sorted(ticks))
+
+
+# ---------------------------------------------------------------- issue 40: the dates model's mistakes, shown
+
+
+def _chart_rows(at: AppTest) -> tuple[list[str], list[tuple[float, float]]]:
+    """The dates chart's row labels and the rows it outlines (y0, y1)."""
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    shapes = spec["layout"].get("shapes", [])
+    return spec["data"][0]["y"], [(shape["y0"], shape["y1"]) for shape in shapes if shape["type"] == "rect"]
+
+
+def test_each_wrong_output_character_is_marked_and_named():
+    """2024/04/19 is 19 April 2024; the shipped model writes 2029-04-19: the fourth character is wrong."""
+    at = _page(d="2024/04/19")
+    text = _markdown(at)
+    marked = "202:red-background[**9**]-04-19"
+    assert message("learned.translation_checked", text="2024/04/19", output=marked, expected="2024-04-19") in text
+    details = message("learned.wrong_position", position=4, want="4", got="9")
+    assert message("learned.wrong_one", total=10, details=details) in text
+    labels, outlined = _chart_rows(at)
+    assert labels == ["2·1", "0·2", "2·3", "✗9·4", "-·5", "0·6", "4·7", "-·8", "1·9", "9·10"]
+    assert outlined == [(2.5, 3.5)]  # row 4, 0-based 3, outlined across the chart
+    right = _page(d="2024/4/19")  # the trained way of writing it comes out right: nothing marked
+    assert message("learned.all_right", total=10, expected="2024-04-19") in _captions(right)
+    assert _chart_rows(right)[1] == [] and not any("✗" in label for label in _chart_rows(right)[0])
+
+
+def test_show_your_work_opens_on_the_first_wrong_row():
+    at = _page(d="2024/04/19")
+    rows = [box for box in at.selectbox if box.key.startswith("learned:row:")]
+    assert [box.value for box in rows] == [3]  # 0-based: the fourth character, "9" for "4"
+    assert rows[0].options[3] == "4: ✗9·4"
+    at.text_input(key="w:learned:date").set_value("2055/12/1").run()  # a new date: its own first wrong row
+    rows = [box for box in at.selectbox if box.key.startswith("learned:row:")]
+    assert [box.value for box in rows] == [8]  # 2055-12-21 for 2055-12-01: the ninth character
+    linked = _page(d="2024/04/19", r="1")  # a link that names its row opens on it
+    assert [box.value for box in linked.selectbox if box.key.startswith("learned:row:")] == [1]
+    right = _page(d="2024/4/19")
+    assert [box.value for box in right.selectbox if box.key.startswith("learned:row:")] == [0]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh-Hans", "zh-Hant"])
+def test_a_date_in_no_trained_format_or_no_date_at_all_is_said_so(lang):
+    at = _page(lang=lang, d="2024/04/19")
+    warnings = " ".join(str(w.value) for w in at.warning)
+    assert says(warnings, "learned.reading_format", lang, written="2024/4/19", example="2026/11/22")
+    at = _page(lang=lang, d="1 1 1")
+    assert says(" ".join(str(w.value) for w in at.warning), "learned.reading_not_date", lang, text="1 1 1")
+    assert message("learned.translation", lang, text="1 1 1", output="11111-11-1") in _markdown(at)  # still shown
+    at = _page(lang=lang, d="31 February 2023")
+    warnings = " ".join(str(w.value) for w in at.warning)
+    assert says(warnings, "learned.reading_not_real_day", lang, when="2023-02", days=28, day=31)
+    assert says(_markdown(at), "learned.translation", lang, text="31 February 2023")  # the model's answer, shown
+    at = _page(lang=lang, d="2055/12/1")
+    warnings = " ".join(str(w.value) for w in at.warning)
+    assert says(warnings, "learned.reading_years", lang, year=2055, first=1950, last=2049)
+
+
+def test_the_known_mistake_preset_says_where_the_attention_went_wrong():
+    from attnviz.app.ui.learned_training import shipped_run
+    from attnviz.models.learned.seq2seq import translate_texts
+
+    at = _page()
+    at.selectbox(key="w:learned:date_preset").set_value("format").run()
+    assert at.text_input(key="w:learned:date").value == "2024/04/19"
+    weights = translate_texts(shipped_run("dates").model, ["2024/04/19"])[0].trace.weights  # (10, 10)
+    year_4, day_9 = float(weights[3, 3]), float(weights[3, 9])  # the year's "4" is character 4, the day's "9" is 10
+    assert day_9 > year_4  # the row that writes the wrong 9 looks at the day's 9 more than at the year's 4
+    source = message("learned.source_digit", field=message("learned.field_year"), character="4", position=4)
+    top = message("learned.source_digit", field=message("learned.field_day"), character="9", position=10)
+    expected = message(
+        "learned.wrong_row",
+        row="9·4",
+        want="4",
+        got="9",
+        source=source,
+        source_weight=f"{year_4:.2f}",
+        top=top,
+        top_weight=f"{day_9:.2f}",
+    )
+    assert expected in _markdown(at)
+    assert at.query_params["d"] in ("2024/04/19", ["2024/04/19"])  # the link holds it
+
+
+def test_held_out_accuracy_is_shown_per_format():
+    at = _page()
+    text = _markdown(at)
+    assert message("learned.format_heading") in text
+    assert says(_captions(at), "learned.format_note", count=100, first=1950, last=2049)
+    table = next(str(m.value) for m in at.markdown if str(m.value).startswith("| "))
+    lines = table.splitlines()[2:]
+    examples = ["22 November 2026", "November 22, 2026", "Nov 22, 2026", "22 Nov 2026", "22nd November 2026"]
+    examples += ["22/11/2026", "22\\.11\\.2026", "2026年11月22日", "二〇二六年十一月二十二日", "2026/11/22"]
+    assert [line.split(" | ")[0].lstrip("| ") for line in lines] == examples
+    for line in lines:
+        held_out, other = (cell.strip(" |") for cell in line.split(" | ")[1:])
+        assert held_out == "100 / 100"  # as the 2,000 held-out dates of the caption: 100.0 %
+        assert other.endswith(" / 100") and 0 <= int(other.split(" / ")[0]) <= 100

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +17,15 @@ MAX_SEED = 9999
 MAX_SEQUENCE_TEXT = 4 * MAX_LENGTH  # "A B C ..." with spaces and commas
 HEADS = 4  # the induction model's 2 layers x 2 heads, numbered 1-4 on the page
 ABLATION_EXAMPLES = 500  # held-out sequences for the heads' scores and the accuracy without each head
+WRONG_MARK = "✗"  # before the label of a wrong output character (the chart's rows, the row picker)
+# The dates task's examples: the two dates every training records, and two known mistakes of the shipped model, in a
+# format it never saw (zero-padded; it learned 2024/4/19) and in a year it never saw (it learned 1950-2049)
+DATE_PRESETS = {
+    "recorded": DEFAULT_PROBES["dates"][0],
+    "chinese": DEFAULT_PROBES["dates"][1],
+    "format": "2024/04/19",
+    "years": "2055/12/1",
+}
 
 
 @dataclass(frozen=True)
@@ -74,9 +83,13 @@ def encode_learned(state: LearnedState) -> dict[str, str]:
     return encode_fields(state, LearnedState(), LEARNED_FIELDS, set())
 
 
-def output_labels(output: str) -> list[str]:
-    """The ISO date's characters as row labels, each with its position (its digits repeat)."""
-    return [f"{character}{POSITION_MARK}{index + 1}" for index, character in enumerate(output)]
+def output_labels(output: str, wrong: Collection[int] = ()) -> list[str]:
+    """The ISO date's characters as row labels, each with its position (its digits repeat); those at the 0-based
+    positions `wrong` marked as wrong."""
+    return [
+        f"{WRONG_MARK if index in wrong else ''}{character}{POSITION_MARK}{index + 1}"
+        for index, character in enumerate(output)
+    ]
 
 
 def visible(text: str) -> list[str]:

@@ -105,3 +105,20 @@ def two_steps(
         colour_range="row",
         lang=lang,
     )
+
+
+def mark_rows(fig: Any, rows: list[int]) -> Any:
+    """Outline `rows` (0-based) of a one-panel heatmap, across its width, in vermillion (the dates model's wrong
+    output characters; their labels carry a "✗" too, so the mark does not rest on colour alone). `fig` is a Figure
+    or a FigureSpec, changed in place and returned."""
+    outline = {"color": VERMILLION, "width": 3}
+    shapes = [
+        {"type": "rect", "xref": "x domain", "yref": "y", "x0": 0, "x1": 1, "y0": row - 0.5, "y1": row + 0.5}
+        | {"line": outline, "fillcolor": "rgba(0, 0, 0, 0)", "layer": "above"}
+        for row in rows
+    ]
+    if isinstance(fig, go.Figure):
+        fig.update_layout(shapes=[*fig.layout.shapes, *shapes])
+    else:
+        fig.layout["shapes"] = [*fig.layout.get("shapes", []), *shapes]
+    return fig

@@ -166,15 +166,17 @@ def colour_range_picker(session: PageSession, f: Field, where: Any = st) -> str:
     return choice(session, f, "colour_range.{}", where=where, radio=True)
 
 
-def selected_row(session: PageSession, labels: list[str], label: str) -> int:
+def selected_row(session: PageSession, labels: list[str], label: str, first: int | None = None) -> int:
     """Which query row to explain, kept in the state's `row`; clamped to the current number of queries.
 
     The widget's key names the labels it lists: a selectbox keeps its identity (and the browser its option texts)
-    across reruns with the same key, so new tokens need a new widget, which starts at the kept row."""
+    across reruns with the same key, so new tokens need a new widget, which starts at row `first`, or at the kept
+    row when it is None."""
     digest = hashlib.blake2b("\x1f".join(labels).encode(), digest_size=6).hexdigest()
     key = session.part("row", digest)
     if key not in st.session_state:
-        st.session_state[key] = min(int(session.value("row")), len(labels) - 1)
+        start = int(session.value("row")) if first is None else first
+        st.session_state[key] = min(start, len(labels) - 1)
     row = st.selectbox(label, list(range(len(labels))), key=key, format_func=lambda i: f"{i + 1}: {labels[i]}")
     st.session_state[session.key("row")] = row
     return row

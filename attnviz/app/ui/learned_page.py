@@ -19,7 +19,7 @@ from attnviz.app.learned_state import (
     visible,
 )
 from attnviz.app.training.jobs import QUEUE
-from attnviz.app.ui import fieldwidgets, live
+from attnviz.app.ui import fieldwidgets, learned_dates, live
 from attnviz.app.ui.common import chart, inputs_box, shared_value
 from attnviz.app.ui.editors import selected_row
 from attnviz.app.ui.learned_training import (
@@ -37,11 +37,13 @@ from attnviz.app.ui.work import work_panel, work_panel_content
 from attnviz.core.fields import field
 from attnviz.core.multihead import head_rows
 from attnviz.figures import attention as figures
+from attnviz.figures import learned as learned_figures
 from attnviz.figures.attention import AttentionGrid
 from attnviz.figures.style import POSITION_MARK
 from attnviz.lessons.explain import explain_row
 from attnviz.models.bert_views import token_labels
 from attnviz.models.learned import dates, induction
+from attnviz.models.learned.date_reading import read_date
 from attnviz.models.learned.train import TrainingRun
 
 
@@ -95,7 +97,8 @@ def learned_page() -> None:
 
 
 def _date_input(state: LearnedState) -> tuple[LearnedState, bool]:
-    """The date box; False (with the reason on the page) when the model cannot read it."""
+    """The examples and the date box; False (with the reason on the page) when the model cannot read it."""
+    learned_dates.date_presets(str(SESSION.value("date")))
     text = st.text_input(
         tr("learned.date"),
         key=SESSION.key("date"),
@@ -138,32 +141,38 @@ def _sequence_input(state: LearnedState) -> tuple[LearnedState, bool]:
 
 
 def _try_dates(state: LearnedState, run: TrainingRun) -> None:
-    """The translation, its cross-attention (output characters x input characters), and one row worked out."""
+    """The translation checked against the true date, its cross-attention (output characters x input characters)
+    with the wrong rows marked, one row worked out (the first wrong one), and the accuracy of each format."""
     result = translation(run, state.date)
-    shown = md_escape(state.date)
-    st.markdown(tr("learned.translation", text=shown, output=result.output))
+    reading = read_date(state.date)
+    wrong = learned_dates.checked_translation(result, reading)
+    learned_dates.reading_message(state.date, reading)
     st.caption(tr("learned.dates_accuracy", accuracy=f"{run.accuracy:.1%}", count=2000, steps=run.settings.steps))
     inputs = visible(result.text)
-    outputs = output_labels(result.output)
+    outputs = output_labels(result.output, [row.row for row in wrong])
     language = current_language()
     chart(
-        lambda: figures.weights_heatmap(
-            AttentionGrid(result.trace.weights.numpy(), query_labels=outputs, key_labels=inputs),
-            scores=result.trace.scores.numpy(),
-            title=tr("learned.dates_chart"),
-            palette=palette(),
-            lang=language,
+        lambda: learned_figures.mark_rows(
+            figures.weights_heatmap(
+                AttentionGrid(result.trace.weights.numpy(), query_labels=outputs, key_labels=inputs),
+                scores=result.trace.scores.numpy(),
+                title=tr("learned.dates_chart"),
+                palette=palette(),
+                lang=language,
+            ),
+            [row.row for row in wrong],
         ),
         "attnviz_dates_attention",
     )
-    with st.expander(tr("learned.work_heading")):
-        row = selected_row(SESSION, outputs, tr("learned.row_date"))
+    with st.expander(tr("learned.work_heading"), expanded=bool(wrong)):
+        row = selected_row(SESSION, outputs, tr("learned.row_date"), first=learned_dates.opening_row(wrong))
         keys = token_labels(inputs, POSITION_MARK, start=1)  # shown literally in the steps (the chart escapes its own)
         steps = explain_row(result.trace, row, outputs[row], keys, language, run.model.decoder.attention)
         work_panel(work_panel_content(steps), heading=f"{tr('learned.work_heading')} · {outputs[row]}")
         st.caption(tr("learned.trained_weights"))
         attention = run.model.decoder.attention
         _weight_tables({"W_q": attention.W_q.weight, "W_k": attention.W_k.weight, "w_v": attention.w_v.weight})
+    learned_dates.format_table(run)
 
 
 def _head_rows(run: TrainingRun) -> list[tuple[induction.HeadPattern, float]]:
