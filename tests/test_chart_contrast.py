@@ -17,8 +17,10 @@ from typing import Any
 
 import numpy as np
 import pytest
+from streamlit.testing.v1 import AppTest
 
 from attnviz.figures import attention, classroom, explanation, kernel, learned, model, modern
+from tests.test_app import ROOT, SELF, figures
 
 AA = 4.5
 MIN_CELL_PX = 10
@@ -161,7 +163,7 @@ def cell_problems(layout: dict, trace: dict, plot: str) -> list[str]:
 def problems(fig: Any) -> list[str]:
     """Every text of `fig` below 4.5:1 (or whose colour the figure leaves to the theme), and every cell number under
     10 px."""
-    spec = fig.to_plotly_json()
+    spec = fig if isinstance(fig, dict) else fig.to_plotly_json()
     layout, data = spec["layout"], spec["data"]
     paper, plot = layout.get("paper_bgcolor"), layout.get("plot_bgcolor")
     found = [f"{name} background left to the theme" for name, bg in (("paper", paper), ("plot", plot)) if bg is None]
@@ -257,3 +259,14 @@ def test_cell_numbers_take_black_or_white_by_their_own_cell():
     for colour, cell in zip(colours, cells, strict=True):
         other = "#000000" if contrast(colour, "#ffffff") == 1.0 else "#ffffff"
         assert contrast(colour, cell) >= contrast(other, cell) >= 1.0
+
+
+@pytest.mark.parametrize("presenting", ["0", "1"])
+def test_the_charts_a_page_sends_pass_too(presenting):
+    """The self-attention page's charts as sent to the browser, in presentation mode (larger type) too."""
+    at = AppTest.from_file(str(ROOT / SELF), default_timeout=90)
+    at.query_params["pm"] = presenting
+    at.run()
+    sent = figures(at)
+    assert sent and any(trace.get("texttemplate") for spec in sent for trace in spec["data"])  # numbers in cells
+    assert [problem for spec in sent for problem in problems(spec)] == []

@@ -233,7 +233,11 @@ def readable(layout: dict[str, Any]) -> dict[str, Any]:
             out[key] = _titled(value)
     legend = layout.get("legend") or {}
     legend_title = dict(legend.get("title") or {})
-    out["legend"] = {**legend, "font": _text(legend.get("font")), "title": {**legend_title, "font": _text(None)}}
+    out["legend"] = {
+        **legend,
+        "font": _text(legend.get("font")),
+        "title": {**legend_title, "font": _text(legend_title.get("font"))},
+    }
     hover = layout.get("hoverlabel") or {}
     out["hoverlabel"] = {"bgcolor": BACKGROUND, "bordercolor": TEXT_COLOUR, **hover, "font": _text(hover.get("font"))}
     if "coloraxis" in layout:
