@@ -92,7 +92,7 @@ def test_presentation_mode_enlarges_the_figures_and_folds_the_controls():
     assert t("frame.controls", "zh-Hans") in labels
     assert at.toggle(key="w:pm").value is True
     at.toggle(key="w:pm").set_value(False).run()
-    assert "pm" not in at.query_params and "font" not in page_figures(at)[0]["layout"]
+    assert "pm" not in at.query_params and "size" not in page_figures(at)[0]["layout"]["font"]  # (only its colour)
 
 
 def test_predict_then_reveal_hides_the_weights_until_a_guess_and_then_shows_both():

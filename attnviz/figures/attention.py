@@ -24,6 +24,8 @@ from attnviz.figures.plotting import (
     axes,
     axis_keys,
     category_ticks,
+    cell_text_size,
+    cell_texts,
     cells_printed,
     colorscale,
     colour_positions,
@@ -36,6 +38,7 @@ from attnviz.figures.plotting import (
 from attnviz.figures.style import (
     BLACK,
     BLUE,
+    CELL_TEXT_SIZE,
     DIVERGING_PALETTE,
     MASK_COLOUR,
     MAX_HOVER_SCORE_CELLS,
@@ -89,13 +92,15 @@ def _heatmap(values: np.ndarray, allowed: np.ndarray | None, x: list[str], y: li
     return {"type": "heatmap", "z": z.astype(np.float32), "x": x, "y": y, "hoverongaps": False, **kwargs}
 
 
-def _mask_trace(allowed: np.ndarray, x: list[str], y: list[str], text: bool, lang: str = DEFAULT_LANGUAGE) -> Trace:
-    """Masked cells (allowed False) in the mask colour (in no palette), with "×" when small, no colour bar;
-    transparent elsewhere."""
+def _mask_trace(
+    allowed: np.ndarray, x: list[str], y: list[str], size: int | None, lang: str = DEFAULT_LANGUAGE
+) -> Trace:
+    """Masked cells (allowed False) in the mask colour (in no palette), with "×" in `size` px when small (None: no
+    marks), no colour bar; transparent elsewhere."""
     z = np.where(allowed, np.float32(np.nan), np.float32(1.0)).astype(np.float32)  # (Q, K)
     flat = {"colorscale": [[0.0, MASK_COLOUR], [1.0, MASK_COLOUR]], "zmin": 0.0, "zmax": 1.0, "showscale": False}
     crosses = np.where(allowed, "", "×").astype(object)
-    cells = {"text": crosses, "texttemplate": "%{text}", "textfont": {"color": BLACK}} if text else {}
+    cells = {"text": crosses, "texttemplate": "%{text}", "textfont": {"color": BLACK, "size": size}} if size else {}
     hover = f"{word('query', lang)}: %{{y}}<br>{word('key', lang)}: %{{x}}<br>{word('masked', lang)}<extra></extra>"
     return _heatmap(z, None, x, y, name="masked", hovertemplate=hover, **flat, **cells)
 
@@ -112,8 +117,10 @@ def _mask_traces(
     masked = [(allowed, panel) for allowed, panel in panels if not allowed.all()]
     if not masked:
         return []
-    text = cells_printed(None, masked[0][0].shape, across)  # the "×" marks, where numbers would fit
-    data = [{**_mask_trace(allowed, x, y, text, lang), **axes(panel)} for allowed, panel in masked]
+    shape = masked[0][0].shape
+    # the "×" marks, where numbers would fit, as large as they are
+    size = cell_text_size(shape[-1] * across, 4) if cells_printed(None, shape, across) else None
+    data = [{**_mask_trace(allowed, x, y, size, lang), **axes(panel)} for allowed, panel in masked]
     square = {"symbol": "square", "size": 14, "color": MASK_COLOUR, "line": {"color": "#7f7f7f", "width": 1}}
     legend_entry = {"type": "scatter", "x": [None], "y": [None], "mode": "markers", "name": word("masked", lang)}
     data.append({**legend_entry, "marker": square, "hoverinfo": "skip", **axes(panels[0][1])})
@@ -212,12 +219,17 @@ def _carried(values: np.ndarray, colour_range: str, scores: np.ndarray | None = 
     return extra, "%{customdata:.6~g}" if scores is None else "%{customdata[0]:.6~g}"
 
 
-def _cell_texts(values: np.ndarray, allowed: np.ndarray | None) -> dict[str, Any]:
-    """The weights printed in their cells to 2 decimals (masked cells stay empty: the mask trace shows "×")."""
+def _cell_texts(
+    values: np.ndarray, allowed: np.ndarray | None, z: np.ndarray, colours: dict[str, Any], across: int = 1
+) -> dict[str, Any]:
+    """The weights printed in their cells to 2 decimals (masked cells stay empty: the mask trace shows "×"), each in
+    black or white on its cell's colour (z on the `colours` axis: colorscale, cmin, cmax); as large as fits a phone
+    with the columns of `across` panels side by side."""
     text = np.char.mod("%.2f", values).astype(object)
     if allowed is not None:
         text = np.where(allowed, text, "")
-    return {"text": text, "texttemplate": "%{text}"}
+    size = cell_text_size(values.shape[-1] * across, 4) or CELL_TEXT_SIZE
+    return cell_texts(text, z, colours["cmin"], colours["cmax"], colours["colorscale"], size)
 
 
 def _difference_bound(first: np.ndarray, second: np.ndarray, allowed: np.ndarray | None, colour_range: str) -> float:
@@ -261,10 +273,11 @@ def weights_heatmap(
     extra, shown = _carried(values, colour_range, raw)
     if colour_range == "data" and data_range is not None:
         low, high = data_range
+    axis = _weights_colours(palette, colour_range, low, high, lang)
     if cells_printed(show_values, values.shape):
-        extra.update(_cell_texts(values, allowed))
+        extra.update(_cell_texts(values, allowed, z, axis))
     hover = _hover(with_scores=raw is not None, lang=lang, shown=shown)
-    colours = _as_trace_colours(_weights_colours(palette, colour_range, low, high, lang))
+    colours = _as_trace_colours(axis)
     trace = _heatmap(z, allowed, x, y, name="weights", hovertemplate=hover, **colours, **extra)
     layout = _matrix_layout(title, _height(values.shape[0]), word("keys", lang), word("queries", lang), x, y)
     masks = _mask_traces([(allowed, 1)], x, y, layout, lang) if allowed is not None else []
@@ -292,13 +305,14 @@ def heads_grid(
     rows = math.ceil(heads / cols)
     layout = _grid_layout(heads, cols, titles, 0.03, min(0.12, 0.5 / max(rows - 1, 1)))
     z, low, high = colour_positions(values, allowed, colour_range)
+    axis = _weights_colours(palette, colour_range, low, high, lang)
     printed = cells_printed(None, (n_queries, n_keys), across=cols)
     data = []
     for head in range(heads):
         head_allowed = None if allowed is None else allowed[head]
         extra, shown = _carried(values[head], colour_range)
         if printed:
-            extra.update(_cell_texts(values[head], head_allowed))
+            extra.update(_cell_texts(values[head], head_allowed, z[head], axis, across=cols))
         hover = _hover(prefix=f"{titles[head]}<br>", lang=lang, shown=shown)
         style = {"coloraxis": "coloraxis", "hovertemplate": hover, **axes(head + 1), **extra}
         data.append(_heatmap(z[head], head_allowed, x, y, name=titles[head], **style))
@@ -312,7 +326,6 @@ def heads_grid(
         queries = word("queries", lang) if left else ""
         layout[y_name].update(matrix_axis(queries, showticklabels=left, autorange="reversed", **ticks_y))
     height = int(min(1400, rows * max(220, 14 * n_queries + 120) + 120))
-    axis = _weights_colours(palette, colour_range, low, high, lang)
     layout.update(coloraxis=axis, height=height, plot_bgcolor="white")
     return make_figure(data, layout)
 
@@ -377,6 +390,19 @@ def _cell_text(value: float) -> str:
     return "" if math.isnan(value) else f"{value:.3g}"
 
 
+def _matrix_cells(
+    values: np.ndarray, colour: np.ndarray, allowed: np.ndarray | None, bounds: tuple[float, float], scale: list
+) -> dict[str, Any]:
+    """A matrix's numbers in its cells (masked ones empty: they show "×"), black or white on each cell's `colour`
+    (on `scale` between `bounds`); nothing when its longest number does not fit a phone."""
+    cells = np.array([[_cell_text(v) for v in row] for row in values.tolist()], dtype=object).reshape(values.shape)
+    size = cell_text_size(values.shape[1], max((len(text) for text in cells.flat), default=1))
+    if size is None:
+        return {}
+    cells = cells if allowed is None else np.where(allowed, cells, "")
+    return cell_texts(cells, colour, bounds[0], bounds[1], scale, size)
+
+
 def matrix_heatmap(
     matrix: Any,
     *,
@@ -404,13 +430,11 @@ def matrix_heatmap(
     shown = "%{z:.6~g}"
     if np.isinf(values).any():
         extra["customdata"], shown = values, "%{customdata:.6~g}"
-    if cells_printed(show_values, values.shape):  # formatted here: NaN empty, ±inf as "inf", not the clipped colour
-        cells = np.array([[_cell_text(v) for v in row] for row in values.tolist()], dtype=object)
-        extra["text"] = cells if allowed is None else np.where(allowed, cells, "")  # masked cells show "×"
-        extra["texttemplate"] = "%{text}"
+    scale = colorscale(palette or (DIVERGING_PALETTE if symmetric else SEQUENTIAL_PALETTE))
+    if cells_printed(show_values, values.shape, characters=1):  # formatted here: NaN empty, ±inf as "inf"
+        extra.update(_matrix_cells(values, colour, allowed, (low, high), scale))
     row, column, value = y_title or word("row", lang), x_title or word("column", lang), word("value", lang)
     hover = f"{row}: %{{y}}<br>{column}: %{{x}}<br>{value}: {shown}<extra></extra>"
-    scale = colorscale(palette or (DIVERGING_PALETTE if symmetric else SEQUENTIAL_PALETTE))
     colours = {"colorscale": scale, "zmin": low, "zmax": high}
     trace = _heatmap(colour, allowed, x, y, name=title or "matrix", hovertemplate=hover, **colours, **extra)
     layout = _matrix_layout(title, _height(values.shape[0]), x_title, y_title, x, y)

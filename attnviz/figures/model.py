@@ -14,6 +14,8 @@ from attnviz.figures.plotting import (
     axes,
     axis_keys,
     category_ticks,
+    cell_text_size,
+    cell_texts,
     colorscale,
     make_figure,
     matrix_axis,
@@ -24,7 +26,8 @@ from attnviz.figures.style import DIVERGING_PALETTE, MAX_TICKS, VERMILLION, WEIG
 from attnviz.i18n import DEFAULT_LANGUAGE, t
 
 LEVELS = 254  # thumbnails carry weights as 0..254 (one byte a cell): a 128-token model view is 1.2 MB, not 4.7
-MAX_CELL_TEXT_ROWS = 40  # the neuron view prints scores and weights in their cells up to this many keys
+MAX_CELL_TEXT_ROWS = 40  # the neuron view prints scores and weights in their cells up to this many keys ...
+PHONE_COLUMN_WIDTH = 32  # ... where they fit one of its two narrow columns on a 390 px phone (0.11 of ~290 px)
 Z_COLUMN = "z = q·k/√d"  # the logit, as show-your-work names it: a(q, k) = q·k is the score, z = a/√d
 
 
@@ -176,6 +179,16 @@ def _cells(values: np.ndarray, panel: int, x: list[str], rows: list[str], hover:
     }
 
 
+def _column_numbers(values: np.ndarray, colours: dict[str, Any]) -> dict[str, Any]:
+    """A narrow column's numbers (K,) in its cells to 2 decimals, black or white on each cell's colour (`colours`:
+    colorscale, zmin, zmax); none over MAX_CELL_TEXT_ROWS keys or where they do not fit a phone's column."""
+    texts = np.char.mod("%.2f", values[:, None]).astype(object)  # (K, 1)
+    size = cell_text_size(1, max(len(text) for text in texts.flat), width=PHONE_COLUMN_WIDTH) if values.size else None
+    if values.size > MAX_CELL_TEXT_ROWS or size is None:
+        return {}
+    return cell_texts(texts, values[:, None], colours["zmin"], colours["zmax"], colours["colorscale"], size)
+
+
 def neuron_view(
     query: Any,
     keys: Any,
@@ -204,19 +217,18 @@ def neuron_view(
     y = unique_labels(key_labels, count, "k")
     features = [f"f{i + 1}" for i in range(q.size)]
     label = unique_labels([query_label], 1)[0]
-    number = {"texttemplate": "%{z:.2f}"} if count <= MAX_CELL_TEXT_ROWS else {}
     on_weights = {"colorscale": colorscale(palette), "zmin": 0.0, "zmax": 1.0}
     key, weight = word("key", lang), word("weight", lang)
-    weight_cells = _cells(
-        probs[:, None], 5, [weight], y, f"{key} %{{y}}<br>{weight}: %{{z:.6~g}}", name=weight, **number
-    )
+    weight_cells = _cells(probs[:, None], 5, [weight], y, f"{key} %{{y}}<br>{weight}: %{{z:.6~g}}", name=weight)
     del weight_cells["zmid"]
+    weight_cells.update(on_weights, **_column_numbers(probs, on_weights))
+    score_cells = _cells(scores[:, None], 4, [Z_COLUMN], y, f"{key} %{{y}}<br>{Z_COLUMN}: %{{z:.6~g}}", name=Z_COLUMN)
     data = [
         _cells(q[None, :], 1, features, [f"q: {label}"], "q, %{x}: %{z:.4~g}", name=word("query_q", lang)),
         _cells(k, 2, features, y, f"{key} %{{y}}, %{{x}}: %{{z:.4~g}}", name=word("keys_kj", lang)),
         _cells(products, 3, features, y, f"{key} %{{y}}, %{{x}}: q × k = %{{z:.4~g}}", name="q ∘ k_j"),
-        _cells(scores[:, None], 4, [Z_COLUMN], y, f"{key} %{{y}}<br>{Z_COLUMN}: %{{z:.6~g}}", name=Z_COLUMN, **number),
-        {**weight_cells, **on_weights},
+        {**score_cells, **_column_numbers(scores, score_cells)},
+        weight_cells,
     ]
     layout: dict[str, Any] = {
         "title": {
@@ -237,11 +249,11 @@ def _neuron_axes(y: list[str], lang: str) -> dict[str, Any]:
     # panel: (x domain, y domain); the query's row sits above the keys' and the products' columns
     top = 0.86
     domains = {
-        1: ([0.45, 0.8], [top + 0.03, 1.0]),
-        2: ([0.0, 0.38], [0.0, top]),
-        3: ([0.45, 0.8], [0.0, top]),
-        4: ([0.84, 0.91], [0.0, top]),
-        5: ([0.93, 1.0], [0.0, top]),
+        1: ([0.39, 0.72], [top + 0.03, 1.0]),
+        2: ([0.0, 0.33], [0.0, top]),
+        3: ([0.39, 0.72], [0.0, top]),
+        4: ([0.76, 0.87], [0.0, top]),  # the two narrow columns of numbers: wide enough for them on a phone
+        5: ([0.89, 1.0], [0.0, top]),
     }
     titles = {1: "", 2: word("keys_kj", lang), 3: word("products", lang), 4: "", 5: ""}
     layout: dict[str, Any] = {}

@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 
 from attnviz.figures.attention import matrix_heatmap
 from attnviz.figures.plotting import Labels, as_vector, make_figure, unique_labels, word
-from attnviz.figures.style import BLUE, ORANGE, VERMILLION
+from attnviz.figures.style import BLUE, ORANGE, VERMILLION, VERMILLION_TEXT
 from attnviz.i18n import DEFAULT_LANGUAGE
 
 GREY = "#BBBBBB"  # keys of blocks not read yet
@@ -116,7 +116,7 @@ def _running_max_label(running_max: float) -> dict[str, Any]:
         "yanchor": "bottom",
         "text": f"m = {running_max:.4g}",
         "showarrow": False,
-        "font": {"color": VERMILLION},
+        "font": {"color": VERMILLION_TEXT},  # the line's own colour is 3.9:1 on white
     }
 
 

@@ -12,6 +12,7 @@ import dataclasses
 import functools
 import html
 import math
+import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -20,10 +21,18 @@ import plotly.graph_objects as go
 from plotly.colors import sample_colorscale
 
 from attnviz.figures.style import (
+    BACKGROUND,
+    CELL_DARK,
+    CELL_LIGHT,
+    CELL_TEXT_SIZE,
+    CHARACTER_EM,
     COLOUR_RANGES,
+    GAP_EM,
     MAX_TEXT_CELLS,
-    MAX_TEXT_COLUMNS,
+    MIN_CELL_TEXT_SIZE,
+    PHONE_PLOT_WIDTH,
     POSITION_MARK,
+    TEXT_COLOUR,
     WEIGHT_GAMMA,
     WEIGHT_STOPS,
 )
@@ -109,13 +118,57 @@ def distinct_labels(labels: Sequence[str]) -> list[str]:
     return texts
 
 
-def cells_printed(show_values: bool | None, shape: tuple[int, ...], across: int = 1) -> bool:
-    """Print numbers in the cells? Auto when None; only where they fit: at most MAX_TEXT_CELLS cells and
-    MAX_TEXT_COLUMNS columns across the figure's width, counting the columns of `across` panels side by side (a 1 x 32
-    row printed 32 numbers over each other, and so did two heads of 10 keys each)."""
-    columns = shape[-1] * across if len(shape) >= 2 else 0
-    small = math.prod(shape) <= MAX_TEXT_CELLS and columns <= MAX_TEXT_COLUMNS
+def cells_printed(show_values: bool | None, shape: tuple[int, ...], across: int = 1, characters: int = 4) -> bool:
+    """Print numbers in the cells? Auto when None; only where they fit: at most MAX_TEXT_CELLS cells, and numbers of
+    `characters` characters readable on a phone (`cell_text_size`) across the figure's width, counting the columns of
+    `across` panels side by side (a 1 x 32 row printed 32 numbers over each other, and so did two heads of 10 keys)."""
+    columns = shape[-1] * across if len(shape) >= 2 else 1
+    small = math.prod(shape) <= MAX_TEXT_CELLS and cell_text_size(columns, characters) is not None
     return small if show_values is None else bool(show_values) and small
+
+
+def cell_text_size(columns: int, characters: int, width: float = PHONE_PLOT_WIDTH) -> int | None:
+    """The size in px of numbers of `characters` characters in `columns` columns across a plot `width` px wide on a
+    phone: the largest up to CELL_TEXT_SIZE at which they fit, None when not even MIN_CELL_TEXT_SIZE does (Plotly's
+    own size shrank them to 6 px on a phone)."""
+    size = math.floor(width / (max(columns, 1) * (characters * CHARACTER_EM + GAP_EM)))
+    return min(size, CELL_TEXT_SIZE) if size >= MIN_CELL_TEXT_SIZE else None
+
+
+def rgb(colour: str) -> tuple[float, float, float]:
+    """A Plotly colour ("#rrggbb", "rgb(r, g, b)", "rgba(...)") as its red, green and blue on 0..255."""
+    if colour.startswith("#"):
+        digits = colour[1:] if len(colour) == 7 else "".join(c * 2 for c in colour[1:4])
+        return tuple(float(int(digits[i : i + 2], 16)) for i in (0, 2, 4))  # type: ignore[return-value]
+    red, green, blue = (float(v) for v in re.findall(r"[-+]?\d*\.?\d+", colour)[:3])
+    return red, green, blue
+
+
+def relative_luminance(colours: np.ndarray) -> np.ndarray:
+    """WCAG 2's relative luminance of colours (..., 3) on 0..255."""
+    channel = np.asarray(colours, dtype=np.float64) / 255
+    linear = np.where(channel <= 0.04045, channel / 12.92, ((channel + 0.055) / 1.055) ** 2.4)
+    return linear @ np.array([0.2126, 0.7152, 0.0722])
+
+
+def scale_colours(scale: Sequence[Any], positions: np.ndarray) -> np.ndarray:
+    """The colours (..., 3) that a colour scale's [position, colour] stops give at `positions` on 0..1 (clipped),
+    interpolated channel by channel as Plotly.js does."""
+    stops = [float(position) for position, _ in scale]
+    colours = np.array([rgb(str(colour)) for _, colour in scale])  # (stops, 3)
+    at = np.clip(np.nan_to_num(np.asarray(positions, dtype=np.float64)), 0.0, 1.0)
+    return np.stack([np.interp(at, stops, colours[:, channel]) for channel in range(3)], axis=-1)
+
+
+def cell_texts(texts: np.ndarray, z: np.ndarray, low: float, high: float, scale: Sequence[Any], size: int) -> dict:
+    """Numbers printed in heatmap cells, each in black or white, whichever contrasts more with its own cell's colour
+    (z on the scale from `low` to `high`): at least 4.58:1 on any colour. A heatmap has one text colour (Plotly's
+    automatic one was #444 on mid khaki, 3.9:1), so the white ones carry it in their markup. `size` in px."""
+    luminance = relative_luminance(scale_colours(scale, (np.asarray(z, np.float64) - low) / ((high - low) or 1.0)))
+    light = 1.05 / (luminance + 0.05) > (luminance + 0.05) / 0.05  # white's contrast beats black's
+    marked = [f'<span style="color:{CELL_LIGHT}">{text}</span>' if text else text for text in np.ravel(texts)]
+    text = np.where(light, np.array(marked, dtype=object).reshape(np.shape(texts)), texts).astype(object)
+    return {"text": text, "texttemplate": "%{text}", "textfont": {"color": CELL_DARK, "size": size}}
 
 
 def category_ticks(labels: Sequence[str], most: int) -> dict[str, Any]:
@@ -138,13 +191,68 @@ def make_figure(data: list[Trace], layout: dict[str, Any]) -> go.Figure:
     """A Figure from trace and layout dicts (already in Plotly's final form), without re-validating them.
 
     The empty template keeps Plotly's default one (7 kB per chart, the bulk of a small heatmap's payload) out of the
-    figure: Streamlit's chart theme styles the figure in the browser, and every colour here is set explicitly.
+    figure: Streamlit's chart theme styles the figure in the browser, and every colour here is set explicitly, the
+    text's too (`readable`): the theme's grey is 3.7:1 on white.
 
     Inside `figure_specs()` it returns the dicts instead (a `FigureSpec`): what a page sends needs only its JSON.
     """
     blank = {"data": {"scatter": [{"type": "scatter"}]}}  # Plotly's own "none" template, as its validator writes it
-    spec = FigureSpec(data, {"template": blank, **layout})
+    spec = FigureSpec(readable_traces(data), {"template": blank, **readable(layout)})
     return spec if _SPECS.get() else spec.figure()  # type: ignore[return-value]
+
+
+_AXIS = re.compile(r"[xy]axis\d*$")
+
+
+def _text(style: dict[str, Any] | None, colour: str = TEXT_COLOUR) -> dict[str, Any]:
+    """A font's settings with its colour set (a colour given already is kept)."""
+    return {"color": colour, **(style or {})}
+
+
+def _titled(part: dict[str, Any]) -> dict[str, Any]:
+    """An axis, a legend or a colour bar with its own text's colour set: its ticks' and its title's (Streamlit's
+    theme sets these for the axes, the legend and the colour axis, so a figure's font colour alone would not reach
+    them)."""
+    title = part.get("title")
+    title = {"text": title} if isinstance(title, str) else dict(title or {})
+    return {**part, "tickfont": _text(part.get("tickfont")), "title": {**title, "font": _text(title.get("font"))}}
+
+
+def readable(layout: dict[str, Any]) -> dict[str, Any]:
+    """The layout with every text's colour set, TEXT_COLOUR unless given, on a white paper and plot: the title's,
+    the axes', the legend's, the colour axis's and the hover's; annotations and bar labels take the font's."""
+    out = {**layout, "font": _text(layout.get("font"))}
+    out.setdefault("paper_bgcolor", BACKGROUND)
+    out.setdefault("plot_bgcolor", BACKGROUND)
+    title = dict(layout.get("title") or {})
+    if title.get("subtitle"):
+        title["subtitle"] = {**title["subtitle"], "font": _text(title["subtitle"].get("font"))}
+    out["title"] = {**title, "font": _text(title.get("font"))}
+    for key, value in layout.items():
+        if _AXIS.match(key):
+            out[key] = _titled(value)
+    legend = layout.get("legend") or {}
+    legend_title = dict(legend.get("title") or {})
+    out["legend"] = {
+        **legend,
+        "font": _text(legend.get("font")),
+        "title": {**legend_title, "font": _text(legend_title.get("font"))},
+    }
+    hover = layout.get("hoverlabel") or {}
+    out["hoverlabel"] = {"bgcolor": BACKGROUND, "bordercolor": TEXT_COLOUR, **hover, "font": _text(hover.get("font"))}
+    if "coloraxis" in layout:
+        out["coloraxis"] = {**layout["coloraxis"], "colorbar": _titled(layout["coloraxis"].get("colorbar") or {})}
+    return out
+
+
+def readable_traces(data: list[Trace]) -> list[Trace]:
+    """The traces with their own colour bars' text colour set (a heatmap that draws its colour bar)."""
+    return [
+        {**trace, "colorbar": _titled(trace.get("colorbar") or {})}
+        if "colorscale" in trace and trace.get("showscale", True)
+        else trace
+        for trace in data
+    ]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -25,6 +25,7 @@ from attnviz.app.ui.session import sent_by_browser
 from attnviz.app.ui.settings import md_escape, tr
 from attnviz.figures.attention import chart_config, figure_tables
 from attnviz.figures.plotting import FigureSpec, figure_specs
+from attnviz.figures.style import CELL_TEXT_SIZE
 
 # pandas is imported here, with the module every page imports first, and not lazily by Streamlit inside two script
 # threads at once: that race gave a restarted replica's first two model-page sessions "partially initialized module
@@ -140,6 +141,10 @@ def _styled(fig: go.Figure) -> go.Figure:
         fig.update_xaxes(tickfont_size=size, title_font_size=size)
         fig.update_yaxes(tickfont_size=size, title_font_size=size)
         fig.update_layout(legend_font_size=size, hoverlabel_font_size=size)
+        # the numbers in heatmap cells have their own size, chosen to fit a phone: larger in the same proportion
+        for trace in fig.data:
+            if trace.type == "heatmap" and trace.textfont.size:
+                trace.textfont.size = round(trace.textfont.size * size / CELL_TEXT_SIZE)
     return fig
 
 
