@@ -282,11 +282,14 @@ def test_the_online_softmax_stepper_rescales_at_the_huge_logit():
     rescale = float(table["e^(m − m')"].tolist()[2])
     assert rescale == pytest.approx(math.exp((1 - 20) / math.sqrt(2)), rel=1e-3)  # key 5's 20/sqrt 2 over key 1's
     assert float(table["m'"].tolist()[2]) == pytest.approx(20 / math.sqrt(2), rel=1e-3)
-    assert "went up 1 time(s)" in _text(at)
+    assert says(_text(at), "modern.flash_check_once") and "(s)" not in _text(at)  # one rescale, said as once
     _widget(at, "slider", "block_step").set_value(2)
     _rerun(at)
-    assert "1 block(s) to go" in at.info[0].value and not at.success
+    assert at.info[0].value == message("modern.flash_to_go_one") and not at.success
     assert len(_table(at, "e^(m − m')")) == 2
+    _widget(at, "slider", "block_step").set_value(1)
+    _rerun(at)
+    assert at.info[0].value == message("modern.flash_to_go", left=2)
     _widget(at, "number_input", "block_size").set_value(3)
     _rerun(at)
     assert _widget(at, "slider", "block_step").max == 2
@@ -493,3 +496,26 @@ def test_the_heads_heading_is_singular_for_one_head_and_plural_for_more():
         assert "(s)" not in at.subheader[0].value
     chinese = _page(tp="heads", h="8", g="1", lang="zh-Hans").subheader[0].value
     assert chinese == "MQA：8 个查询头共享 1 个键/值头"
+
+
+def test_the_rope_angles_say_which_position_rope_calls_m():
+    """Issue 40: "the query at position 5" used m = 4 with no word on the two ways of counting."""
+    at = _page(pr="rope_repeat", r="4")
+    assert message("modern.rope_angles", position=5, m=4) in _text(at)
+    angles = _table(at, "m θ_i")
+    assert float(angles["m θ_i"][0]) == pytest.approx(4.0)  # θ_0 = 1: the pair turned by m θ_0 = 4 radians
+
+
+def test_show_your_work_opens_on_the_last_row_unless_the_link_names_one():
+    """Issue 40: under a causal mask the first row has one key and weight 1, nothing to work out."""
+    at = _page(pr="rope_repeat")
+    [picker] = [s for s in at.selectbox if s.label == message("modern.row")]
+    assert picker.value == len(picker.options) - 1 == 11  # "a b c d" three times: the last query sees all 12 keys
+    at = _page(pr="rope_repeat", r="4")
+    [picker] = [s for s in at.selectbox if s.label == message("modern.row")]
+    assert picker.value == 4
+
+
+def test_one_block_holds_every_key_so_nothing_is_rescaled():
+    at = _page(pr="flash_rescale", bs="6")  # the six keys in one block: its maximum is the row's from the start
+    assert says(_text(at), "modern.flash_check_none") and "(s)" not in _text(at)

@@ -166,6 +166,13 @@ def colour_range_picker(session: PageSession, f: Field, where: Any = st) -> str:
     return choice(session, f, "colour_range.{}", where=where, radio=True)
 
 
+def last_row_unless_linked(session: PageSession, labels: list[str], param: str = "r") -> int | None:
+    """Where show-your-work opens for new tokens: on the last query row, which under a causal mask sees every key
+    (the first sees only itself, with weight 1: nothing to work out); None (the kept row) when the page's link names a
+    row (`param`)."""
+    return None if param in (session.link or {}) else len(labels) - 1
+
+
 def selected_row(session: PageSession, labels: list[str], label: str, first: int | None = None) -> int:
     """Which query row to explain, kept in the state's `row`; clamped to the current number of queries.
 

@@ -13,7 +13,7 @@ import torch
 from attnviz.app.modern_state import MODERN_FIELDS, ModernState
 from attnviz.app.ui import fieldwidgets
 from attnviz.app.ui.common import arrow_table, chart
-from attnviz.app.ui.editors import selected_row
+from attnviz.app.ui.editors import last_row_unless_linked, selected_row
 from attnviz.app.ui.modern_compute import SESSION, Inputs, compute
 from attnviz.app.ui.settings import current_language, md_escape, palette, tr
 from attnviz.app.ui.work import work_panel, work_panel_content
@@ -72,7 +72,8 @@ def side_by_side(
 def work(state: ModernState, inputs: Inputs, trace: ModernTrace, head: int) -> ModernState:
     """Show-your-work for one query row of the head (its queries and keys after the positional scheme)."""
     with st.expander(tr("modern.work_heading")):
-        row = selected_row(SESSION, inputs.labels, tr("modern.row"))
+        first = last_row_unless_linked(SESSION, inputs.labels)
+        row = selected_row(SESSION, inputs.labels, tr("modern.row"), first=first)
         steps = explain_row(trace.heads[head], row, inputs.labels[row], inputs.labels, current_language())
         work_panel(work_panel_content(steps), heading=f"{tr('modern.work_heading')} · {inputs.labels[row]}")
         if trace.positions == "rope":
@@ -84,7 +85,7 @@ def _rope_angles(trace: ModernTrace, row: int) -> None:
     """The angles that turned this query's pairs: m θ_i for pair i at position m (the keys' likewise, at theirs)."""
     head_dim = trace.queries.shape[-1]
     angles = rope_angles(row + 1, head_dim)[row].tolist()  # (d/2,)
-    st.markdown(tr("modern.rope_angles", position=row + 1))
+    st.markdown(tr("modern.rope_angles", position=row + 1, m=row))  # the same query, counted as each counts it
     st.latex(r"\theta_i = 10000^{-2i/d}, \quad (x_{2i}, x_{2i+1}) \mapsto R(m\theta_i)\,(x_{2i}, x_{2i+1})")
     columns = [tr("modern.pair"), "θ_i", "m θ_i", "cos", "sin"]
     rows = [

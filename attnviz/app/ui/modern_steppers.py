@@ -174,6 +174,15 @@ def _cache_tables(step: DecodeStep, labels: list[str]) -> None:
     )
 
 
+def _flash_check(rescales: int, shown: str) -> str:
+    """The check's sentence, with the number of times the running maximum went up said in words for 0 and 1."""
+    if rescales == 0:
+        return tr("modern.flash_check_none", output=shown)
+    if rescales == 1:
+        return tr("modern.flash_check_once", output=shown)
+    return tr("modern.flash_check", rescales=rescales, output=shown)
+
+
 def flash_section(state: ModernState, inputs: Inputs, trace: ModernTrace) -> ModernState:
     """One query row's online softmax, block by block: the running maximum, sum and output, the check at the end,
     and the memory traffic of the naive and the tiled computation."""
@@ -221,10 +230,10 @@ def flash_section(state: ModernState, inputs: Inputs, trace: ModernTrace) -> Mod
     )
     _block_table(online.steps[:done], inputs.labels)
     if done < blocks:
-        st.info(tr("modern.flash_to_go", left=blocks - done), icon="⏭️")
+        left = blocks - done
+        st.info(tr("modern.flash_to_go_one") if left == 1 else tr("modern.flash_to_go", left=left), icon="⏭️")
     else:
-        shown = ", ".join(number_prose(float(v)) for v in online.output[:8])
-        st.markdown(tr("modern.flash_check", rescales=online.rescales, output=shown))
+        st.markdown(_flash_check(online.rescales, ", ".join(number_prose(float(v)) for v in online.output[:8])))
         _check([(online.output, reference.output[row]), (online.weights, reference.weights[row])])
     _traffic(length, trace.queries.shape[-1], block_size)
     block_step = STEP_END if done == blocks else done
