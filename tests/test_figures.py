@@ -14,6 +14,7 @@ from attnviz.figures import kernel as kernel_figures
 from attnviz.figures import learned as learned_figures
 from attnviz.figures import model as model_figures
 from attnviz.figures import plotting, style
+from attnviz.i18n import t
 from tests.messages import message, says
 
 RNG = np.random.default_rng(0)
@@ -692,3 +693,38 @@ def test_a_grid_prints_numbers_only_where_they_fit_across_its_panels():
     narrow = figures.heads_grid(np.stack([np.full((2, 4), 0.25, np.float32)] * 2), columns=4)
     assert narrow.data[0].texttemplate == "%{text}"  # 8 columns across: they fit
     assert figures.weights_heatmap(np.full((1, 9), 0.1, np.float32)).data[0].texttemplate == "%{text}"
+
+
+def test_a_charts_own_range_says_how_far_apart_its_weights_are():
+    """Issue 40: 0.09-0.20 spans the whole palette and looks decisive; the colour bar says the spread in words."""
+    soft = np.array([[0.09, 0.2, 0.15], [0.12, 0.1, 0.18]], dtype=np.float32)
+    title = figures.weights_heatmap(soft, colour_range="data").data[0].colorbar.title.text
+    assert t("fig.nearly_uniform", "en", spread=t("fig.spread_ratio", "en", ratio="2.2")) in title  # 0.20 / 0.09
+    sharp = np.array([[0.01, 0.4], [0.5, 0.09]], dtype=np.float32)
+    title = figures.weights_heatmap(sharp, colour_range="data", lang="zh-Hans").data[0].colorbar.title.text
+    assert (
+        t("fig.spread_ratio", "zh-Hans", ratio="50") in title
+        and t("fig.nearly_uniform", "zh-Hans", spread="") not in title
+    )
+    zero = figures.weights_heatmap(np.array([[0.0, 1.0]], np.float32), colour_range="data").data[0]
+    assert t("fig.spread_range", "en", low="0", high="1") in zero.colorbar.title.text
+    flat = figures.weights_heatmap(np.full((2, 2), 0.5, np.float32), colour_range="data").data[0]
+    assert "×" not in flat.colorbar.title.text  # nothing to compare
+    grid = figures.heads_grid(np.stack([soft, soft]), colour_range="data")
+    assert t("fig.spread_ratio", "en", ratio="2.2") in grid.layout.coloraxis.colorbar.title.text
+    assert "×" not in figures.weights_heatmap(soft, colour_range="unit").data[0].colorbar.title.text
+
+
+def test_two_steps_of_training_share_one_scale():
+    """Issue 40: scaled row by row, the untrained model's near-uniform weights looked sharply striped."""
+    from attnviz.figures import learned
+
+    untrained = np.array([[0.26, 0.24, 0.25, 0.25], [0.24, 0.26, 0.25, 0.25]], np.float32)
+    trained = np.array([[0.97, 0.01, 0.01, 0.01], [0.01, 0.01, 0.97, 0.01]], np.float32)
+    fig = learned.two_steps(untrained, trained, first_title="0", second_title="300", palette="cividis")
+    axis = fig.layout.coloraxis
+    assert (axis.cmin, axis.cmax) == (0.0, 1.0)  # one 0-1 scale for both panels
+    assert all(trace.coloraxis == "coloraxis" for trace in fig.data if trace.type == "heatmap")
+    z = [np.asarray(trace.z, dtype=float) for trace in fig.data if trace.type == "heatmap"]
+    np.testing.assert_allclose(z[0], untrained, atol=1e-6)  # the weights themselves, not their place on each row
+    assert says(axis.colorbar.title.text, "fig.range_unit")

@@ -190,10 +190,38 @@ def _height(rows: int) -> int:
     return int(min(900, max(360, 24 * rows + 180)))
 
 
-def _weights_colours(palette: str, colour_range: str, low: float, high: float, lang: str) -> dict[str, Any]:
+NEARLY_UNIFORM = 3.0  # a chart's weights whose largest is under this many times the smallest are called nearly uniform
+
+
+def spread_words(low: float, high: float, lang: str) -> str:
+    """How far apart a chart's smallest and largest weights are, in words: "nearly uniform: largest 2.2× the smallest"
+    (under NEARLY_UNIFORM times), "largest 40× the smallest", or the range itself when the smallest is 0."""
+    if low <= 0.0:
+        return word("spread_range", lang, low=f"{low:.2g}", high=f"{high:.2g}")
+    ratio = high / low
+    text = word("spread_ratio", lang, ratio=f"{ratio:.2g}" if ratio < 100 else f"{ratio:.0f}")
+    return word("nearly_uniform", lang, spread=text) if ratio < NEARLY_UNIFORM else text
+
+
+def data_spread(values: np.ndarray, allowed: np.ndarray | None) -> tuple[float, float] | None:
+    """The smallest and largest weight a chart shows (masked and non-finite cells left out); None when there are
+    none, or all are equal."""
+    usable = np.isfinite(values) if allowed is None else np.isfinite(values) & allowed
+    if not usable.any():
+        return None
+    low, high = float(values[usable].min()), float(values[usable].max())
+    return (low, high) if high - low >= 1e-6 else None
+
+
+def _weights_colours(
+    palette: str, colour_range: str, low: float, high: float, lang: str, spread: tuple[float, float] | None = None
+) -> dict[str, Any]:
     """The colour scale and colour bar of weights on `colour_range` (see plotting.colour_positions); the bar's title
-    says which range is in use. As a colour axis: {"colorscale", "cmin", "cmax", "colorbar"}."""
+    says which range is in use, and on the chart's own range how far apart its weights are (`spread`, data_spread's).
+    As a colour axis: {"colorscale", "cmin", "cmax", "colorbar"}."""
     title = f"{word('weight', lang)}<br><sub>{word(f'range_{colour_range}', lang)}</sub>"
+    if colour_range == "data" and spread is not None:  # the whole palette on a narrow range: its spread in words
+        title += f"<br><sub>{spread_words(*spread, lang)}</sub>"
     colorbar: dict[str, Any] = {"title": {"text": title}}
     if colour_range == "row":
         colorbar.update(tickvals=[0.0, 1.0], ticktext=[word("row_min", lang), word("row_max", lang)])
@@ -273,7 +301,7 @@ def weights_heatmap(
     extra, shown = _carried(values, colour_range, raw)
     if colour_range == "data" and data_range is not None:
         low, high = data_range
-    axis = _weights_colours(palette, colour_range, low, high, lang)
+    axis = _weights_colours(palette, colour_range, low, high, lang, data_spread(values, allowed))
     if cells_printed(show_values, values.shape):
         extra.update(_cell_texts(values, allowed, z, axis))
     hover = _hover(with_scores=raw is not None, lang=lang, shown=shown)
@@ -305,7 +333,7 @@ def heads_grid(
     rows = math.ceil(heads / cols)
     layout = _grid_layout(heads, cols, titles, 0.03, min(0.12, 0.5 / max(rows - 1, 1)))
     z, low, high = colour_positions(values, allowed, colour_range)
-    axis = _weights_colours(palette, colour_range, low, high, lang)
+    axis = _weights_colours(palette, colour_range, low, high, lang, data_spread(values, allowed))
     printed = cells_printed(None, (n_queries, n_keys), across=cols)
     data = []
     for head in range(heads):

@@ -9,7 +9,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from attnviz.figures.attention import AttentionGrid, heads_grid
-from attnviz.figures.plotting import as_vector, log_axis, make_figure, word
+from attnviz.figures.plotting import as_vector, axes, log_axis, make_figure, word
 from attnviz.figures.style import BLUE, ORANGE, VERMILLION
 from attnviz.i18n import DEFAULT_LANGUAGE
 
@@ -92,9 +92,8 @@ def two_steps(
     lang: str = DEFAULT_LANGUAGE,
 ) -> go.Figure:
     """The same attention (Q, K) at two steps of training, side by side: `grid`'s weights (an AttentionGrid, or bare
-    weights) and `later`'s, on the same queries and keys. Each row uses the whole colour scale (its colour bar says
-    so): at step 0 the weights are nearly uniform, and on a 0-1 scale that is one flat colour, while its own range
-    shows the small differences from which the pattern grows."""
+    weights) and `later`'s, on the same queries and keys, both on one scale, 0 to 1: at step 0 the weights are nearly
+    uniform and look it (scaled row by row, noise looked like sharp stripes: issue 40)."""
     grid = AttentionGrid.of(grid)
     both = [np.asarray(weights, dtype=np.float32) for weights in (grid.weights, later)]
     return heads_grid(
@@ -102,7 +101,7 @@ def two_steps(
         head_titles=[first_title, second_title],
         palette=palette,
         columns=2,
-        colour_range="row",
+        colour_range="unit",
         lang=lang,
     )
 
@@ -117,6 +116,27 @@ def mark_rows(fig: Any, rows: list[int]) -> Any:
         | {"line": outline, "fillcolor": "rgba(0, 0, 0, 0)", "layer": "above"}
         for row in rows
     ]
+    if isinstance(fig, go.Figure):
+        fig.update_layout(shapes=[*fig.layout.shapes, *shapes])
+    else:
+        fig.layout["shapes"] = [*fig.layout.get("shapes", []), *shapes]
+    return fig
+
+
+OFF_GREY = "rgba(160, 160, 160, 0.72)"  # over a switched-off head's panel: its weights still show, muted
+
+
+def grey_panels(fig: Any, panels: list[int]) -> Any:
+    """Grey out `panels` (0-based) of a heads grid: the heads switched off, whose weights are computed but whose output
+    the model no longer uses (their titles say "off" too, so the mark does not rest on colour alone). `fig` is a
+    Figure or a FigureSpec, changed in place and returned."""
+    shapes = []
+    for panel in panels:
+        refs = axes(panel + 1)
+        shapes.append(
+            {"type": "rect", "xref": f"{refs['xaxis']} domain", "yref": f"{refs['yaxis']} domain", "x0": 0, "x1": 1,
+             "y0": 0, "y1": 1, "fillcolor": OFF_GREY, "line": {"width": 0}, "layer": "above"}
+        )  # fmt: skip
     if isinstance(fig, go.Figure):
         fig.update_layout(shapes=[*fig.layout.shapes, *shapes])
     else:
