@@ -13,6 +13,7 @@ from attnviz.app.learned_state import LearnedState, decode_learned, encode_learn
 from attnviz.app.training import jobs
 from attnviz.app.training.jobs import QUEUE
 from attnviz.i18n import t
+from attnviz.models.learned import induction
 from attnviz.models.learned.train import TrainSettings
 from tests.messages import message, pattern, says
 from tests.test_errors_coded import english_in
@@ -76,7 +77,7 @@ def test_the_sequence_task_labels_its_heads_and_measures_each_ablation():
     assert without and float(without["without"].rstrip("%")) < 90  # the previous-token head matters
     assert float(without["change"]) < -10
     # From the repeat's first symbol (the second D) on, each guess is the symbol that followed it the first time
-    assert " D→H H→A A→Q Q→K K→M M→P P→B " in text
+    assert " D→H ✓ H→A ✓ A→Q ✓ Q→K ✓ K→M ✓ M→P ✓ P→B ✓ " in text
     assert at.select_slider(key="w:learned:step").value == 600
     assert "**W_q** (32, 64)" in text
     assert says(_captions(at), "learned.head_weights", first=1, last=32, layer=2)  # the followed head: L2 H1
@@ -204,10 +205,39 @@ def test_switching_a_head_off_shows_the_model_without_it_and_goes_in_the_link():
     titles = [a["text"] for a in json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["annotations"]]
     short = [message("learned.head_short", layer=layer, head=head) for layer in (1, 2) for head in (1, 2)]
     assert titles[:4] == [message("learned.head_off", title=short[0]), *short[1:]]
-    at.selectbox(key="w:learned:off").set_value(0).run()
+    shapes = json.loads(at.get("plotly_chart")[0].proto.spec)["layout"].get("shapes", [])
+    assert [(s["xref"], s["yref"]) for s in shapes] == [("x domain", "y domain")]  # head 1's panel greyed out
+    at.pills(key="w:learned:off").set_value([]).run()
     assert not at.warning and "off" not in at.query_params
-    at.selectbox(key="w:learned:off").set_value(3).run()
+    at.pills(key="w:learned:off").set_value([3]).run()
     assert at.query_params["off"] == ["3"] or at.query_params["off"] == "3"
+
+
+def test_switching_both_induction_heads_off_costs_more_than_either_alone():
+    """Issue 40: each induction head alone costs a few points, the two together far more: they back each other up."""
+    from attnviz.models.learned.train import checkpoint_path, load_run
+
+    at = _page(tk="induction", off="3,4")
+    assert at.query_params["off"] in (["3,4"], "3,4") and at.pills(key="w:learned:off").value == [3, 4]
+    model = load_run(checkpoint_path("induction")).model
+    examples = induction.held_out_examples(500)
+    full = induction.token_accuracy(model, examples)
+    alone = [induction.token_accuracy(model, examples, induction.without_heads(model.config, [(1, h)])) for h in (0, 1)]
+    both = induction.token_accuracy(model, examples, induction.without_heads(model.config, [(1, 0), (1, 1)]))
+    assert both < min(alone) - 0.05 and full - max(alone) < 0.05  # measured here, on the page's 500 repeats
+    warning = " ".join(str(w.value) for w in at.warning)
+    assert says(warning, "learned.switched_off_several", accuracy=f"{both:.1%}")
+    shapes = json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["shapes"]
+    assert [s["xref"] for s in shapes] == ["x3 domain", "x4 domain"]  # layer 2's panels greyed out
+
+
+def test_each_guess_in_the_repeat_is_marked_right_or_wrong():
+    from attnviz.app.ui.learned_page import marked_guesses
+
+    tokens = ["<s>", "A", "B", "C", "A", "B", "C"]
+    assert marked_guesses(tokens, ["A", "C", "A", "A", "B", "X", "B"]) == (
+        "<s>→A A→C B→A C→A A→B ✓ B→X ✗ C→B"  # marked once a token repeats; the last has nothing to check against
+    )
 
 
 def test_a_tab_that_joins_a_training_under_way_is_not_told_to_press_train(monkeypatch):
@@ -338,3 +368,13 @@ def test_held_out_accuracy_is_shown_per_format():
         held_out, other = (cell.strip(" |") for cell in line.split(" | ")[1:])
         assert held_out == "100 / 100"  # as the 2,000 held-out dates of the caption: 100.0 %
         assert other.endswith(" / 100") and 0 <= int(other.split(" / ")[0]) <= 100
+
+
+def test_the_induction_work_opens_on_the_last_position_not_on_the_start_token():
+    """Issue 40: the induction head's show-your-work opened on <s>, whose only key is itself."""
+    at = _page(tk="induction")
+    [picker] = [s for s in at.selectbox if s.label == message("learned.row_sequence")]
+    assert picker.value == len(picker.options) - 1 and picker.options[0].endswith("<s>")
+    at = _page(tk="induction", r="3")
+    [picker] = [s for s in at.selectbox if s.label == message("learned.row_sequence")]
+    assert picker.value == 3

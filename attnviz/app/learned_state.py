@@ -40,7 +40,7 @@ class LearnedState:
     step: int = max(MAX_STEPS.values())  # the snapshot shown: the last one at or before this step
     row: int = 0  # the output character (dates) or position (sequence) explained step by step
     head: int = 3  # induction: the head followed through training, 1-4 (layer 2, head 1 by default)
-    off: int = 0  # induction: the head switched off in "Try", 1-4, or 0 for none
+    off: tuple[int, ...] = ()  # induction: the heads switched off in "Try", each 1-4 (none: every head on)
 
     @property
     def probe(self) -> str:
@@ -63,7 +63,7 @@ LEARNED_FIELDS: tuple[Field, ...] = (
     Field("step", "st", "int", low=0, high=max(MAX_STEPS.values()), label="learned.step"),
     Field("row", "r", "int", low=0, high=MAX_LENGTH, label="learned.row"),
     Field("head", "h", "int", low=1, high=HEADS, label="learned.head"),
-    Field("off", "off", "int", low=0, high=HEADS, label="learned.off"),
+    Field("off", "off", "ints", low=1, high=HEADS, max_len=HEADS, label="learned.off"),
 )
 
 

@@ -21,7 +21,7 @@ from attnviz.app.learned_state import (
 from attnviz.app.training.jobs import QUEUE
 from attnviz.app.ui import fieldwidgets, learned_dates, live
 from attnviz.app.ui.common import chart, inputs_box, shared_value
-from attnviz.app.ui.editors import selected_row
+from attnviz.app.ui.editors import last_row_unless_linked, selected_row
 from attnviz.app.ui.learned_training import (
     SESSION,
     capped_steps,
@@ -186,13 +186,13 @@ def _head_rows(run: TrainingRun) -> list[tuple[induction.HeadPattern, float]]:
     return shared_value(("learned_heads", run.settings.seed, run.settings.steps), build)
 
 
-def _grid_titles(layers: int, heads: int, off: int) -> list[str]:
-    """Short panel titles ("L1 H2"; the switched-off one marked): the labels are in the lines below the chart, and
-    longer titles ran into each other on a phone."""
+def _grid_titles(layers: int, heads: int, off: tuple[int, ...]) -> list[str]:
+    """Short panel titles ("L1 H2"; the switched-off ones marked): the labels are in the lines below the chart, and
+    a full label as a title overlapped the next panel's on a phone."""
     titles = [
         tr("learned.head_short", layer=layer + 1, head=head + 1) for layer in range(layers) for head in range(heads)
     ]
-    return [tr("learned.head_off", title=title) if number == off else title for number, title in enumerate(titles, 1)]
+    return [tr("learned.head_off", title=title) if number in off else title for number, title in enumerate(titles, 1)]
 
 
 def _head_title(pattern: induction.HeadPattern) -> str:
@@ -201,48 +201,83 @@ def _head_title(pattern: induction.HeadPattern) -> str:
 
 
 def _try_sequence(state: LearnedState, run: TrainingRun) -> LearnedState:
-    """Every head on the typed sequence, the model's guesses, each head's pattern and what switching it off costs."""
+    """Every head on the typed sequence, the model's guesses (each marked right or wrong where the repeat says what
+    comes next), each head's pattern and what switching heads off costs."""
     symbols, _ = induction.parse_sequence(state.sequence)
     rows = _head_rows(run)
     titles = [_head_title(pattern) for pattern, _ in rows]
     layers, heads = run.model.config.layers, run.model.config.heads
-    none = tr("learned.off_none")
-    off = st.selectbox(
+    chosen = st.pills(
         tr("learned.off"),
-        list(range(HEADS + 1)),
+        list(range(1, HEADS + 1)),
+        selection_mode="multi",
         key=SESSION.key("off"),
-        format_func=lambda h: titles[h - 1] if h else none,  # made in this run's language
+        format_func=lambda h: titles[h - 1],  # made in this run's language
         help=tr("learned.off_help"),
     )
-    head_mask = induction.without_head(run.model.config, *divmod(off - 1, heads)) if off else None
+    off = tuple(sorted(int(h) for h in chosen or ()))
+    pairs = [divmod(h - 1, heads) for h in off]
+    head_mask = induction.without_heads(run.model.config, pairs) if off else None
     seen = induction.sequence_attention(run.model, symbols, head_mask)
     weights, tokens = seen.weights, seen.tokens
-    pairs = " ".join(f"{token}→{guess}" for token, guess in zip(tokens, seen.guesses, strict=True))
-    st.markdown(tr("learned.guesses", pairs=md_escape(pairs)))
-    if off:
-        accuracy = rows[off - 1][1]
-        change = f"{(accuracy - run.accuracy) * 100:+.1f}"
-        st.warning(
-            tr("learned.switched_off", head=titles[off - 1], accuracy=f"{accuracy:.1%}", change=change), icon="🔌"
-        )
-    else:
-        st.caption(
-            tr("learned.sequence_accuracy", accuracy=f"{run.accuracy:.1%}", count=2000, steps=run.settings.steps)
-        )
+    st.markdown(tr("learned.guesses", pairs=md_escape(marked_guesses(tokens, seen.guesses))))
+    st.caption(tr("learned.guesses_marks"))
+    _off_note(run, rows, titles, off)
     language = current_language()
     chart(
-        lambda: figures.heads_grid(
-            AttentionGrid(weights.reshape(layers * heads, len(tokens), len(tokens)).numpy(), None, tokens, tokens),
-            head_titles=_grid_titles(layers, heads, off),
-            palette=palette(),
-            columns=heads,
-            lang=language,
+        lambda: learned_figures.grey_panels(
+            figures.heads_grid(
+                AttentionGrid(weights.reshape(layers * heads, len(tokens), len(tokens)).numpy(), None, tokens, tokens),
+                head_titles=_grid_titles(layers, heads, off),
+                palette=palette(),
+                columns=heads,
+                lang=language,
+            ),
+            [h - 1 for h in off],
         ),
         "attnviz_induction_heads",
     )
     _head_lines(titles, rows, run.accuracy)
     _sequence_work(run, seen, titles, language)
-    return replace(state, off=int(off))
+    return replace(state, off=off)
+
+
+def marked_guesses(tokens: list[str], guesses: list[str]) -> str:
+    """ "A→B ✓ B→C ✗ ...": each position's guess of the next token, marked right (✓) or wrong (✗) where the sequence
+    says what comes next and the token came before (the repeat: an induction head can know it); unmarked where no
+    rule can know it (a token's first occurrence, the last position)."""
+    shown = []
+    for position, (token, guess) in enumerate(zip(tokens, guesses, strict=True)):
+        known = position + 1 < len(tokens) and position > 0 and token in tokens[1:position]
+        mark = (" ✓" if guess == tokens[position + 1] else " ✗") if known else ""
+        shown.append(f"{token}→{guess}{mark}")
+    return " ".join(shown)
+
+
+def _off_note(run: TrainingRun, rows: list[tuple[induction.HeadPattern, float]], titles: list[str], off: tuple) -> None:
+    """The held-out accuracy without the heads switched off (one head: its row's; several: measured once for them)."""
+    if not off:
+        st.caption(
+            tr("learned.sequence_accuracy", accuracy=f"{run.accuracy:.1%}", count=2000, steps=run.settings.steps)
+        )
+        return
+    if len(off) == 1:
+        accuracy = rows[off[0] - 1][1]
+    else:
+
+        def build() -> float:
+            examples = induction.held_out_examples(ABLATION_EXAMPLES)
+            mask = induction.without_heads(run.model.config, [divmod(h - 1, run.model.config.heads) for h in off])
+            return induction.token_accuracy(run.model, examples, mask)
+
+        accuracy = shared_value(("learned_heads_off", run.settings.seed, run.settings.steps, off), build)
+    change = f"{(accuracy - run.accuracy) * 100:+.1f}"
+    named = tr("faithful.list_separator").join(titles[h - 1] for h in off)
+    if len(off) == 1:
+        text = tr("learned.switched_off", head=named, accuracy=f"{accuracy:.1%}", change=change)
+    else:
+        text = tr("learned.switched_off_several", heads=named, accuracy=f"{accuracy:.1%}", change=change)
+    st.warning(text, icon="🔌")
 
 
 def _head_lines(titles: list[str], rows: list[tuple[induction.HeadPattern, float]], full: float) -> None:
@@ -274,7 +309,8 @@ def _sequence_work(run: TrainingRun, seen: induction.SequenceAttention, titles: 
             format_func=lambda h: titles[h - 1],  # made in this run's language: Streamlit may call it later
         )
         labels = token_labels(tokens, POSITION_MARK, start=1)  # as the charts mark a repeat: <s> is position 1
-        row = selected_row(SESSION, labels, tr("learned.row_sequence"))
+        first = last_row_unless_linked(SESSION, labels)  # in the repeat: the induction head at work, not <s>
+        row = selected_row(SESSION, labels, tr("learned.row_sequence"), first=first)
         layer, index = divmod(head - 1, heads)
         trace = seen.traces[layer][index]
         steps = explain_row(trace, row, labels[row], labels, language)

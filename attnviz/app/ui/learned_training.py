@@ -29,7 +29,7 @@ from attnviz.models.learned import induction
 from attnviz.models.learned.seq2seq import Translation, translate_texts
 from attnviz.models.learned.train import MAX_STEPS, Snapshot, TrainingRun, TrainSettings, checkpoint_path, load_run
 
-SESSION = PageSession("learned")
+SESSION = PageSession("learned", convert={"off": list})  # the pills hold a list; the state a tuple
 PROGRESS_EVERY_S = 1.0  # how often a page with a training under way asks for its progress
 
 

@@ -220,6 +220,14 @@ def without_head(config: InductionConfig, layer: int, head: int) -> Tensor:
     return head_mask
 
 
+def without_heads(config: InductionConfig, heads: list[tuple[int, int]]) -> Tensor:
+    """A (layers, heads) head mask with every (layer, head) of `heads` off (0-based)."""
+    head_mask = torch.ones(config.layers, config.heads)
+    for layer, head in heads:
+        head_mask[layer, head] = 0.0
+    return head_mask
+
+
 def ablation_accuracy(model: InductionTransformer, examples: list[RepeatExample], layer: int, head: int) -> float:
     """Token accuracy on the repeat with one head's output set to zero."""
     return token_accuracy(model, examples, without_head(model.config, layer, head))
