@@ -206,7 +206,9 @@ def test_the_shipped_checkpoints_reach_the_stated_accuracy(task, goal):
 def test_the_shipped_checkpoints_are_small():
     files = sorted(CHECKPOINTS.glob("*.safetensors"))
     assert [f.name for f in files] == ["dates-seed0.safetensors", "induction-seed0.safetensors"]
-    assert sum(f.stat().st_size for f in files) < 2_000_000
+    # The budget (README, "Watch attention learn"): the weights of every snapshot in float16, so that any input goes
+    # through the recorded training (issue 40); 0.8 MB without them
+    assert sum(f.stat().st_size for f in files) < 15_000_000
 
 
 def test_the_induction_checkpoint_has_a_previous_token_head_and_induction_heads_that_matter():
@@ -244,7 +246,9 @@ def test_the_training_script_reproduces_the_shipped_checkpoint(task, tmp_path):
         for name in shipped.keys():  # noqa: SIM118 (safe_open has no iterator)
             ours, theirs = made.get_tensor(name), shipped.get_tensor(name)
             assert ours.shape == theirs.shape and ours.dtype == theirs.dtype, name
-            torch.testing.assert_close(ours, theirs, rtol=0, atol=2e-4, msg=name)
+            # A snapshot's float16 weights: float32's last digits can round a weight to the next float16 (2^-11)
+            tolerance = 2e-3 if name.startswith("snapshot.") else 2e-4
+            torch.testing.assert_close(ours.float(), theirs.float(), rtol=0, atol=tolerance, msg=name)
 
 
 def test_the_training_script_gives_the_same_numbers_bit_for_bit_on_the_same_machine(tmp_path):
