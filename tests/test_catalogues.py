@@ -182,6 +182,13 @@ def test_chinese_texts_use_their_own_script():
         assert not TRADITIONAL_ONLY & set(message.string), f"{message.id}: Traditional characters in Simplified Chinese"
 
 
+def test_no_english_message_hedges_a_plural_with_s_in_brackets():
+    """Issue 40: "1 time(s)", "head(s)", "2 training(s)" read as unfinished; a count is said in words or the message
+    has a form of its own for one."""
+    hedged = [message.id for message in real_catalogues()["en"] if "(s)" in str(message.string)]
+    assert hedged == []
+
+
 def test_the_template_holds_exactly_the_ids_the_code_uses():
     used = extracted_ids()
     assert len(used) > 300, "too few ids extracted: the extraction is broken"

@@ -12,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 from attnviz.app.learned_state import LearnedState, decode_learned, encode_learned
 from attnviz.app.training import jobs
 from attnviz.app.training.jobs import QUEUE
+from attnviz.figures.style import POSITION_MARK
 from attnviz.i18n import t
 from attnviz.models.learned import induction
 from attnviz.models.learned.train import TrainSettings
@@ -121,7 +122,7 @@ def test_pressing_train_trains_once_for_a_class_and_shows_the_run():
     first, second = _page(**params), _page(**params)
     settings = TrainSettings("induction", 5, 30, ("C D E C D E",))
     assert QUEUE.get(settings) is None
-    assert says(_captions(first), "learned.not_recorded", seed=5, steps=30)
+    assert says(_captions(first), "learned.not_recorded", seed=5, steps=30, ahead=message("learned.trainings_none"))
     assert any(says(i.value, "learned.shipped_until_trained") for i in first.info)
     first.button(key="learned:train").click().run()
     job = QUEUE.get(settings)
@@ -140,16 +141,63 @@ def test_pressing_train_trains_once_for_a_class_and_shows_the_run():
     assert fresh.select_slider(key="w:learned:step").options[-1] == "30"  # a link to it shows it at once
 
 
+def _two_steps(at: AppTest) -> list[dict]:
+    """The two heatmaps of "step 0 beside the chosen step" (the last chart on the page): their columns' labels as
+    written (without the position mark a repeated label carries) and their weights."""
+    from html import unescape
+
+    from tests.test_app import _array
+
+    spec = json.loads(at.get("plotly_chart")[-1].proto.spec)
+    return [
+        {"x": [unescape(str(x)).split(POSITION_MARK)[0] for x in trace["x"]], "z": _array(trace["z"]).tolist()}
+        for trace in spec["data"]
+        if trace["type"] == "heatmap"
+    ]
+
+
 def test_students_typing_their_own_dates_at_the_default_seed_train_nothing():
-    """Issue 36: each typed date made a training of its own, though the weights are the shipped ones. The history
-    shown is the shipped run's, recorded on its own date, and the page says so."""
+    """Issue 36: each typed date made a training of its own, though the weights are the shipped ones. Issue 40: the
+    history shown is on the student's own date, put through the weights the shipped run kept at each step."""
     for date in ("3 March 2027", "2027年3月3日", "Mar 3, 2027"):
         at = _page(d=date)
         assert not at.button  # no Train button: nothing to train
         assert at.select_slider(key="w:learned:step").options[-1] == "300"
-        assert says(_captions(at), "learned.recorded_on", probe="22 November 2026")
+        assert says(_captions(at), "learned.replayed") and not says(_captions(at), "learned.recorded_on")
+        for heatmap in _two_steps(at):
+            assert heatmap["x"] == list(date.replace(" ", "␣"))  # the columns are the student's own characters
     at = _page(d="22 November 2026")
-    assert not says(_captions(at), "learned.recorded_on")  # the student's own date is the recorded one
+    assert not says(_captions(at), "learned.recorded_on") and not says(_captions(at), "learned.replayed")
+
+
+def test_a_typed_date_goes_through_the_recorded_training_step_by_step():
+    """Issue 40 §1: any input on the shipped run, through the recorded training at once."""
+    from attnviz.models.learned import replay
+    from attnviz.models.learned.train import checkpoint_path, load_run
+
+    run = load_run(checkpoint_path("dates"))
+    date = "3 March 2027"
+    at = _page(d=date, st="42")
+    assert at.select_slider(key="w:learned:step").value == 42
+    untrained, chosen = _two_steps(at)
+    index = [s.step for s in run.snapshots].index(42)
+    expected = replay.attention_at(run, index, date)  # the model of step 42, on the student's date
+    assert len(chosen["z"]) == 10 and len(chosen["z"][0]) == len(date)
+    for row, weights in zip(chosen["z"], expected.tolist(), strict=True):
+        assert row == pytest.approx(weights, abs=1e-3)
+    first = replay.attention_at(run, 0, date)
+    assert untrained["z"][0] == pytest.approx(first[0].tolist(), abs=1e-3)
+    at.select_slider(key="w:learned:step").set_value(300).run()
+    assert _two_steps(at)[1]["z"] != chosen["z"]  # another step, other weights
+
+
+def test_a_typed_sequence_goes_through_the_recorded_training_and_a_bad_one_falls_back():
+    at = _page(tk="induction", q="C F J C F J", st="600")
+    assert says(_captions(at), "learned.replayed")
+    assert _two_steps(at)[0]["x"] == ["<s>", "C", "F", "J", "C", "F", "J"]
+    at = _page(tk="induction", q="C F 1")  # not a sequence the model reads: the recorded probe, said so
+    assert says(_captions(at), "learned.recorded_on", probe="D H A Q K M P B D H A Q K M P B")
+    assert not says(_captions(at), "learned.replayed")
 
 
 def test_two_dates_at_one_seed_share_one_training():

@@ -108,6 +108,11 @@ def test_rope_gives_a_repeated_pair_the_same_score_at_the_same_distance_only():
     assert [line[2] for line in lines if line[:2] == ("a", "a")] == [0]  # a→a at distance 4 occurs once: not listed
 
 
+def test_one_repeated_pair_is_said_in_the_singular():
+    at = _page(pr="rope_repeat", s="a b a")  # only a→a at distance 0 occurs twice
+    assert says(_text(at), "modern.rope_check_one") and not says(_text(at), "modern.rope_check")
+
+
 def test_without_repeats_the_page_says_what_to_try():
     at = _page(s="one two three four")
     assert at.info[0].value == message("modern.rope_no_repeats")

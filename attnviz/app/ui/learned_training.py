@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+import numpy as np
 import streamlit as st
 
 from attnviz.app.learned_state import (
@@ -25,7 +26,7 @@ from attnviz.app.ui.settings import current_language, error_text, md_escape, pal
 from attnviz.core.fields import field
 from attnviz.figures import learned as learned_figures
 from attnviz.figures.attention import AttentionGrid
-from attnviz.models.learned import induction
+from attnviz.models.learned import induction, replay
 from attnviz.models.learned.seq2seq import Translation, translate_texts
 from attnviz.models.learned.train import MAX_STEPS, Snapshot, TrainingRun, TrainSettings, checkpoint_path, load_run
 
@@ -86,7 +87,13 @@ def history(state: LearnedState) -> LearnedState:
         st.error(tr("learned.training_failed", error=error_text(job.error)), icon="🚫")
     _, ready = QUEUE.estimate(settings)
     st.caption(
-        tr("learned.not_recorded", seed=settings.seed, steps=settings.steps, ready=about(ready), ahead=QUEUE.in_line())
+        tr(
+            "learned.not_recorded",
+            seed=settings.seed,
+            steps=settings.steps,
+            ready=about(ready),
+            ahead=trainings(QUEUE.in_line()),
+        )
     )
     if st.button(tr("learned.train"), type="primary", key=SESSION.part("train")):
         try:
@@ -105,6 +112,15 @@ def about(seconds: float) -> str:
     if seconds < 60:
         return tr("learned.about_seconds", seconds=max(5, 5 * math.ceil(seconds / 5)))
     return tr("learned.about_minutes", minutes=math.ceil(seconds / 60))
+
+
+def trainings(count: int) -> str:
+    """A number of trainings in words ("no training", "1 training", "3 trainings")."""
+    if count == 0:
+        return tr("learned.trainings_none")
+    if count == 1:
+        return tr("learned.trainings_one")
+    return tr("learned.trainings_many", count=count)
 
 
 def _one_at_a_time(refused: OneAtATimeError) -> str:
@@ -132,7 +148,9 @@ def _progress(settings: TrainSettings) -> None:
         ahead = QUEUE.position(job)
         starts, ready = QUEUE.estimate(settings)
         if job.status == "queued" and ahead:  # behind others
-            text = tr("learned.queued", place=ahead + 1, ahead=ahead, starts=about(starts), ready=about(ready))
+            text = tr(
+                "learned.queued", place=ahead + 1, ahead=trainings(ahead), starts=about(starts), ready=about(ready)
+            )
             st.info(text, icon="⏳")
             return
         if job.status == "queued":  # first, but the server has no memory for it yet
@@ -170,6 +188,40 @@ def _curves(snapshots: list[Snapshot], total: int, current: int | None) -> None:
     )
 
 
+@st.cache_resource(max_entries=256, show_spinner=False)
+def replayed_attention(task: str, index: int, text: str) -> np.ndarray:
+    """The attention of `text` at snapshot `index` of the shipped run of `task`, from the weights it kept (a few ms,
+    shared by every session: a class typing the same date computes it once)."""
+    return replay.attention_at(shipped_run(task), index, text).numpy()
+
+
+def _two_steps_data(
+    state: LearnedState, run: TrainingRun, index: int
+) -> tuple[np.ndarray, np.ndarray, list[str], list[str], str, bool]:
+    """The attention at step 0 and at snapshot `index` (dates (10, T); induction (layers, heads, T, T)), the rows' and
+    columns' labels, the input they are on, and whether it is the student's own input put through the recorded
+    weights. The student's input when it is a recorded probe or the run kept its weights, else the task's probe."""
+    snapshots, typed, recorded = run.snapshots, state.probe, run.settings.probes
+    if state.task == "dates":
+        text = typed if typed in recorded else recorded[0]
+    else:
+        text = typed if _typed_is_recorded(state, recorded[0]) else recorded[0]
+    own = text != typed and run is shipped_run(state.task) and replay.replayable(run)
+    own = own and replay.readable(state.task, typed)
+    if own:
+        text = typed
+        first, second = (replayed_attention(state.task, i, typed) for i in (0, index))
+    elif state.task == "dates":
+        probe = recorded.index(text)
+        first, second = (s.attention[probe, :, : len(text)].numpy() for s in (snapshots[0], snapshots[index]))
+    else:
+        first, second = (s.attention.numpy() for s in (snapshots[0], snapshots[index]))
+    if state.task == "dates":
+        return first, second, output_labels(translation(run, text).output), visible(text), text, own
+    keys = [induction.BOS, *induction.parse_sequence(text)[0]]
+    return first, second, keys, keys, text, own
+
+
 def _snapshots(state: LearnedState, run: TrainingRun) -> LearnedState:
     """A step slider over the recorded snapshots, the curves, and the attention at step 0 beside the chosen step."""
     snapshots, total = run.snapshots, run.settings.steps
@@ -185,23 +237,16 @@ def _snapshots(state: LearnedState, run: TrainingRun) -> LearnedState:
     )
     _curves(snapshots, total, step)
     language = current_language()
-    if state.task == "dates":
-        probes = run.settings.probes
-        probe = probes.index(state.date) if state.date in probes else 0
-        text = probes[probe]
-        target = translation(run, text).output  # the rows: what the trained model writes
-        labels = output_labels(target)
-        first, second = (s.attention[probe, :, : len(text)].numpy() for s in (snapshots[0], chosen))
-        keys = visible(text)
-    else:
+    index = steps.index(step)
+    first, second, labels, keys, text, replayed = _two_steps_data(state, run, index)
+    if state.task == "induction":
         head = int(st.session_state.get(SESSION.key("head"), state.head))
-        layer, index = divmod(head - 1, 2)
-        first, second = (s.attention[layer, index].numpy() for s in (snapshots[0], chosen))
-        keys = [induction.BOS, *induction.parse_sequence(run.settings.probes[0])[0]]
-        labels = keys
-        text = run.settings.probes[0]
-        st.caption(tr("learned.followed_head", layer=layer + 1, head=index + 1))
-    if not _typed_is_recorded(state, text):
+        layer, number = divmod(head - 1, 2)
+        first, second = first[layer, number], second[layer, number]
+        st.caption(tr("learned.followed_head", layer=layer + 1, head=number + 1))
+    if replayed:
+        st.caption(tr("learned.replayed"))
+    elif not _typed_is_recorded(state, text):
         st.caption(tr("learned.recorded_on", probe=md_escape(text)))
     st.caption(tr("learned.two_steps_note"))
     chart(

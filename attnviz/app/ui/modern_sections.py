@@ -156,7 +156,8 @@ def _rope_check(inputs: Inputs, trace: ModernTrace, unturned_trace: ModernTrace,
                 plain=f"{float(unturned[pairs[0]]):.4f}",
             )
         )
-    st.markdown(tr("modern.rope_check", count=len(repeated)) + "\n\n" + "\n".join(lines))
+    heading = tr("modern.rope_check_one") if len(repeated) == 1 else tr("modern.rope_check", count=len(repeated))
+    st.markdown(heading + "\n\n" + "\n".join(lines))
 
 
 def _alibi_slopes(trace: ModernTrace, head: int, labels: list[str]) -> None:
