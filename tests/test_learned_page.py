@@ -426,3 +426,17 @@ def test_the_induction_work_opens_on_the_last_position_not_on_the_start_token():
     at = _page(tk="induction", r="3")
     [picker] = [s for s in at.selectbox if s.label == message("learned.row_sequence")]
     assert picker.value == 3
+
+
+def test_the_chinese_page_opens_on_the_chinese_date_and_its_link_names_it():
+    """Issue 40: the Chinese dates box defaulted to an English date."""
+    chinese_date = "二〇二六年十一月二十二日"
+    for lang in ("zh-Hans", "zh-Hant"):
+        at = _page(lang=lang)
+        assert at.text_input(key="w:learned:date").value == chinese_date
+        assert says(_markdown(at), "learned.translation", lang, text=chinese_date, output="2026-11-22")
+        assert not says(_captions(at), "learned.recorded_on", lang)  # its history was recorded on this very date
+        assert at.query_params["d"] == chinese_date  # the link names it: the same page in English
+    english = _page(d=chinese_date)
+    assert english.text_input(key="w:learned:date").value == chinese_date
+    assert _page().text_input(key="w:learned:date").value == "22 November 2026"

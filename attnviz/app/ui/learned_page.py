@@ -44,7 +44,7 @@ from attnviz.lessons.explain import explain_row
 from attnviz.models.bert_views import token_labels
 from attnviz.models.learned import dates, induction
 from attnviz.models.learned.date_reading import read_date
-from attnviz.models.learned.train import TrainingRun
+from attnviz.models.learned.train import DEFAULT_PROBES, TrainingRun
 
 
 def model_run(state: LearnedState) -> tuple[TrainingRun, bool]:
@@ -58,9 +58,18 @@ def model_run(state: LearnedState) -> tuple[TrainingRun, bool]:
     return (job.run, True) if job is not None and job.status == "done" and job.run is not None else (shipped, False)
 
 
+def fresh_state() -> LearnedState:
+    """The page opened with no link: in Chinese, the date box holds the Chinese date (the second recorded probe).
+    The link then names that date, so it shows the same in any language. A session in a live class starts from the
+    teacher's state instead, whose link leaves the English date unnamed."""
+    if current_language() != "en" and live.member() is None:
+        return LearnedState(date=DEFAULT_PROBES["dates"][1])
+    return LearnedState()
+
+
 def learned_page() -> None:
     """Draw the learned-attention page."""
-    state: LearnedState = SESSION.sync_from_link(decode_learned, LearnedState)
+    state: LearnedState = SESSION.sync_from_link(decode_learned, fresh_state)
     for warning in SESSION.warnings:
         show_warning(warning)
     with inputs_box():  # folded on a projector, so that the first chart starts on the first screen
