@@ -706,6 +706,8 @@ def test_a_charts_own_range_says_how_far_apart_its_weights_are():
         t("fig.spread_ratio", "zh-Hans", ratio="50") in title
         and t("fig.nearly_uniform", "zh-Hans", spread="") not in title
     )
+    tiny = figures.weights_heatmap(np.array([[1.26e-8, 0.5, 0.5]], np.float32), colour_range="data").data[0]
+    assert t("fig.spread_range", "en", low="1.3e-08", high="0.5") in tiny.colorbar.title.text  # not "39824783×"
     zero = figures.weights_heatmap(np.array([[0.0, 1.0]], np.float32), colour_range="data").data[0]
     assert t("fig.spread_range", "en", low="0", high="1") in zero.colorbar.title.text
     flat = figures.weights_heatmap(np.full((2, 2), 0.5, np.float32), colour_range="data").data[0]

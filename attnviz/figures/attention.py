@@ -191,15 +191,17 @@ def _height(rows: int) -> int:
 
 
 NEARLY_UNIFORM = 3.0  # a chart's weights whose largest is under this many times the smallest are called nearly uniform
+MAX_RATIO = 100.0  # from this many times on, the colour bar gives the range instead of a ratio
 
 
 def spread_words(low: float, high: float, lang: str) -> str:
     """How far apart a chart's smallest and largest weights are, in words: "nearly uniform: largest 2.2× the smallest"
-    (under NEARLY_UNIFORM times), "largest 40× the smallest", or the range itself when the smallest is 0."""
-    if low <= 0.0:
+    (under NEARLY_UNIFORM times), "largest 40× the smallest", or the range itself when the smallest is 0 or next to
+    nothing beside the largest (MAX_RATIO times or more: "largest 39824783× the smallest" says nothing)."""
+    if low <= 0.0 or high / low >= MAX_RATIO:
         return word("spread_range", lang, low=f"{low:.2g}", high=f"{high:.2g}")
     ratio = high / low
-    text = word("spread_ratio", lang, ratio=f"{ratio:.2g}" if ratio < 100 else f"{ratio:.0f}")
+    text = word("spread_ratio", lang, ratio=f"{ratio:.2g}")
     return word("nearly_uniform", lang, spread=text) if ratio < NEARLY_UNIFORM else text
 
 
