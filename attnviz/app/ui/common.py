@@ -32,10 +32,17 @@ from attnviz.figures.style import CELL_TEXT_SIZE
 # 'pandas'" (the class load test's reconnect check). Importing common is serialised by the import lock.
 
 
-def inputs_box() -> Any:
+# On a 1280x720 projector, the height a page's first chart may take below the title, the folded inputs and a heading
+# (about 250 px down), so that it ends on the first screen with its axis labels
+PROJECTOR_FIT = 450
+
+
+def inputs_box(fold_on_a_phone: bool = False) -> Any:
     """Where a page's inputs go: in presentation mode a closed expander (the first chart starts on the first screen
-    of a 1280x720 projector), else the page itself."""
-    return st.expander(tr("frame.inputs"), expanded=False) if settings.presenting() else st.container()
+    of a 1280x720 projector), and on a phone too with `fold_on_a_phone`; else the page itself."""
+    if settings.presenting() or (fold_on_a_phone and settings.on_a_phone()):
+        return st.expander(tr("frame.inputs"), expanded=False)
+    return st.container()
 
 
 def beside_chart() -> tuple[Any, Any]:
@@ -66,10 +73,14 @@ _FIGURES: cachetools.LRUCache[tuple[Any, ...], tuple[str, int]] = cachetools.LRU
 _FIGURES_LOCK = threading.Condition()  # one build per figure: sessions asking for it meanwhile wait
 
 
-@cachetools.cached(_FIGURES, key=lambda shared, build, specs=False: shared, lock=_FIGURES_LOCK, condition=_FIGURES_LOCK)
-def _shared_json(shared: tuple[Any, ...], build: Callable[[], go.Figure], specs: bool = False) -> tuple[str, int]:
-    if not specs or settings.presenting():  # (the key holds the presentation mode)
-        return figure_json(_styled(build()))
+@cachetools.cached(
+    _FIGURES, key=lambda shared, build, specs=False, fit=None: shared, lock=_FIGURES_LOCK, condition=_FIGURES_LOCK
+)
+def _shared_json(
+    shared: tuple[Any, ...], build: Callable[[], go.Figure], specs: bool = False, fit: int | None = None
+) -> tuple[str, int]:
+    if not specs or settings.presenting():  # (the key holds the presentation mode and `fit`)
+        return figure_json(_styled(build(), fit))
     with figure_specs():  # a builder that ends in make_figure: only its JSON is needed, no Plotly Figure is made
         return figure_json(build())
 
@@ -129,12 +140,12 @@ def shared_result_ready(shared: tuple[Any, ...]) -> bool:
         return shared in _RESULTS
 
 
-def _styled(fig: go.Figure) -> go.Figure:
-    """Larger type in presentation mode."""
+def _styled(fig: go.Figure, fit: int | None = None) -> go.Figure:
+    """Larger type in presentation mode, and a chart's height at most `fit` there."""
     if settings.presenting():
-        height = fig.layout.height or 450
+        height = int((fig.layout.height or 450) * 1.3)
         size = settings.PRESENTATION_FONT
-        fig.update_layout(font={"size": size}, title_font_size=size + 6, height=int(height * 1.3))
+        fig.update_layout(font={"size": size}, title_font_size=size + 6, height=min(height, fit or height))
         # Streamlit's chart theme sets the axes' and the legend's own (small) fonts: set them too, and the subplots'
         # titles, so that every text on the chart is readable from the back of the room
         fig.update_annotations(font_size=size)
@@ -183,6 +194,7 @@ def chart(
     *,
     shared: tuple[Any, ...] | None = None,
     specs: bool = False,
+    fit: int | None = None,
     **select: Any,
 ) -> go.Figure | FigureSpec | None:
     """A Plotly chart with the PNG export named after what it shows; larger type in presentation mode; and its text
@@ -197,18 +209,21 @@ def chart(
 
     Without `shared`, a function is called inside `plotting.figure_specs()`: a builder that ends in `make_figure`
     gives the figure's dicts (a `FigureSpec`, returned), and no Plotly Figure is made unless its tables are shown.
+
+    `fit`: in presentation mode, the chart's height at most this many pixels (a page's first chart, on what is left
+    of a 1280x720 projector's first screen, its axis labels included).
     """
     if shared is None:
         if callable(fig) and not settings.presenting():  # only its JSON is needed: no Plotly Figure is made
             with figure_specs():
                 figure = fig()
         else:
-            figure = _styled(fig() if callable(fig) else fig)
+            figure = _styled(fig() if callable(fig) else fig, fit)
         spec, height = figure_json(figure)
     else:
         assert callable(fig), "a shared figure is given as the function that builds it"
         figure = None
-        spec, height = _shared_json((*shared, settings.presenting()), fig, specs)
+        spec, height = _shared_json((*shared, settings.presenting(), fit), fig, specs, fit)
     if not _within_byte_budget(spec):
         mb = f"{len(spec) / 2**20:.1f}"
         st.info(tr("budget.not_drawn", mb=mb, sent=f"{chart_bytes_sent() / 2**20:.1f}", limit=RERUN_BYTES // 2**20))
@@ -217,7 +232,7 @@ def chart(
     offline.record_chart(spec, name)
 
     def tables() -> None:
-        chart_tables(figure if figure is not None else _styled(fig()))  # type: ignore[operator]
+        chart_tables(figure if figure is not None else _styled(fig(), fit))  # type: ignore[operator]
 
     if table == "inline":
         tables()

@@ -83,6 +83,16 @@ def presenting() -> bool:
     return get(PRESENTATION) == "1"
 
 
+def on_a_phone() -> bool:
+    """Whether the browser says it is a phone ("Mobi" in its User-Agent, as MDN advises for telling phones apart):
+    the modern page then folds its long column of controls, so that its first chart is on the first screen."""
+    try:
+        agent = st.context.headers.get("User-Agent") or ""
+    except (AttributeError, RuntimeError):  # no browser behind this run (a test's own run)
+        return False
+    return "Mobi" in agent
+
+
 def tr(key: str, **params: object) -> str:
     """A message of the catalogue in the session's language."""
     return t(key, current_language(), **params)
