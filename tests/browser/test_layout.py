@@ -212,3 +212,61 @@ def test_the_self_pages_worked_steps_fit_a_projector_with_the_sidebar_open(new_p
     assert "v[1]" in headers and "the·1" in table.locator("td").all_inner_texts(), headers
     scroll, client = table.evaluate("(t) => [t.scrollWidth, t.clientWidth]")
     assert scroll <= client, (scroll, client)
+
+
+# The first chart of each page added since issue 14, with its presets that put the most above or in it
+NEW_FIRST_CHARTS = [
+    "",  # home: the worked example's chart beside the definition
+    "Learned_attention",
+    "Learned_attention?d=2024/04/19",  # a mistake: the check beside the chart is longest
+    "Learned_attention?tk=induction",
+    "Modern_attention?pr=rope_repeat",
+    "Modern_attention?pr=sliding_3",
+    "Modern_attention?pr=gqa_8_2",
+    "Modern_attention?pr=kv_decode",
+    "Modern_attention?pr=flash_rescale",
+]
+_CHART_BOX_JS = """() => {
+  const chart = document.querySelector('[data-testid="stMain"] .js-plotly-plot');
+  const box = chart.getBoundingClientRect();
+  return {top: box.top, bottom: box.bottom, scrolled: document.querySelector('[data-testid="stMain"]').scrollTop};
+}"""
+# A phone's browser says so in its User-Agent ("Mobi"); the viewport alone does not tell the server
+PHONE_BROWSER = {
+    "viewport": PHONE,
+    "is_mobile": True,
+    "has_touch": True,
+    "user_agent": "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) "
+    "Chrome/131.0.0.0 Mobile Safari/537.36",
+}
+
+
+@pytest.mark.parametrize("path", NEW_FIRST_CHARTS)
+@pytest.mark.parametrize("lang", ["en", "zh-Hans"])
+def test_on_a_1280x720_projector_the_new_pages_first_chart_ends_on_the_first_screen(
+    new_page, server: StreamlitServer, path: str, lang: str
+) -> None:
+    """Issue 40 §4: the dates heatmap was cut above its input characters, FlashAttention, GQA and the KV cache showed a
+    title or one row, and home had no chart on the first screen. The whole chart, axis labels included."""
+    page: Page = new_page(viewport=PROJECTOR)
+    goto(page, server.url_for(path) + ("&" if "?" in path else "?") + f"pm=1&lang={lang}")
+    wait_for_plotly(page, count=1)
+    box = page.evaluate(_CHART_BOX_JS)
+    screenshot(page, f"projector_first_chart_{path}_{lang}", full_page=False)
+    assert box["scrolled"] == 0 and box["top"] >= 0 and box["bottom"] <= PROJECTOR["height"], box
+    assert exceptions(page) == []
+
+
+@pytest.mark.parametrize("preset", ["rope_repeat", "gqa_8_2"])
+def test_on_a_phone_the_modern_pages_first_chart_starts_on_the_first_screen(
+    new_page, server: StreamlitServer, preset: str
+) -> None:
+    """Issue 40 §4: ~1,300 px of controls stood before the first chart; on a phone they are folded."""
+    page: Page = new_page(**PHONE_BROWSER)
+    goto(page, server.url_for("Modern_attention") + f"?pr={preset}")
+    wait_for_plotly(page, count=1)
+    box = page.evaluate(_CHART_BOX_JS)
+    screenshot(page, f"phone_modern_{preset}", full_page=False)
+    assert box["top"] < PHONE["height"], box
+    assert page.get_by_text(t("frame.controls", "en"), exact=True).count() == 1  # folded, one tap away
+    assert exceptions(page) == []

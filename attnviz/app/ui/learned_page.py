@@ -3,6 +3,7 @@ switch a head off (this module); watch the attention form while they learn (lear
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import replace
 
 import streamlit as st
@@ -20,7 +21,7 @@ from attnviz.app.learned_state import (
 )
 from attnviz.app.training.jobs import QUEUE
 from attnviz.app.ui import fieldwidgets, learned_dates, live
-from attnviz.app.ui.common import chart, inputs_box, shared_value
+from attnviz.app.ui.common import PROJECTOR_FIT, beside_chart, chart, inputs_box, shared_value
 from attnviz.app.ui.editors import last_row_unless_linked, selected_row
 from attnviz.app.ui.learned_training import (
     SESSION,
@@ -31,7 +32,7 @@ from attnviz.app.ui.learned_training import (
     translation,
 )
 from attnviz.app.ui.messages import show_warning
-from attnviz.app.ui.settings import current_language, md_escape, palette, tr
+from attnviz.app.ui.settings import current_language, md_escape, palette, presenting, tr
 from attnviz.app.ui.share import share_box
 from attnviz.app.ui.work import work_panel, work_panel_content
 from attnviz.core.fields import field
@@ -44,6 +45,7 @@ from attnviz.lessons.explain import explain_row
 from attnviz.models.bert_views import token_labels
 from attnviz.models.learned import dates, induction
 from attnviz.models.learned.date_reading import read_date
+from attnviz.models.learned.seq2seq import Translation
 from attnviz.models.learned.train import DEFAULT_PROBES, TrainingRun
 
 
@@ -154,25 +156,16 @@ def _try_dates(state: LearnedState, run: TrainingRun) -> None:
     with the wrong rows marked, one row worked out (the first wrong one), and the accuracy of each format."""
     result = translation(run, state.date)
     reading = read_date(state.date)
-    wrong = learned_dates.checked_translation(result, reading)
-    learned_dates.reading_message(state.date, reading)
-    st.caption(tr("learned.dates_accuracy", accuracy=f"{run.accuracy:.1%}", count=2000, steps=run.settings.steps))
+    charts, side = beside_chart()  # on a projector the check beside the chart: the chart on the first screen
+    with side if side is not None else contextlib.nullcontext():
+        wrong = learned_dates.checked_translation(result, reading)
+        learned_dates.reading_message(state.date, reading)
+        st.caption(tr("learned.dates_accuracy", accuracy=f"{run.accuracy:.1%}", count=2000, steps=run.settings.steps))
     inputs = visible(result.text)
     outputs = output_labels(result.output, [row.row for row in wrong])
     language = current_language()
-    chart(
-        lambda: learned_figures.mark_rows(
-            figures.weights_heatmap(
-                AttentionGrid(result.trace.weights.numpy(), query_labels=outputs, key_labels=inputs),
-                scores=result.trace.scores.numpy(),
-                title=tr("learned.dates_chart"),
-                palette=palette(),
-                lang=language,
-            ),
-            [row.row for row in wrong],
-        ),
-        "attnviz_dates_attention",
-    )
+    with charts:
+        _dates_chart(result, outputs, inputs, [row.row for row in wrong], language)
     with st.expander(tr("learned.work_heading"), expanded=bool(wrong)):
         row = selected_row(SESSION, outputs, tr("learned.row_date"), first=learned_dates.opening_row(wrong))
         keys = token_labels(inputs, POSITION_MARK, start=1)  # shown literally in the steps (the chart escapes its own)
@@ -182,6 +175,25 @@ def _try_dates(state: LearnedState, run: TrainingRun) -> None:
         attention = run.model.decoder.attention
         _weight_tables({"W_q": attention.W_q.weight, "W_k": attention.W_k.weight, "w_v": attention.w_v.weight})
     learned_dates.format_table(run)
+
+
+def _dates_chart(result: Translation, outputs: list[str], inputs: list[str], wrong: list[int], language: str) -> None:
+    """The cross-attention of the date, output characters x input characters, the wrong rows marked; on a projector
+    no taller than what the first screen has left below the heading (PROJECTOR_FIT)."""
+    chart(
+        lambda: learned_figures.mark_rows(
+            figures.weights_heatmap(
+                AttentionGrid(result.trace.weights.numpy(), query_labels=outputs, key_labels=inputs),
+                scores=result.trace.scores.numpy(),
+                title=tr("learned.dates_chart"),
+                palette=palette(),
+                lang=language,
+            ),
+            wrong,
+        ),
+        "attnviz_dates_attention",
+        fit=PROJECTOR_FIT,
+    )
 
 
 def _head_rows(run: TrainingRun) -> list[tuple[induction.HeadPattern, float]]:
@@ -229,9 +241,9 @@ def _try_sequence(state: LearnedState, run: TrainingRun) -> LearnedState:
     head_mask = induction.without_heads(run.model.config, pairs) if off else None
     seen = induction.sequence_attention(run.model, symbols, head_mask)
     weights, tokens = seen.weights, seen.tokens
-    st.markdown(tr("learned.guesses", pairs=md_escape(marked_guesses(tokens, seen.guesses))))
-    st.caption(tr("learned.guesses_marks"))
-    _off_note(run, rows, titles, off)
+    projected = presenting()  # on a projector the four heads in one row, first, and what they guessed below them
+    if not projected:
+        _guesses(run, seen, rows, titles, off)
     language = current_language()
     chart(
         lambda: learned_figures.grey_panels(
@@ -239,16 +251,32 @@ def _try_sequence(state: LearnedState, run: TrainingRun) -> LearnedState:
                 AttentionGrid(weights.reshape(layers * heads, len(tokens), len(tokens)).numpy(), None, tokens, tokens),
                 head_titles=_grid_titles(layers, heads, off),
                 palette=palette(),
-                columns=heads,
+                columns=layers * heads if projected else heads,
                 lang=language,
             ),
             [h - 1 for h in off],
         ),
         "attnviz_induction_heads",
+        fit=PROJECTOR_FIT - 70,  # below the pills
     )
+    if projected:
+        _guesses(run, seen, rows, titles, off)
     _head_lines(titles, rows, run.accuracy)
     _sequence_work(run, seen, titles, language)
     return replace(state, off=off)
+
+
+def _guesses(
+    run: TrainingRun,
+    seen: induction.SequenceAttention,
+    rows: list[tuple[induction.HeadPattern, float]],
+    titles: list[str],
+    off: tuple[int, ...],
+) -> None:
+    """The model's guess after each token, marked right or wrong, and what the heads switched off cost."""
+    st.markdown(tr("learned.guesses", pairs=md_escape(marked_guesses(seen.tokens, seen.guesses))))
+    st.caption(tr("learned.guesses_marks"))
+    _off_note(run, rows, titles, off)
 
 
 def marked_guesses(tokens: list[str], guesses: list[str]) -> str:

@@ -16,6 +16,9 @@ from attnviz.core.modern import ModernTrace
 from attnviz.core.sparse import scheme_mask
 
 SESSION = PageSession("modern")
+# On a 1280x720 projector, the height a topic's first chart may take below the folded inputs and controls and the
+# topic's heading (about 290 px down; its paragraphs come after the chart there), so that it ends on the first screen
+MODERN_FIT = 420
 
 
 @dataclass(frozen=True)

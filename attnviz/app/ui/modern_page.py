@@ -25,7 +25,7 @@ from attnviz.app.ui.common import inputs_box
 from attnviz.app.ui.editors import matrix_editor
 from attnviz.app.ui.messages import show_error, show_warning
 from attnviz.app.ui.modern_compute import SESSION, Inputs, compute
-from attnviz.app.ui.settings import begin_run, presenting, tr
+from attnviz.app.ui.settings import begin_run, on_a_phone, presenting, tr
 from attnviz.app.ui.share import share_box
 from attnviz.core.errors import AttnvizError
 from attnviz.core.fields import field
@@ -46,7 +46,7 @@ def modern_page() -> None:
     state: ModernState = SESSION.sync_from_link(decode_modern, ModernState)
     for warning in SESSION.warnings:
         show_warning(warning)
-    with inputs_box():
+    with inputs_box(fold_on_a_phone=True):  # ~1,300 px of controls stood before the first chart on a phone
         state, inputs = _inputs(state)
     _controls_and_topic(state, inputs)
 
@@ -111,7 +111,8 @@ def _model_controls(state: ModernState) -> ModernState:
     """Positions, the mask and its parameter; the heads, key/value heads and head size; the valid length, the
     projections, their seed and the head shown. Three columns, each read top to bottom (as a phone stacks them);
     folded on a projector, so that the first chart starts on the first screen."""
-    box = st.expander(tr("frame.controls"), expanded=False) if presenting() else st.container()
+    folded = presenting() or on_a_phone()
+    box = st.expander(tr("frame.controls"), expanded=False) if folded else st.container()
     f = {name: field(MODERN_FIELDS, name) for name in ("positions", "mask", "projections")}
     one, two, three = box.columns(3)
     positions = fieldwidgets.choice(SESSION, f["positions"], "modern.positions_{}", where=one)

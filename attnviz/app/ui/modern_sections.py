@@ -3,8 +3,10 @@ masks beyond causal, and grouped-query heads with the KV cache's memory."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import replace
 
 import streamlit as st
@@ -12,10 +14,10 @@ import torch
 
 from attnviz.app.modern_state import MODERN_FIELDS, ModernState
 from attnviz.app.ui import fieldwidgets
-from attnviz.app.ui.common import arrow_table, chart
+from attnviz.app.ui.common import arrow_table, beside_chart, chart
 from attnviz.app.ui.editors import last_row_unless_linked, selected_row
-from attnviz.app.ui.modern_compute import SESSION, Inputs, compute
-from attnviz.app.ui.settings import current_language, md_escape, palette, tr
+from attnviz.app.ui.modern_compute import MODERN_FIT, SESSION, Inputs, compute
+from attnviz.app.ui.settings import current_language, md_escape, palette, presenting, tr
 from attnviz.app.ui.work import work_panel, work_panel_content
 from attnviz.core.fields import field
 from attnviz.core.kvcache import PUBLISHED_CONFIGS, attention_kind, kv_cache_bytes_per_token
@@ -37,6 +39,13 @@ def plain_causal(state: ModernState, inputs: Inputs, trace: ModernTrace) -> Mode
     return compute(state, inputs, mask="causal", positions="none")
 
 
+def text_and_chart(text: Callable[[], None], draw: Callable[[], None]) -> None:
+    """A topic's paragraphs, then its chart; on a projector the chart first (it then fits the first screen:
+    MODERN_FIT) and the paragraphs below it."""
+    for part in (draw, text) if presenting() else (text, draw):
+        part()
+
+
 def side_by_side(
     state: ModernState, inputs: Inputs, trace: ModernTrace, plain: ModernTrace, head: int, scheme: str, name: str
 ) -> None:
@@ -56,6 +65,7 @@ def side_by_side(
             lang=language,
         ),
         name,
+        fit=MODERN_FIT,
     )
     st.caption(
         tr(
@@ -100,9 +110,11 @@ def positions_section(state: ModernState, inputs: Inputs, trace: ModernTrace) ->
     head = state.head - 1
     scheme = tr(f"modern.positions_{state.positions}")
     st.subheader(tr("modern.positions_heading", scheme=scheme))
-    st.markdown(tr(f"modern.positions_{state.positions}_text"))
     plain = plain_causal(state, inputs, trace)
-    side_by_side(state, inputs, trace, plain, head, scheme, f"attnviz_positions_{state.positions}")
+    text_and_chart(
+        lambda: st.markdown(tr(f"modern.positions_{state.positions}_text")),
+        lambda: side_by_side(state, inputs, trace, plain, head, scheme, f"attnviz_positions_{state.positions}"),
+    )
     if state.positions == "rope":  # the same head without RoPE: the plain trace itself when the mask is causal
         unturned = plain if state.mask == "causal" else compute(state, inputs, positions="none")
         _rope_check(inputs, trace, unturned, head)
@@ -189,13 +201,17 @@ def masks_section(state: ModernState, inputs: Inputs, trace: ModernTrace) -> Mod
     head = state.head - 1
     scheme = tr(f"modern.mask_{state.mask}")
     st.subheader(tr("modern.masks_heading", scheme=scheme))
-    st.markdown(tr(f"modern.mask_{state.mask}_text"))
-    allowed = trace.heads[head].mask  # the scheme's mask narrowed by the valid length
-    count = scored_pairs(allowed)
-    st.markdown(
-        tr("modern.pair_count", scored=count.scored, total=count.total, share=f"{count.share:.1%}", causal=count.causal)
+    count = scored_pairs(trace.heads[head].mask)  # the scheme's mask narrowed by the valid length
+    shares = {"share": f"{count.share:.1%}", "causal": count.causal}
+
+    def explained() -> None:
+        st.markdown(tr(f"modern.mask_{state.mask}_text"))
+        st.markdown(tr("modern.pair_count", scored=count.scored, total=count.total, **shares))
+
+    plain = plain_causal(state, inputs, trace)
+    text_and_chart(
+        explained, lambda: side_by_side(state, inputs, trace, plain, head, scheme, f"attnviz_mask_{state.mask}")
     )
-    side_by_side(state, inputs, trace, plain_causal(state, inputs, trace), head, scheme, f"attnviz_mask_{state.mask}")
     return work(state, inputs, trace, head)
 
 
@@ -210,20 +226,24 @@ def heads_section(state: ModernState, inputs: Inputs, trace: ModernTrace) -> Mod
     else:
         heading = tr("modern.heads_heading", kind=kind, heads=state.heads, kv_heads=state.kv_heads)
     st.subheader(heading)
-    st.markdown(tr("modern.heads_text"))
-    lines = []
-    for g in range(trace.kv_heads):
-        members = [str(h + 1) for h, group in enumerate(trace.groups) if group == g]
-        lines.append("- " + tr("modern.share_line", kv_head=g + 1, heads=", ".join(members)))
-    st.markdown("\n".join(lines))
+    charts, side = beside_chart()  # on a projector the text beside the share map: the map on the first screen
+    with side if side is not None else contextlib.nullcontext():
+        st.markdown(tr("modern.heads_text"))
+        lines = []
+        for g in range(trace.kv_heads):
+            members = [str(h + 1) for h, group in enumerate(trace.groups) if group == g]
+            lines.append("- " + tr("modern.share_line", kv_head=g + 1, heads=", ".join(members)))
+        st.markdown("\n".join(lines))
     language = current_language()
     title = tr("modern.share_chart")
-    chart(
-        lambda: modern_figures.kv_share_map(trace.groups, title=title, lang=language),
-        "attnviz_kv_share",
-        table="elsewhere",  # the lines above say the same in words
-        shared=("kv_share", trace.groups, language),  # the same map for every seed, sentence and session
-    )
+    with charts:
+        chart(
+            lambda: modern_figures.kv_share_map(trace.groups, title=title, lang=language),
+            "attnviz_kv_share",
+            table="elsewhere",  # the lines above say the same in words
+            shared=("kv_share", trace.groups, language),  # the same map for every seed, sentence and session
+            fit=MODERN_FIT,
+        )
     columns = 2 if state.heads <= 4 else 4  # four panels of 16 tokens is what a phone's width holds
     # In four columns a phone has room for "Q5", not "Q5·KV2" (the map above says which K/V head each one reads)
     titles = [
@@ -240,6 +260,7 @@ def heads_section(state: ModernState, inputs: Inputs, trace: ModernTrace) -> Mod
             lang=language,
         ),
         "attnviz_gqa_heads",
+        fit=MODERN_FIT,
     )
     _memory(state)
     head = state.head - 1

@@ -3,6 +3,7 @@ with a KV cache, one token per step, and FlashAttention's online softmax, one bl
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import replace
 
@@ -11,12 +12,12 @@ import torch
 
 from attnviz.app.modern_state import MODERN_FIELDS, STEP_END, ModernState
 from attnviz.app.ui import fieldwidgets
-from attnviz.app.ui.common import arrow_table, chart
+from attnviz.app.ui.common import arrow_table, beside_chart, chart
 from attnviz.app.ui.editors import selected_row
-from attnviz.app.ui.modern_compute import SESSION, Inputs, compute, escaped, valid_length
+from attnviz.app.ui.modern_compute import MODERN_FIT, SESSION, Inputs, compute, escaped, valid_length
 from attnviz.app.ui.settings import current_language, palette, tr
 from attnviz.core.fields import field
-from attnviz.core.flash import memory_traffic, online_softmax_row
+from attnviz.core.flash import OnlineSoftmaxTrace, memory_traffic, online_softmax_row
 from attnviz.core.kvcache import DecodeStep, decode_with_cache
 from attnviz.core.modern import ModernTrace
 from attnviz.figures import attention as figures
@@ -85,22 +86,21 @@ def _times(ratio: float) -> str:
 def kv_cache_section(state: ModernState, inputs: Inputs, trace: ModernTrace) -> ModernState:
     """Decode the tokens one at a time with a KV cache; the weights so far, the cache and the check at each step."""
     st.subheader(tr("modern.kv_heading"))
-    st.markdown(tr("modern.kv_text"))
+    charts, side = beside_chart()  # on a projector the text beside the stepper and chart: the chart on the first screen
+    text = side if side is not None else contextlib.nullcontext()
+    with text:
+        st.markdown(tr("modern.kv_text"))
     head = state.head - 1
     causal, steps = _decoded(state, inputs, trace)
     length = len(steps)
-    done = _stepper("decode_step", length, tr("modern.decode_step"))
+    with charts:
+        done = _stepper("decode_step", length, tr("modern.decode_step"))
     step = steps[done - 1]
-    st.markdown(
-        tr(
-            "modern.kv_step",
-            step=done,
-            token=escaped([inputs.labels[done - 1]]),
-            rows=done,
-            numbers=step.cached_numbers,
-        )
-    )
-    _decoded_chart(steps, done, inputs.labels)
+    with text:
+        shown = escaped([inputs.labels[done - 1]])
+        st.markdown(tr("modern.kv_step", step=done, token=shown, rows=done, numbers=step.cached_numbers))
+    with charts:
+        _decoded_chart(steps, done, inputs.labels)
     reference = causal.heads[head]
     st.markdown(tr("modern.kv_check", step=done))
     _check([(step.weights, reference.weights[done - 1, :done]), (step.output, reference.output[done - 1])])
@@ -150,6 +150,7 @@ def _decoded_chart(steps: list[DecodeStep], done: int, labels: list[str]) -> Non
             lang=language,
         ),
         "attnviz_kv_cache",
+        fit=MODERN_FIT - 100,  # below the stepper
     )
 
 
@@ -187,10 +188,13 @@ def flash_section(state: ModernState, inputs: Inputs, trace: ModernTrace) -> Mod
     """One query row's online softmax, block by block: the running maximum, sum and output, the check at the end,
     and the memory traffic of the naive and the tiled computation."""
     st.subheader(tr("modern.flash_heading"))
-    st.markdown(tr("modern.flash_text"))
+    charts, side = beside_chart()  # on a projector the text beside the controls and the chart: all on one screen
+    with side if side is not None else contextlib.nullcontext():
+        st.markdown(tr("modern.flash_text"))
     head = state.head - 1
     length = len(inputs.labels)
-    left, right = st.columns(2)
+    with charts:
+        left, right = st.columns(2)
     block_size = int(fieldwidgets.number(SESSION, field(MODERN_FIELDS, "block_size"), where=left))
     with right:
         row = selected_row(SESSION, inputs.labels, tr("modern.row"))
@@ -206,21 +210,17 @@ def flash_section(state: ModernState, inputs: Inputs, trace: ModernTrace) -> Mod
         bias=reference.bias,
     )
     blocks = len(online.steps)
-    done = _stepper("block_step", blocks, tr("modern.block_step"))
-    current = online.steps[done - 1]
     language = current_language()
-    chart(
-        lambda: modern_figures.online_softmax_figure(
-            torch.cat([s.scores for s in online.steps]).numpy(),
+    with charts:
+        done = _stepper("block_step", blocks, tr("modern.block_step"))
+        _online_chart(
+            online,
             block_size,
             done,
-            current.m_after,
-            key_labels=inputs.labels,
-            title=tr("modern.flash_chart", row=inputs.labels[row], done=done, blocks=blocks),
-            lang=language,
-        ),
-        "attnviz_online_softmax",
-    )
+            inputs.labels,
+            tr("modern.flash_chart", row=inputs.labels[row], done=done, blocks=blocks),
+            language,
+        )
     block = r"j \in \text{" + tr("modern.block") + "}"
     st.latex(  # one line per quantity: it fits a phone and a projector
         rf"\begin{{aligned}} m' &= \max(m, \max_{{{block}}} s_j) \\ "
@@ -238,6 +238,27 @@ def flash_section(state: ModernState, inputs: Inputs, trace: ModernTrace) -> Mod
     _traffic(length, trace.queries.shape[-1], block_size)
     block_step = STEP_END if done == blocks else done
     return replace(state, block_size=block_size, row=int(row), block_step=block_step)
+
+
+def _online_chart(
+    online: OnlineSoftmaxTrace, block_size: int, done: int, labels: list[str], title: str, language: str
+) -> None:
+    """The row's scores block by block, the blocks read so far and the running maximum; on a projector below the
+    block size and the stepper, within the first screen."""
+    current = online.steps[done - 1]
+    chart(
+        lambda: modern_figures.online_softmax_figure(
+            torch.cat([s.scores for s in online.steps]).numpy(),
+            block_size,
+            done,
+            current.m_after,
+            key_labels=labels,
+            title=title,
+            lang=language,
+        ),
+        "attnviz_online_softmax",
+        fit=MODERN_FIT - 190,  # below the block size and the stepper
+    )
 
 
 def _block_table(steps: list, labels: list[str]) -> None:
