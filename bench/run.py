@@ -107,7 +107,7 @@ def load_page(scenario: Scenario, users: tuple[int, ...], seconds: float, **opti
     return rows
 
 
-PAIRED_PAGES = ("elements", "self", "cross", "kernel", "model", "model_sentence", "modern")
+PAIRED_PAGES = ("elements", "self", "cross", "kernel", "model", "model_sentence", "modern", "learned_replay")
 
 
 def paired_rounds(

@@ -19,6 +19,19 @@ MODEL_WORDS = ("the", "cat", "sat", "on", "a", "mat", "and", "dog", "ran", "to",
 MODEL_TOKENS = 128
 
 
+MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+          "November", "December")  # fmt: skip
+
+
+def student_dates() -> tuple[str, ...]:
+    """Dates as students type them, none of them the page's recorded probe: 28 days x 12 months x 40 years, shuffled
+    (seeded). Each is put through the shipped run's kept weights at step 0 and at the step shown, which no cache
+    holds for a date not seen before."""
+    dates = [f"{day} {month} {year}" for day in range(1, 29) for month in MONTHS for year in range(1990, 2030)]
+    random.Random(0).shuffle(dates)
+    return tuple(dates)
+
+
 def model_sentences(count: int = 2000, tokens: int = MODEL_TOKENS) -> tuple[str, ...]:
     """`count` different sentences of `tokens` tokens with [CLS] and [SEP], words drawn at random (seeded): every
     change on the sentence scenario is a new sentence, which no cache holds."""
@@ -109,6 +122,16 @@ SCENARIOS: dict[str, Scenario] = {
             # weights, the memory table and the worked row are made again
             Control("w:modern:seed", "int", tuple(range(1, 10000))),
             query="pr=gqa_8_2",
+        ),
+        Scenario(
+            "learned_replay",
+            "Watch attention learn, a new date of the student's own through the shipped run (step 42 of 300)",
+            "app.py",
+            "Learned_attention",
+            # The date box is outside any fragment: the whole page reruns, the trained model translates the date, and
+            # the models of step 0 and step 42 are rebuilt from the checkpoint's float16 weights and run on it
+            Control("w:learned:date", "string", student_dates()),
+            query="d=3+March+2027&st=42",
         ),
     )
 }
