@@ -730,3 +730,16 @@ def test_two_steps_of_training_share_one_scale():
     z = [np.asarray(trace.z, dtype=float) for trace in fig.data if trace.type == "heatmap"]
     np.testing.assert_allclose(z[0], untrained, atol=1e-6)  # the weights themselves, not their place on each row
     assert says(axis.colorbar.title.text, "fig.range_unit")
+
+
+def test_a_heads_grid_can_keep_its_cells_square_at_any_width():
+    """Issue 40 §4: on a phone the induction model's 2x2 grid stretched each 17 x 17 panel into a tall strip."""
+    weights = np.full((4, 17, 17), 1 / 17, np.float32)
+    fig = figures.heads_grid(weights, columns=2, square=True)
+    for panel in range(1, 5):
+        y, x = fig.layout[f"yaxis{panel if panel > 1 else ''}"], fig.layout[f"xaxis{panel if panel > 1 else ''}"]
+        assert y.scaleanchor == (f"x{panel}" if panel > 1 else "x") and y.scaleratio == 1
+        assert y.constrain == x.constrain == "domain"
+    assert figures.heads_grid(weights, columns=2).layout.yaxis.scaleanchor is None
+    phone = figures.heads_grid(weights, columns=1, square=True, width=360).layout.height
+    assert phone == 4 * ((360 - 150) + 60) + 120  # four panels as tall as they are wide, no gaps between them

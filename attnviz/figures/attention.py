@@ -191,6 +191,8 @@ def _height(rows: int) -> int:
 
 
 NEARLY_UNIFORM = 3.0  # a chart's weights whose largest is under this many times the smallest are called nearly uniform
+GRID_SIDES_PX = 150  # a heads grid's query labels and colour bar, beside its panels
+GRID_PANEL_TITLE_PX = 60  # a panel's title and the gap below it
 MAX_RATIO = 100.0  # from this many times on, the colour bar gives the range instead of a ratio
 
 
@@ -321,10 +323,14 @@ def heads_grid(
     palette: str = WEIGHTS_PALETTE,
     columns: int = 4,
     colour_range: str = "unit",
+    square: bool = False,
+    width: int | None = None,
     lang: str = DEFAULT_LANGUAGE,
 ) -> go.Figure:
     """One small heatmap per head, weights (h, Q, K) (an AttentionGrid, or bare weights), all sharing one colour
-    axis (`colour_range` as in weights_heatmap: "data" is the range of all heads together)."""
+    axis (`colour_range` as in weights_heatmap: "data" is the range of all heads together). `square`: square cells
+    at any width (a phone's narrow panels otherwise stretch each cell into a tall strip). `width`: the width the
+    figure will be drawn at, when known (a phone's): the height then fits square panels instead of leaving gaps."""
     values, allowed, y, x = AttentionGrid.of(grid).drawn(3)  # (h, Q, K), its mask (h, Q, K) or None, labels
     heads, n_queries, n_keys = values.shape
     if heads == 0 or columns < 1:
@@ -355,7 +361,12 @@ def heads_grid(
         layout[x_name].update(matrix_axis(word("keys", lang) if bottom else "", showticklabels=bottom, **ticks_x))
         queries = word("queries", lang) if left else ""
         layout[y_name].update(matrix_axis(queries, showticklabels=left, autorange="reversed", **ticks_y))
+        if square:
+            layout[y_name].update(scaleanchor=axes(head + 1)["xaxis"], scaleratio=1, constrain="domain")
+            layout[x_name].update(constrain="domain")
     height = int(min(1400, rows * max(220, 14 * n_queries + 120) + 120))
+    if width is not None:  # panels as tall as they are wide: the width less the labels and the colour bar
+        height = int(rows * ((width - GRID_SIDES_PX) / cols + GRID_PANEL_TITLE_PX) + 120)
     layout.update(coloraxis=axis, height=height, plot_bgcolor="white")
     return make_figure(data, layout)
 

@@ -231,6 +231,16 @@ _CHART_BOX_JS = """() => {
   const box = chart.getBoundingClientRect();
   return {top: box.top, bottom: box.bottom, scrolled: document.querySelector('[data-testid="stMain"]').scrollTop};
 }"""
+# Each chart's heatmaps, its x axes' domain starts (one per column) and its y axes' scale anchors (square cells)
+_GRIDS_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')].map((gd) => {
+  const keys = Object.keys(gd.layout);
+  return {
+    heatmaps: gd.data.filter((trace) => trace.type === 'heatmap').length,
+    starts: keys.filter((k) => k.startsWith('xaxis') && gd.layout[k].domain)
+      .map((k) => Math.round(gd.layout[k].domain[0] * 1000)),
+    anchors: keys.filter((k) => k.startsWith('yaxis')).map((k) => gd.layout[k].scaleanchor || null),
+  };
+})"""
 # A phone's browser says so in its User-Agent ("Mobi"); the viewport alone does not tell the server
 PHONE_BROWSER = {
     "viewport": PHONE,
@@ -269,4 +279,7 @@ def test_on_a_phone_the_modern_pages_first_chart_starts_on_the_first_screen(
     screenshot(page, f"phone_modern_{preset}", full_page=False)
     assert box["top"] < PHONE["height"], box
     assert page.get_by_text(t("frame.controls", "en"), exact=True).count() == 1  # folded, one tap away
+    if preset == "gqa_8_2":  # the 8 heads in two columns (four were strips ~40 px wide), each cell square
+        [grid] = [g for g in page.evaluate(_GRIDS_JS) if g["heatmaps"] >= 8]
+        assert len(set(grid["starts"])) == 2 and all(grid["anchors"]), grid
     assert exceptions(page) == []

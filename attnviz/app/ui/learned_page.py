@@ -32,7 +32,7 @@ from attnviz.app.ui.learned_training import (
     translation,
 )
 from attnviz.app.ui.messages import show_warning
-from attnviz.app.ui.settings import current_language, md_escape, palette, presenting, tr
+from attnviz.app.ui.settings import PHONE_WIDTH, current_language, md_escape, on_a_phone, palette, presenting, tr
 from attnviz.app.ui.share import share_box
 from attnviz.app.ui.work import work_panel, work_panel_content
 from attnviz.core.fields import field
@@ -242,6 +242,7 @@ def _try_sequence(state: LearnedState, run: TrainingRun) -> LearnedState:
     seen = induction.sequence_attention(run.model, symbols, head_mask)
     weights, tokens = seen.weights, seen.tokens
     projected = presenting()  # on a projector the four heads in one row, first, and what they guessed below them
+    phone = on_a_phone()  # on a phone one head per row, each as tall as it is wide
     if not projected:
         _guesses(run, seen, rows, titles, off)
     language = current_language()
@@ -251,7 +252,9 @@ def _try_sequence(state: LearnedState, run: TrainingRun) -> LearnedState:
                 AttentionGrid(weights.reshape(layers * heads, len(tokens), len(tokens)).numpy(), None, tokens, tokens),
                 head_titles=_grid_titles(layers, heads, off),
                 palette=palette(),
-                columns=layers * heads if projected else heads,
+                columns=layers * heads if projected else 1 if phone else heads,
+                square=True,  # a phone's two columns stretched each cell into a tall strip
+                width=PHONE_WIDTH if phone else None,
                 lang=language,
             ),
             [h - 1 for h in off],

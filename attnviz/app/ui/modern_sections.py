@@ -17,7 +17,7 @@ from attnviz.app.ui import fieldwidgets
 from attnviz.app.ui.common import arrow_table, beside_chart, chart
 from attnviz.app.ui.editors import last_row_unless_linked, selected_row
 from attnviz.app.ui.modern_compute import MODERN_FIT, SESSION, Inputs, compute
-from attnviz.app.ui.settings import current_language, md_escape, palette, presenting, tr
+from attnviz.app.ui.settings import PHONE_WIDTH, current_language, md_escape, on_a_phone, palette, presenting, tr
 from attnviz.app.ui.work import work_panel, work_panel_content
 from attnviz.core.fields import field
 from attnviz.core.kvcache import PUBLISHED_CONFIGS, attention_kind, kv_cache_bytes_per_token
@@ -244,7 +244,9 @@ def heads_section(state: ModernState, inputs: Inputs, trace: ModernTrace) -> Mod
             shared=("kv_share", trace.groups, language),  # the same map for every seed, sentence and session
             fit=MODERN_FIT,
         )
-    columns = 2 if state.heads <= 4 else 4  # four panels of 16 tokens is what a phone's width holds
+    # Four panels in a row at most, two on a phone (four there were strips ~40 px wide); cells square at any width
+    phone = on_a_phone()
+    columns = 2 if state.heads <= 4 or phone else 4
     # In four columns a phone has room for "Q5", not "Q5·KV2" (the map above says which K/V head each one reads)
     titles = [
         tr("modern.head_title", head=h + 1, kv_head=g + 1) if columns == 2 else f"Q{h + 1}"
@@ -257,6 +259,8 @@ def heads_section(state: ModernState, inputs: Inputs, trace: ModernTrace) -> Mod
             head_titles=titles,
             palette=palette(),
             columns=columns,
+            square=True,
+            width=PHONE_WIDTH if phone else None,
             lang=language,
         ),
         "attnviz_gqa_heads",

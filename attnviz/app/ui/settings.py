@@ -83,6 +83,9 @@ def presenting() -> bool:
     return get(PRESENTATION) == "1"
 
 
+PHONE_WIDTH = 360  # the width a chart is drawn at on a phone (390 px less the page's margins)
+
+
 def on_a_phone() -> bool:
     """Whether the browser says it is a phone ("Mobi" in its User-Agent, as MDN advises for telling phones apart):
     the modern page then folds its long column of controls, so that its first chart is on the first screen."""
