@@ -283,3 +283,20 @@ def test_on_a_phone_the_modern_pages_first_chart_starts_on_the_first_screen(
         [grid] = [g for g in page.evaluate(_GRIDS_JS) if g["heatmaps"] >= 8]
         assert len(set(grid["starts"])) == 2 and all(grid["anchors"]), grid
     assert exceptions(page) == []
+
+
+@pytest.mark.parametrize("lang", ["en", "zh-Hans"])
+def test_on_a_phone_the_dates_models_table_per_format_fits_without_scrolling(
+    new_page, server: StreamlitServer, lang: str
+) -> None:
+    """The unseen years, where the model is weak, were the column cut off at 390 px (long headers, kept on one line)."""
+    page: Page = new_page(viewport=PHONE)
+    goto(page, server.url_for("Learned_attention") + f"?lang={lang}")
+    wait_for_plotly(page, count=1)
+    header = t("learned.format_column", lang)  # the first column's, the same before and after
+    table = page.locator('[data-testid="stMain"] [data-testid="stMarkdownContainer"] table', has_text=header)
+    table.scroll_into_view_if_needed()
+    scroll, client = table.evaluate("(t) => [t.scrollWidth, t.clientWidth]")
+    screenshot(page, f"phone_dates_formats_{lang}", full_page=False)
+    assert scroll <= client, (scroll, client)
+    assert exceptions(page) == []

@@ -156,12 +156,12 @@ def format_table(run: TrainingRun) -> None:
     )
     first, last = dates.FIRST_DAY.year, dates.LAST_DAY.year
     ranges = ", ".join(f"{low}–{high}" for low, high in OTHER_YEARS)
-    header = [tr("learned.format_column"), tr("learned.held_out_column", first=first, last=last)]
-    header.append(tr("learned.other_years_column", ranges=ranges))
+    # Short headers (the years are in the note below): three columns fit a phone's width without scrolling
+    header = [tr("learned.format_column"), tr("learned.held_out_column"), tr("learned.other_years_column")]
     lines = ["| " + " | ".join(header) + " |", "|---|---:|---:|"]
     for row in rows:
         example = md_escape(dates.FORMATS_BY_NAME[row.format].example, in_table=True)
         lines.append(f"| {example} | {row.held_out} / {row.count} | {row.other_years} / {row.count} |")
     st.markdown(f"**{tr('learned.format_heading')}**")
     st.markdown("\n".join(lines))
-    st.caption(tr("learned.format_note", count=PER_FORMAT, first=first, last=last))
+    st.caption(tr("learned.format_note", count=PER_FORMAT, first=first, last=last, ranges=ranges))
