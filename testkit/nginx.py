@@ -40,6 +40,11 @@ SITE_FILES = (AFFINITY_JS, COMPOSE_DIR / "links.js", COMPOSE_DIR / "link-too-lon
 # Debian's libnginx-mod-http-js (scripts/system-deps.sh installs it).
 JS_MODULE = Path("/usr/lib/nginx/modules/ngx_http_js_module.so")
 SECRET_VARIABLE = "ATTNVIZ_AFFINITY_SECRET"
+# How nginx treats a replica that fails (max_fails, fail_timeout): Compose's own server line's parameters, so the
+# proxy under test behaves as the deployed one.
+SERVER_PARAMETERS = re.search(
+    r"^server \S+ ([^;]*);", (COMPOSE_DIR / "upstream.conf").read_text(encoding="utf-8"), re.MULTILINE
+).group(1)
 HOST = "127.0.0.1"
 _RUNNING: weakref.WeakSet[NginxProxy] = weakref.WeakSet()
 
@@ -131,7 +136,7 @@ class NginxProxy:
             certificate, key = self.tls
             listen = f'listen {HOST}:{self.port} ssl;\nssl_certificate "{certificate}";\nssl_certificate_key "{key}";\n'
         (site_dir / "listen.conf").write_text(listen)
-        servers = "".join(f"server {upstream} max_fails=1 fail_timeout=10s;\n" for upstream in self.upstreams)
+        servers = "".join(f"server {upstream} {SERVER_PARAMETERS};\n" for upstream in self.upstreams)
         (site_dir / "upstream.conf").write_text(servers)
         for path in SITE_FILES:
             shutil.copyfile(path, site_dir / path.name)
@@ -246,7 +251,8 @@ class StandInReplica:
     connection (a request body, as an upload has, is read and dropped); a path ending in /slow answers after `slow`
     seconds (a request held in flight); a path under /media/ answers 404 unless it is in `media` (the files a
     session on this replica made); a WebSocket upgrade gets 101 (with X-Replica) and is held open until the proxy
-    closes it. start()/stop() or a context manager.
+    closes it. start()/stop() or a context manager; started again after stop(), it listens on the same port (a
+    replica restarted).
     """
 
     def __init__(self, slow: float = 3.0) -> None:
@@ -274,7 +280,9 @@ class StandInReplica:
     def _run(self, ready: threading.Event) -> None:
         loop = self._loop = asyncio.new_event_loop()
         asyncio.set_event_loop(loop)
-        server = loop.run_until_complete(asyncio.start_server(self._serve, HOST, 0, backlog=4096, limit=1 << 20))
+        server = loop.run_until_complete(
+            asyncio.start_server(self._serve, HOST, self.port, backlog=4096, limit=1 << 20)
+        )
         self.port = server.sockets[0].getsockname()[1]
         ready.set()
         loop.run_forever()

@@ -18,7 +18,9 @@ from tests.test_errors_coded import check_coded
 
 
 def _tensors_equal(first, second) -> bool:
-    a, b = run_tensors(first)[0], run_tensors(second)[0]
+    """The final model, the history and the probes' attention; a training in the app does not keep the weights of
+    every snapshot (only the shipped checkpoints do, for replay), so those are left out."""
+    a, b = run_tensors(first, weights=False)[0], run_tensors(second, weights=False)[0]
     return a.keys() == b.keys() and all(torch.equal(a[name], b[name]) for name in a)
 
 

@@ -734,6 +734,34 @@ def test_media_answers_alike_whichever_replica_a_cookie_reaches(
         holder.media.clear()
 
 
+# ----- a replica lost, back, then the other lost -------------------------------------------------------------------
+
+
+def test_a_replica_back_from_a_restart_is_used_again_within_3_s(tmp_path: Path) -> None:
+    """A replica is killed and restarted; 3 s later the other one is lost (a rolling update, two out-of-memory kills
+    in a row). The proxy tries the restarted replica again and every browser is served by it. With fail_timeout=10s
+    nginx kept it marked as failed for 10 s and answered 502 "no live upstreams" (a browser test of a class losing a
+    replica saw that page)."""
+    first, second = StandInReplica().start(), StandInReplica().start()
+    proxy = NginxProxy([first.address, second.address], _free_port(), tmp_path).start()
+    try:
+        cookies = [get(proxy).issued for _ in range(16)]
+        on_first = [c for c in cookies if get(proxy, "/_stcore/health", c).replica == str(first.port)]
+        assert on_first, "the cookies should reach both replicas"
+        first.stop()
+        moved = get(proxy, "/_stcore/health", on_first[0])
+        assert (moved.status, moved.replica) == (200, str(second.port))  # the lost replica is marked, the other serves
+        first.start()  # on the same port, as a restarted replica
+        time.sleep(3)
+        second.stop()
+        answers = [get(proxy, "/_stcore/health", cookie) for cookie in cookies]
+        assert [(r.status, r.replica) for r in answers] == [(200, str(first.port))] * len(cookies)
+    finally:
+        proxy.stop()
+        first.stop()
+        second.stop()
+
+
 # ----- links: what the app writes passes; what Streamlit would ignore gets a page that says so --------------------
 
 LINK_PAGE = REPO_ROOT / "deploy" / "nginx" / "compose" / "link-too-long.html"
