@@ -229,8 +229,12 @@ NEW_FIRST_CHARTS = [
 _CHART_BOX_JS = """() => {
   const chart = document.querySelector('[data-testid="stMain"] .js-plotly-plot');
   const box = chart.getBoundingClientRect();
-  return {top: box.top, bottom: box.bottom, scrolled: document.querySelector('[data-testid="stMain"]').scrollTop};
+  return {top: box.top, bottom: box.bottom, scrolled: document.querySelector('[data-testid="stMain"]').scrollTop,
+          plot: chart._fullLayout._size.h};
 }"""
+# Below this, a chart's plot is too short to read: FlashAttention's scores, drawn below their controls on a projector,
+# had a plot 50 px tall whose five score ticks ran together
+MIN_PLOT_HEIGHT = 150
 # Each chart's heatmaps, its x axes' domain starts (one per column) and its y axes' scale anchors (square cells)
 _GRIDS_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')].map((gd) => {
   const keys = Object.keys(gd.layout);
@@ -257,13 +261,15 @@ def test_on_a_1280x720_projector_the_new_pages_first_chart_ends_on_the_first_scr
     new_page, server: StreamlitServer, path: str, lang: str
 ) -> None:
     """Issue 40 §4: the dates heatmap was cut above its input characters, FlashAttention, GQA and the KV cache showed a
-    title or one row, and home had no chart on the first screen. The whole chart, axis labels included."""
+    title or one row, and home had no chart on the first screen. The whole chart, axis labels included, with a plot
+    tall enough to read."""
     page: Page = new_page(viewport=PROJECTOR)
     goto(page, server.url_for(path) + ("&" if "?" in path else "?") + f"pm=1&lang={lang}")
     wait_for_plotly(page, count=1)
     box = page.evaluate(_CHART_BOX_JS)
     screenshot(page, f"projector_first_chart_{path}_{lang}", full_page=False)
     assert box["scrolled"] == 0 and box["top"] >= 0 and box["bottom"] <= PROJECTOR["height"], box
+    assert box["plot"] >= MIN_PLOT_HEIGHT, box
     assert exceptions(page) == []
 
 

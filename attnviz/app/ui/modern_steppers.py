@@ -188,13 +188,16 @@ def flash_section(state: ModernState, inputs: Inputs, trace: ModernTrace) -> Mod
     """One query row's online softmax, block by block: the running maximum, sum and output, the check at the end,
     and the memory traffic of the naive and the tiled computation."""
     st.subheader(tr("modern.flash_heading"))
-    charts, side = beside_chart()  # on a projector the text beside the controls and the chart: all on one screen
-    with side if side is not None else contextlib.nullcontext():
+    # On a projector the controls and the text beside the chart, which gets the column's full height on the first
+    # screen (below the controls it was 230 px, its plot 50 px: the score axis's ticks ran together)
+    charts, side = beside_chart()
+    controls = side if side is not None else charts
+    if side is None:
         st.markdown(tr("modern.flash_text"))
     head = state.head - 1
     length = len(inputs.labels)
-    with charts:
-        left, right = st.columns(2)
+    with controls:
+        left, right = (st.container(), st.container()) if side is not None else st.columns(2)
     block_size = int(fieldwidgets.number(SESSION, field(MODERN_FIELDS, "block_size"), where=left))
     with right:
         row = selected_row(SESSION, inputs.labels, tr("modern.row"))
@@ -211,8 +214,12 @@ def flash_section(state: ModernState, inputs: Inputs, trace: ModernTrace) -> Mod
     )
     blocks = len(online.steps)
     language = current_language()
-    with charts:
+    with controls:
         done = _stepper("block_step", blocks, tr("modern.block_step"))
+    if side is not None:
+        with side:
+            st.markdown(tr("modern.flash_text"))
+    with charts:
         _online_chart(
             online,
             block_size,
@@ -243,8 +250,8 @@ def flash_section(state: ModernState, inputs: Inputs, trace: ModernTrace) -> Mod
 def _online_chart(
     online: OnlineSoftmaxTrace, block_size: int, done: int, labels: list[str], title: str, language: str
 ) -> None:
-    """The row's scores block by block, the blocks read so far and the running maximum; on a projector below the
-    block size and the stepper, within the first screen."""
+    """The row's scores block by block, the blocks read so far and the running maximum; on a projector the first
+    screen's height, its controls beside it."""
     current = online.steps[done - 1]
     chart(
         lambda: modern_figures.online_softmax_figure(
@@ -257,7 +264,7 @@ def _online_chart(
             lang=language,
         ),
         "attnviz_online_softmax",
-        fit=MODERN_FIT - 190,  # below the block size and the stepper
+        fit=MODERN_FIT,
     )
 
 
