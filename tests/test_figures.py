@@ -743,3 +743,31 @@ def test_a_heads_grid_can_keep_its_cells_square_at_any_width():
     assert figures.heads_grid(weights, columns=2).layout.yaxis.scaleanchor is None
     phone = figures.heads_grid(weights, columns=1, square=True, width=360).layout.height
     assert phone == 4 * ((360 - 150) + 60) + 120  # four panels as tall as they are wide, no gaps between them
+
+
+def test_on_a_phone_every_panel_of_a_heads_grid_names_its_keys():
+    """One panel per row on a phone: a student scrolled past the first panels' keys, which only the bottom panel
+    named; on a wide screen the bottom row names them for the panels above."""
+    weights = np.full((4, 6, 6), 1 / 6, np.float32)
+
+    def labelled(fig) -> list[bool]:
+        return [bool(fig.layout[f"xaxis{panel if panel > 1 else ''}"].showticklabels) for panel in range(1, 5)]
+
+    assert labelled(figures.heads_grid(weights, columns=1, square=True, width=360)) == [True] * 4
+    assert labelled(figures.heads_grid(weights, columns=1)) == [False, False, False, True]
+    assert labelled(figures.heads_grid(weights, columns=2)) == [False, False, True, True]
+
+
+def test_a_heads_grids_panels_without_labels_have_no_tick_marks_and_the_mask_legend_clears_the_toolbar():
+    """A right panel's query tick marks fell on its left neighbour's last column (white dashes over its cells); the
+    mask's legend sat at the figure's top edge, under Plotly's toolbar, which a phone always shows."""
+    weights = np.tril(np.ones((4, 6, 6), np.float32))
+    weights /= weights.sum(-1, keepdims=True)
+    fig = figures.heads_grid(figures.AttentionGrid(weights, mask=weights > 0), columns=2)
+    y = [fig.layout[f"yaxis{panel if panel > 1 else ''}"] for panel in range(1, 5)]
+    x = [fig.layout[f"xaxis{panel if panel > 1 else ''}"] for panel in range(1, 5)]
+    assert [axis.ticks for axis in y] == [None, "", None, ""]  # the left column keeps the template's marks
+    assert [axis.ticks for axis in x] == ["", "", None, None]
+    legend = fig.layout.legend
+    assert legend.yref == "container" and legend.yanchor == "top"
+    assert (1 - legend.y) * fig.layout.height >= 36  # below the toolbar's 36 px

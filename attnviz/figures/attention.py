@@ -193,6 +193,7 @@ def _height(rows: int) -> int:
 NEARLY_UNIFORM = 3.0  # a chart's weights whose largest is under this many times the smallest are called nearly uniform
 GRID_SIDES_PX = 150  # a heads grid's query labels and colour bar, beside its panels
 GRID_PANEL_TITLE_PX = 60  # a panel's title and the gap below it
+MODEBAR_PX = 36  # Plotly's toolbar at a figure's top right
 MAX_RATIO = 100.0  # from this many times on, the colour bar gives the range instead of a ratio
 
 
@@ -357,18 +358,29 @@ def heads_grid(
     for head in range(heads):
         x_name, y_name = axis_keys(head + 1)
         bottom, left = head + cols >= heads, head % cols == 0  # the bottom panels carry the key labels
+        labelled = bottom or width is not None  # on a phone every panel: one scrolls past the bottom row's labels
         ticks_x, ticks_y = category_ticks(x, MAX_PANEL_TICKS), category_ticks(y, MAX_PANEL_TICKS)
-        layout[x_name].update(matrix_axis(word("keys", lang) if bottom else "", showticklabels=bottom, **ticks_x))
+        # an axis without labels has no tick marks either: a right panel's marks fell on its left neighbour's cells
+        layout[x_name].update(
+            matrix_axis(word("keys", lang) if bottom else "", showticklabels=labelled, **ticks_x, **_bare(labelled))
+        )
         queries = word("queries", lang) if left else ""
-        layout[y_name].update(matrix_axis(queries, showticklabels=left, autorange="reversed", **ticks_y))
+        layout[y_name].update(matrix_axis(queries, showticklabels=left, autorange="reversed", **ticks_y, **_bare(left)))
         if square:
             layout[y_name].update(scaleanchor=axes(head + 1)["xaxis"], scaleratio=1, constrain="domain")
             layout[x_name].update(constrain="domain")
     height = int(min(1400, rows * max(220, 14 * n_queries + 120) + 120))
     if width is not None:  # panels as tall as they are wide: the width less the labels and the colour bar
         height = int(rows * ((width - GRID_SIDES_PX) / cols + GRID_PANEL_TITLE_PX) + 120)
+    if "legend" in layout:  # the mask's legend below the toolbar (a phone shows it always, over the legend)
+        layout["legend"]["y"] = 1 - MODEBAR_PX / height
     layout.update(coloraxis=axis, height=height, plot_bgcolor="white")
     return make_figure(data, layout)
+
+
+def _bare(labelled: bool) -> dict[str, Any]:
+    """A grid panel's axis without labels: no tick marks either."""
+    return {} if labelled else {"ticks": ""}
 
 
 def comparison_charts(
