@@ -121,8 +121,12 @@ def test_without_repeats_the_page_says_what_to_try():
 def test_alibi_lists_the_papers_slopes_and_adds_the_bias_in_the_worked_row():
     at = _page(pr="alibi_heads", r="5")  # query 6 ("mat") of head 1, slope 1/2
     table = _table(at, "slope")
-    assert list(table["slope"]) == [2.0**-i for i in range(1, 9)]
-    assert list(table[message("modern.bias_at", distance=4)]) == [-4 * 2.0**-i for i in range(1, 9)]
+    # 2^-1 ... 2^-8, written out exactly: the table rounded 0.03125 up and its bias -0.03125 down (0.0313, -0.0312)
+    slopes = ["0.5", "0.25", "0.125", "0.0625", "0.03125", "0.015625", "0.0078125", "0.00390625"]
+    assert list(table["slope"]) == slopes
+    assert list(table[message("modern.bias_at", distance=1)]) == ["-" + slope for slope in slopes]
+    at_4 = ["-2", "-1", "-0.5", "-0.25", "-0.125", "-0.0625", "-0.03125", "-0.015625"]
+    assert list(table[message("modern.bias_at", distance=4)]) == at_4
     work = _text(at)
     assert "**2. Scale, add the position bias, apply the temperature**" in work
     header = next(line for line in work.splitlines() if line.startswith("| key |"))
