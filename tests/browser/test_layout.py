@@ -288,6 +288,9 @@ def test_on_a_phone_the_modern_pages_first_chart_starts_on_the_first_screen(
     if preset == "gqa_8_2":  # the 8 heads in two columns (four were strips ~40 px wide), each cell square
         [grid] = [g for g in page.evaluate(_GRIDS_JS) if g["heatmaps"] >= 8]
         assert len(set(grid["starts"])) == 2 and all(grid["anchors"]), grid
+    if preset == "rope_repeat":  # plain causal above RoPE, square cells (side by side each was a strip ~11 px wide)
+        [grid] = page.evaluate(_GRIDS_JS)  # the page's one chart: two panels (each its weights and its mask)
+        assert len(set(grid["starts"])) == 1 and all(grid["anchors"]), grid
     assert exceptions(page) == []
 
 

@@ -56,12 +56,15 @@ def side_by_side(
     masks = torch.stack([plain.heads[head].mask, trace.heads[head].mask])
     titles = [tr("modern.plain_causal"), scheme]
     language = current_language()
+    phone = on_a_phone()  # one above the other, square cells: side by side each cell was a strip ~11 px wide
     chart(
         lambda: figures.heads_grid(
             AttentionGrid(weights.numpy(), masks.numpy(), inputs.labels, inputs.labels),
             head_titles=titles,
             palette=palette(),
-            columns=2,
+            columns=1 if phone else 2,
+            square=phone,
+            width=PHONE_WIDTH if phone else None,
             lang=language,
         ),
         name,
