@@ -742,7 +742,10 @@ def test_a_heads_grid_can_keep_its_cells_square_at_any_width():
         assert y.constrain == x.constrain == "domain"
     assert figures.heads_grid(weights, columns=2).layout.yaxis.scaleanchor is None
     phone = figures.heads_grid(weights, columns=1, square=True, width=360).layout.height
-    assert phone == 4 * ((360 - 150) + 60) + 120  # four panels as tall as they are wide, no gaps between them
+    assert phone == 4 * ((360 - 150) + 60 + 50) + 120  # four panels as tall as they are wide, each with its keys
+    # 10 queries, 16 keys (a date's output against its input): each panel 10/16 as tall as it is wide
+    flat = figures.heads_grid(np.full((2, 10, 16), 1 / 16, np.float32), columns=1, square=True, width=360)
+    assert flat.layout.height == int(2 * ((360 - 150) * 10 / 16 + 60 + 50) + 120)
 
 
 def test_on_a_phone_every_panel_of_a_heads_grid_names_its_keys():

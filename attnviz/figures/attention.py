@@ -193,6 +193,7 @@ def _height(rows: int) -> int:
 NEARLY_UNIFORM = 3.0  # a chart's weights whose largest is under this many times the smallest are called nearly uniform
 GRID_SIDES_PX = 150  # a heads grid's query labels and colour bar, beside its panels
 GRID_PANEL_TITLE_PX = 60  # a panel's title and the gap below it
+GRID_KEY_LABELS_PX = 50  # a panel's key labels, turned upright
 MODEBAR_PX = 36  # Plotly's toolbar at a figure's top right
 MAX_RATIO = 100.0  # from this many times on, the colour bar gives the range instead of a ratio
 
@@ -367,11 +368,15 @@ def heads_grid(
         queries = word("queries", lang) if left else ""
         layout[y_name].update(matrix_axis(queries, showticklabels=left, autorange="reversed", **ticks_y, **_bare(left)))
         if square:
-            layout[y_name].update(scaleanchor=axes(head + 1)["xaxis"], scaleratio=1, constrain="domain")
+            # at the top of its room, right under its title (centred, a spare gap split above and below it)
+            layout[y_name].update(
+                scaleanchor=axes(head + 1)["xaxis"], scaleratio=1, constrain="domain", constraintoward="top"
+            )
             layout[x_name].update(constrain="domain")
     height = int(min(1400, rows * max(220, 14 * n_queries + 120) + 120))
-    if width is not None:  # panels as tall as they are wide: the width less the labels and the colour bar
-        height = int(rows * ((width - GRID_SIDES_PX) / cols + GRID_PANEL_TITLE_PX) + 120)
+    if width is not None:  # square cells: each panel as tall as its width (less the labels and the colour bar) times
+        panel = (width - GRID_SIDES_PX) / cols * n_queries / n_keys  # its rows over its columns
+        height = int(rows * (panel + GRID_PANEL_TITLE_PX + GRID_KEY_LABELS_PX) + 120)  # each row names its keys
     if "legend" in layout:  # the mask's legend below the toolbar (a phone shows it always, over the legend)
         layout["legend"]["y"] = 1 - MODEBAR_PX / height
     layout.update(coloraxis=axis, height=height, plot_bgcolor="white")

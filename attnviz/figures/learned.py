@@ -89,19 +89,23 @@ def two_steps(
     first_title: str,
     second_title: str,
     palette: str,
+    width: int | None = None,
     lang: str = DEFAULT_LANGUAGE,
 ) -> go.Figure:
     """The same attention (Q, K) at two steps of training, side by side: `grid`'s weights (an AttentionGrid, or bare
     weights) and `later`'s, on the same queries and keys, both on one scale, 0 to 1: at step 0 the weights are nearly
-    uniform and look it (scaled row by row, noise looked like sharp stripes: issue 40)."""
+    uniform and look it (scaled row by row, noise looked like sharp stripes: issue 40). With `width` (a phone's),
+    one above the other with square cells (side by side, each cell was a narrow strip)."""
     grid = AttentionGrid.of(grid)
     both = [np.asarray(weights, dtype=np.float32) for weights in (grid.weights, later)]
     return heads_grid(
         replace(grid, weights=np.stack(both)),  # (2, Q, K)
         head_titles=[first_title, second_title],
         palette=palette,
-        columns=2,
+        columns=2 if width is None else 1,
         colour_range="unit",
+        square=width is not None,
+        width=width,
         lang=lang,
     )
 

@@ -22,7 +22,7 @@ from attnviz.app.ui import fieldwidgets
 from attnviz.app.ui.client import client_address, session_token
 from attnviz.app.ui.common import chart
 from attnviz.app.ui.session import PageSession
-from attnviz.app.ui.settings import current_language, error_text, md_escape, palette, tr
+from attnviz.app.ui.settings import PHONE_WIDTH, current_language, error_text, md_escape, on_a_phone, palette, tr
 from attnviz.core.fields import field
 from attnviz.figures import learned as learned_figures
 from attnviz.figures.attention import AttentionGrid
@@ -249,6 +249,7 @@ def _snapshots(state: LearnedState, run: TrainingRun) -> LearnedState:
     elif not _typed_is_recorded(state, text):
         st.caption(tr("learned.recorded_on", probe=md_escape(text)))
     st.caption(tr("learned.two_steps_note"))
+    phone = on_a_phone()
     chart(
         lambda: learned_figures.two_steps(
             AttentionGrid(first, query_labels=labels, key_labels=keys),
@@ -256,6 +257,7 @@ def _snapshots(state: LearnedState, run: TrainingRun) -> LearnedState:
             first_title=tr("learned.step_n", step=0),
             second_title=tr("learned.step_n", step=step),
             palette=palette(),
+            width=PHONE_WIDTH if phone else None,
             lang=language,
         ),
         "attnviz_attention_two_steps",
