@@ -356,10 +356,26 @@ def heads_grid(
         data.append(_heatmap(z[head], head_allowed, x, y, name=titles[head], **style))
     if allowed is not None:
         data += _mask_traces([(allowed[head], head + 1) for head in range(heads)], x, y, layout, lang, across=cols)
+    _grid_axes(layout, heads, cols, x, y, square=square, phone=width is not None, lang=lang)
+    height = int(min(1400, rows * max(220, 14 * n_queries + 120) + 120))
+    if width is not None:  # square cells: each panel as tall as its width (less the labels and the colour bar) times
+        panel = (width - GRID_SIDES_PX) / cols * n_queries / n_keys  # its rows over its columns
+        height = int(rows * (panel + GRID_PANEL_TITLE_PX + GRID_KEY_LABELS_PX) + 120)  # each row names its keys
+    if "legend" in layout:  # the mask's legend below the toolbar (a phone shows it always, over the legend)
+        layout["legend"]["y"] = 1 - MODEBAR_PX / height
+    layout.update(coloraxis=axis, height=height, plot_bgcolor="white")
+    return make_figure(data, layout)
+
+
+def _grid_axes(
+    layout: dict[str, Any], heads: int, cols: int, x: list[str], y: list[str], *, square: bool, phone: bool, lang: str
+) -> None:
+    """Each panel's axes: the key labels on the bottom row (on a phone on every row), the query labels on the left
+    column; with `square`, square cells."""
     for head in range(heads):
         x_name, y_name = axis_keys(head + 1)
         bottom, left = head + cols >= heads, head % cols == 0  # the bottom panels carry the key labels
-        labelled = bottom or width is not None  # on a phone every panel: one scrolls past the bottom row's labels
+        labelled = bottom or phone  # on a phone every panel: one scrolls past the bottom row's labels
         ticks_x, ticks_y = category_ticks(x, MAX_PANEL_TICKS), category_ticks(y, MAX_PANEL_TICKS)
         # an axis without labels has no tick marks either: a right panel's marks fell on its left neighbour's cells
         layout[x_name].update(
@@ -373,14 +389,6 @@ def heads_grid(
                 scaleanchor=axes(head + 1)["xaxis"], scaleratio=1, constrain="domain", constraintoward="top"
             )
             layout[x_name].update(constrain="domain")
-    height = int(min(1400, rows * max(220, 14 * n_queries + 120) + 120))
-    if width is not None:  # square cells: each panel as tall as its width (less the labels and the colour bar) times
-        panel = (width - GRID_SIDES_PX) / cols * n_queries / n_keys  # its rows over its columns
-        height = int(rows * (panel + GRID_PANEL_TITLE_PX + GRID_KEY_LABELS_PX) + 120)  # each row names its keys
-    if "legend" in layout:  # the mask's legend below the toolbar (a phone shows it always, over the legend)
-        layout["legend"]["y"] = 1 - MODEBAR_PX / height
-    layout.update(coloraxis=axis, height=height, plot_bgcolor="white")
-    return make_figure(data, layout)
 
 
 def _bare(labelled: bool) -> dict[str, Any]:

@@ -228,13 +228,7 @@ def flash_section(state: ModernState, inputs: Inputs, trace: ModernTrace) -> Mod
             tr("modern.flash_chart", row=inputs.labels[row], done=done, blocks=blocks),
             language,
         )
-    block = r"j \in \text{" + tr("modern.block") + "}"
-    st.latex(  # one line per quantity: it fits a phone and a projector
-        rf"\begin{{aligned}} m' &= \max(m, \max_{{{block}}} s_j) \\ "
-        rf"\ell' &= \ell\, e^{{m - m'}} + \sum_{{{block}}} e^{{s_j - m'}} \\ "
-        rf"\mathbf o' &= \mathbf o\, e^{{m - m'}} + \sum_{{{block}}} e^{{s_j - m'}} \mathbf v_j \\ "
-        r"\text{" + tr("modern.flash_result") + r"} &= \mathbf o / \ell \end{aligned}"
-    )
+    _flash_formulas()
     _block_table(online.steps[:done], inputs.labels)
     if done < blocks:
         left = blocks - done
@@ -245,6 +239,17 @@ def flash_section(state: ModernState, inputs: Inputs, trace: ModernTrace) -> Mod
     _traffic(length, trace.queries.shape[-1], block_size)
     block_step = STEP_END if done == blocks else done
     return replace(state, block_size=block_size, row=int(row), block_step=block_step)
+
+
+def _flash_formulas() -> None:
+    """The update after each block: m', ℓ', o' and the result o / ℓ."""
+    block = r"j \in \text{" + tr("modern.block") + "}"
+    st.latex(  # one line per quantity: it fits a phone and a projector
+        rf"\begin{{aligned}} m' &= \max(m, \max_{{{block}}} s_j) \\ "
+        rf"\ell' &= \ell\, e^{{m - m'}} + \sum_{{{block}}} e^{{s_j - m'}} \\ "
+        rf"\mathbf o' &= \mathbf o\, e^{{m - m'}} + \sum_{{{block}}} e^{{s_j - m'}} \mathbf v_j \\ "
+        r"\text{" + tr("modern.flash_result") + r"} &= \mathbf o / \ell \end{aligned}"
+    )
 
 
 def _online_chart(
