@@ -280,7 +280,7 @@ def test_switching_both_induction_heads_off_costs_more_than_either_alone():
 
 
 def test_each_guess_in_the_repeat_is_marked_right_or_wrong():
-    from attnviz.app.ui.learned_page import marked_guesses
+    from attnviz.app.ui.learned_induction import marked_guesses
 
     tokens = ["<s>", "A", "B", "C", "A", "B", "C"]
     assert marked_guesses(tokens, ["A", "C", "A", "A", "B", "X", "B"]) == (

@@ -20,7 +20,7 @@ from attnviz.app.state import (
     preset_batches,
     score_param_fields,
 )
-from attnviz.app.ui import fieldwidgets, live, live_panels
+from attnviz.app.ui import fieldwidgets, live_panels, live_sync
 from attnviz.app.ui.attention_results import draw_results
 from attnviz.app.ui.common import (
     below_main_chart,
@@ -294,8 +294,8 @@ def _controls_and_results(session: PageSession, state: AttentionState, inputs: A
                     repeated = repeated_example(inputs.query_labels)
                     if repeated is not None:
                         (side or st).caption(tr("attention.repeated_tokens", first=repeated[0], second=repeated[1]))
-                    if live.answers_hidden():
-                        live.answer_hidden_note()
+                    if live_sync.answers_hidden():
+                        live_sync.answer_hidden_note()
                     else:
                         results = draw_results(session, state, inputs, side=side)
     if results is not None:

@@ -11,7 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from attnviz.app.pipeline import matrix_from_cells
-from attnviz.app.ui import live
+from attnviz.app.ui import live_sync
 from attnviz.app.ui.fieldwidgets import choice, number
 from attnviz.app.ui.session import PageSession
 from attnviz.app.ui.settings import current_language, error_text, labeller, md_escape, tr
@@ -157,7 +157,7 @@ def preset_note(key: str) -> None:
     """A preset's source and what it shows (in the sidebar, or beside the chart on a projector). While a live class's
     question is open the source alone: the description works the example out ("the prediction is ... = 45.5")."""
     source = f"**{tr(f'preset.{key}.source')}**"
-    st.caption(source if live.answers_hidden() else f"{source} · {tr(f'preset.{key}.description')}")
+    st.caption(source if live_sync.answers_hidden() else f"{source} · {tr(f'preset.{key}.description')}")
 
 
 def colour_range_picker(session: PageSession, f: Field, where: Any = st) -> str:

@@ -7,7 +7,7 @@ import numpy as np
 import streamlit as st
 from torch import Tensor
 
-from attnviz.app.ui import live, settings
+from attnviz.app.ui import live_sync, settings
 from attnviz.app.ui.common import chart
 from attnviz.app.ui.session import PageSession
 from attnviz.app.ui.settings import current_language, md_escape, tr
@@ -27,9 +27,9 @@ def method_names() -> dict[str, str]:
 def draw_maps(by_method: dict[str, Tensor], words: list[str]) -> dict[str, float]:
     """The maps side by side, one row each with its ρ against blank-out, over `words` (what they rank); their ρ."""
     rhos = agreement(by_method)
-    hidden = live.answers_hidden()  # a live class's question "which map agrees best" is open: ρ is its answer
+    hidden = live_sync.answers_hidden()  # a live class's question "which map agrees best" is open: ρ is its answer
     if hidden:
-        live.answer_hidden_note()
+        live_sync.answer_hidden_note()
     names = method_names()
     shown = list(by_method)
     values = np.stack([by_method[method].numpy() for method in shown])  # (maps, tokens)

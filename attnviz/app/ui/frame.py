@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from attnviz.app.ui import live, live_panels, offline, settings
+from attnviz.app.ui import live_panels, live_sync, offline, settings
 from attnviz.app.ui.common import after_first_paint, begin_first_paint
 from attnviz.app.ui.navigation import app_page
 from attnviz.app.ui.settings import tr
@@ -19,7 +19,7 @@ def page_frame(page: str, link_warnings: bool = False) -> None:
     warnings = settings.from_link()
     offline.begin(page)
     settings.begin_run()
-    current = live.begin(page)  # a following student's page may switch to the teacher's page here
+    current = live_sync.begin(page)  # a following student's page may switch to the teacher's page here
     st.set_page_config(
         page_title=f"{tr(about.title)} · attnviz",
         page_icon=about.icon,

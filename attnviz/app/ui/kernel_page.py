@@ -19,7 +19,7 @@ from attnviz.app.state import (
     decode_kernel,
     encode_kernel,
 )
-from attnviz.app.ui import fieldwidgets, live, live_panels
+from attnviz.app.ui import fieldwidgets, live_panels, live_sync
 from attnviz.app.ui.common import (
     beside_chart,
     chart,
@@ -176,9 +176,9 @@ def _controls_and_results(state: KernelState, ready: bool) -> None:
         if side is not None and state.preset:
             with side:
                 preset_note(state.preset)
-        if ready and live.answers_hidden():
+        if ready and live_sync.answers_hidden():
             with charts:
-                live.answer_hidden_note()
+                live_sync.answer_hidden_note()
         elif ready:
             with charts:
                 _draw(state, side)

@@ -1,16 +1,28 @@
-"""The dates model's mistakes on the learned-attention page: its examples (two of them known mistakes), what the typed
-text is as a date, each wrong output character marked and the attention of the first one explained, and the
-accuracy of each trained format (where the model is weak)."""
+"""The dates model on the learned-attention page: the date box and its examples (two of them known mistakes), what
+the typed text is as a date, the translation with each wrong output character marked, its cross-attention and the
+first wrong row worked out, and the accuracy of each trained format (where the model is weak)."""
 
 from __future__ import annotations
 
+import contextlib
+from dataclasses import replace
+
 import streamlit as st
 
-from attnviz.app.learned_state import DATE_PRESETS
-from attnviz.app.ui.common import shared_value
-from attnviz.app.ui.learned_training import SESSION
-from attnviz.app.ui.settings import md_escape, tr
+from attnviz.app.learned_state import DATE_PRESETS, LEARNED_FIELDS, LearnedState, output_labels, visible
+from attnviz.app.ui.common import PROJECTOR_FIT, beside_chart, chart, shared_value
+from attnviz.app.ui.editors import selected_row
+from attnviz.app.ui.learned_training import SESSION, translation, weight_tables
+from attnviz.app.ui.settings import current_language, md_escape, palette, tr
+from attnviz.app.ui.work import work_panel, work_panel_content
+from attnviz.core.fields import field
+from attnviz.figures import attention as figures
+from attnviz.figures import learned as learned_figures
+from attnviz.figures.attention import AttentionGrid
+from attnviz.figures.style import POSITION_MARK
 from attnviz.i18n import N_
+from attnviz.lessons.explain import explain_row
+from attnviz.models.bert_views import token_labels
 from attnviz.models.learned import dates
 from attnviz.models.learned.date_mistakes import OTHER_YEARS, FormatAccuracy, WrongRow, format_accuracy, wrong_rows
 from attnviz.models.learned.date_reading import (
@@ -20,6 +32,7 @@ from attnviz.models.learned.date_reading import (
     UNSEEN_YEAR,
     DateReading,
     days_in_month,
+    read_date,
 )
 from attnviz.models.learned.seq2seq import Translation
 from attnviz.models.learned.train import TrainingRun
@@ -165,3 +178,68 @@ def format_table(run: TrainingRun) -> None:
     st.markdown(f"**{tr('learned.format_heading')}**")
     st.markdown("\n".join(lines))
     st.caption(tr("learned.format_note", count=PER_FORMAT, first=first, last=last, ranges=ranges))
+
+
+def date_input(state: LearnedState) -> tuple[LearnedState, bool]:
+    """The examples and the date box; False (with the reason on the page) when the model cannot read it."""
+    date_presets(str(SESSION.value("date")))
+    text = st.text_input(
+        tr("learned.date"),
+        key=SESSION.key("date"),
+        max_chars=field(LEARNED_FIELDS, "date").max_len,
+        help=tr("learned.date_help", examples=" · ".join(f.example for f in dates.FORMATS)),
+    )
+    state = replace(state, date=text)
+    unknown = dates.unknown_characters(text)
+    if not text.strip():
+        st.info(tr("learned.date_empty"), icon="✍️")
+        return state, False
+    if unknown:
+        st.error(tr("learned.unknown_characters", characters=md_escape(" ".join(unknown))), icon="🚫")
+        return state, False
+    return state, True
+
+
+def try_dates(state: LearnedState, run: TrainingRun) -> None:
+    """The translation checked against the true date, its cross-attention (output characters x input characters)
+    with the wrong rows marked, one row worked out (the first wrong one), and the accuracy of each format."""
+    result = translation(run, state.date)
+    reading = read_date(state.date)
+    charts, side = beside_chart()  # on a projector the check beside the chart: the chart on the first screen
+    with side if side is not None else contextlib.nullcontext():
+        wrong = checked_translation(result, reading)
+        reading_message(state.date, reading)
+        st.caption(tr("learned.dates_accuracy", accuracy=f"{run.accuracy:.1%}", count=2000, steps=run.settings.steps))
+    inputs = visible(result.text)
+    outputs = output_labels(result.output, [row.row for row in wrong])
+    language = current_language()
+    with charts:
+        _dates_chart(result, outputs, inputs, [row.row for row in wrong], language)
+    with st.expander(tr("learned.work_heading"), expanded=bool(wrong)):
+        row = selected_row(SESSION, outputs, tr("learned.row_date"), first=opening_row(wrong))
+        keys = token_labels(inputs, POSITION_MARK, start=1)  # shown literally in the steps (the chart escapes its own)
+        steps = explain_row(result.trace, row, outputs[row], keys, language, run.model.decoder.attention)
+        work_panel(work_panel_content(steps), heading=f"{tr('learned.work_heading')} · {outputs[row]}")
+        st.caption(tr("learned.trained_weights"))
+        attention = run.model.decoder.attention
+        weight_tables({"W_q": attention.W_q.weight, "W_k": attention.W_k.weight, "w_v": attention.w_v.weight})
+    format_table(run)
+
+
+def _dates_chart(result: Translation, outputs: list[str], inputs: list[str], wrong: list[int], language: str) -> None:
+    """The cross-attention of the date, output characters x input characters, the wrong rows marked; on a projector
+    no taller than what the first screen has left below the heading (PROJECTOR_FIT)."""
+    chart(
+        lambda: learned_figures.mark_rows(
+            figures.weights_heatmap(
+                AttentionGrid(result.trace.weights.numpy(), query_labels=outputs, key_labels=inputs),
+                scores=result.trace.scores.numpy(),
+                title=tr("learned.dates_chart"),
+                palette=palette(),
+                lang=language,
+            ),
+            wrong,
+        ),
+        "attnviz_dates_attention",
+        fit=PROJECTOR_FIT,
+    )

@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import numpy as np
 import streamlit as st
+import torch
 
 from attnviz.app.learned_state import (
     LEARNED_FIELDS,
@@ -264,3 +265,10 @@ def _snapshots(state: LearnedState, run: TrainingRun) -> LearnedState:
     )
     last = step == steps[-1]  # "the last step" stays that in the link, whatever the run's length
     return replace(state, step=LearnedState().step if last else int(step))
+
+
+def weight_tables(weights: dict[str, torch.Tensor]) -> None:
+    """Trained weight matrices as scrolling tables, each titled with its name and shape."""
+    for name, weight in weights.items():
+        st.markdown(f"**{name}** {tuple(weight.shape)}")
+        st.dataframe(weight.detach().numpy(), height=180)

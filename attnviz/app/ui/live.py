@@ -1,5 +1,5 @@
-"""The live class in a session: who this session is in a class (teacher or student), following the teacher's page,
-and what the teacher's page publishes.
+"""The live class in a session: who this session is in a class (teacher or student), and joining, starting, leaving
+and ending a class. Following the teacher's page and publishing it, in every run, is live_sync.py.
 
 A class's state is the teacher's page and its link parameters (`PageSession.publish` hands them to `published`).
 A following student's page applies a newer version at the start of its run, as if a link had been opened: the page's
@@ -13,7 +13,6 @@ reconnected student answers as the same student.
 
 from __future__ import annotations
 
-import json
 import secrets
 import time
 from dataclasses import dataclass, field
@@ -33,8 +32,6 @@ from attnviz.app.classroom.store import (
 )
 from attnviz.app.ui import settings
 from attnviz.app.ui.client import client_address
-from attnviz.app.ui.navigation import app_page
-from attnviz.app.ui.settings import tr
 from attnviz.core.errors import AttnvizError, short
 from attnviz.i18n import N_
 
@@ -211,36 +208,7 @@ def back_to_class() -> None:
         found.applied = -1
 
 
-# ----- every run -----------------------------------------------------------------------------------------------------
-def begin(page: str) -> View | None:
-    """At the start of every page's run: join a class the link names, then follow it (a student's page may switch
-    to the teacher's page here), or publish the home page for a teacher (it has no state of its own)."""
-    _join_from_link()
-    st.session_state.pop(FOLLOWED_KEY, None)  # a run of the whole page applies the new version here
-    found = member()
-    if found is None:
-        st.session_state.pop(VIEW_KEY, None)
-        return None
-    try:
-        state = shared_store().get(found.code)
-    except AttnvizError:
-        current = View(found, None, unavailable=True)
-        st.session_state[VIEW_KEY] = current
-        return current
-    if state is None:
-        leave()
-        notice(N_("live.class_ended"))
-        return None
-    if not found.teacher and found.following and state.version != found.applied:
-        _apply(found, state, page)
-    if found.teacher and page == "home":
-        published(page, {})
-    current = View(found, state)
-    st.session_state[VIEW_KEY] = current
-    return current
-
-
-def _join_from_link() -> None:
+def join_from_link() -> None:
     """A link with ?class=CODE: join that class (a new session, a reloaded tab, a reconnect to another replica). With
     ?teach=SECRET too (the teacher's own link) as its teacher; the secret leaves the address at once."""
     raw = st.query_params.get(settings.CLASS_PARAM)
@@ -277,99 +245,3 @@ def _teach(code_text: str, secret: str) -> None:
     found = Membership(code=code, role="teacher", secret=secret)
     found.cookie = _cookie(code, "t:" + secret)
     st.session_state[MEMBER_KEY] = found
-
-
-def _apply(found: Membership, state: ClassState, page: str) -> None:
-    """Bring the class's page and state into this student's session, as a link would."""
-    found.applied, found.baseline = state.version, None
-    params = settings.with_settings(state.params)
-    if state.page != page:
-        st.switch_page(app_page(state.page).script, query_params=params)
-    if st.query_params.to_dict() != params:
-        st.query_params.from_dict(params)
-
-
-def followed() -> None:
-    """The follower's trigger: a new class version sets off this rerun (of the whole page, or of the page's fragment
-    that holds the follower)."""
-    st.session_state[FOLLOWED_KEY] = True
-
-
-def newer_in_fragment(page: str) -> ClassState | None:
-    """In a page's fragment, at its start: the class's newer state when the follower set off this rerun of the
-    fragment alone and the fragment can show it by itself (a following student, the same page, the same question);
-    None when the rerun was not the follower's or nothing is new. Anything else reruns the whole page, whose start
-    applies it (`begin`): another page, a question opened or revealed, a teacher's or an explorer's panel, the class
-    ended or unreachable."""
-    if not st.session_state.pop(FOLLOWED_KEY, False):
-        return None
-    found, current = member(), view()
-    if found is None or current is None or current.state is None:
-        st.rerun(scope="app")
-    try:
-        state = shared_store().get(found.code)
-    except AttnvizError:
-        st.rerun(scope="app")
-    if state is not None and state.version == current.state.version:
-        return None
-    if state is None or found.teacher or not found.following or state.page != page:
-        st.rerun(scope="app")
-    if state.question != current.state.question:  # (state is not None here: st.rerun does not return)
-        st.rerun(scope="app")
-    return state
-
-
-def applied_in_fragment(state: ClassState) -> None:
-    """The fragment took the class's state `state` into its controls (`newer_in_fragment`): this page shows it now."""
-    found = member()
-    assert found is not None
-    found.applied, found.baseline = state.version, None
-    st.session_state[VIEW_KEY] = View(found, state)
-
-
-def published(page: str, params: dict[str, str]) -> None:
-    """The page's state as its run published it: the teacher's goes to the class; a following student's first
-    one after the class's is the baseline, and any other means the student changed something (now exploring)."""
-    found = member()
-    if found is None:
-        return
-    if found.teacher:
-        if found.sent != (page, params):
-            try:
-                shared_store().set_state(found.code, found.hash, page, params, time.time())
-                found.sent = (page, dict(params))
-            except AttnvizError as error:
-                notice(error)
-        return
-    if not found.following:
-        return
-    if found.baseline is None:
-        found.baseline = dict(params)
-    elif params != found.baseline:
-        found.following = False
-        notice(N_("live.now_exploring"))
-
-
-def answers_hidden() -> bool:
-    """True while the class's question about this page is open and not yet revealed, for the teacher (whose screen
-    the class sees) and a following student: the page keeps the answer off the screen."""
-    current = view()
-    if current is None or current.state is None or current.state.question is None:
-        return False
-    question = current.state.question
-    if question.revealed or question.spec.get("page") != current.state.page:
-        return False
-    return current.member.teacher or current.member.following
-
-
-def answer_hidden_note() -> None:
-    """In place of what would give the answer away."""
-    st.info(tr("live.answer_hidden"), icon="🙈")
-
-
-def own_answer(question_id: int) -> Any:
-    """This student's answer to a question (decoded), None if none."""
-    found = member()
-    if found is None or question_id not in found.answers:
-        return None
-    return json.loads(found.answers[question_id])

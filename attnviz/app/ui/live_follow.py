@@ -17,7 +17,7 @@ import streamlit as st
 
 from attnviz.app.classroom.follow import ROUTE
 from attnviz.app.streamlit_patches.routes import full_path
-from attnviz.app.ui import live
+from attnviz.app.ui import live_sync
 
 FOLLOW_KEY = "attnviz_live_follow"
 EVENT = "changed"  # the trigger's name: its value is the class's new version (-1: the class ended)
@@ -109,7 +109,7 @@ def follow_class(follow_id: str | None, version: int, page: str, cookie: str = "
     """Mount the follower (it shows nothing) on `page`: it reruns the page when the class's version is no longer
     `version`, and scrolls a page the class moved to up to its title. Without a follow id it only sets `cookie`. Its
     trigger reruns the whole page; drawn in a page's fragment, that fragment alone, which takes a change of its own
-    controls by itself (live.newer_in_fragment) and reruns the whole page for anything else."""
+    controls by itself (live_sync.newer_in_fragment) and reruns the whole page for anything else."""
     _component(
         key=FOLLOW_KEY,
         data={"url": follow_url(follow_id) if follow_id else "", "version": version, "page": page, "cookie": cookie},
@@ -119,5 +119,5 @@ def follow_class(follow_id: str | None, version: int, page: str, cookie: str = "
 
 
 def _rerun_is_all() -> None:
-    """The trigger's callback: the rerun it sets off is the follower's (live.newer_in_fragment reads it)."""
-    live.followed()
+    """The trigger's callback: the rerun it sets off is the follower's (live_sync.newer_in_fragment reads it)."""
+    live_sync.followed()

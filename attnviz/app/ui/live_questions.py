@@ -17,7 +17,7 @@ import streamlit as st
 from attnviz.app.classroom import answers as class_answers
 from attnviz.app.classroom import questions
 from attnviz.app.classroom.store import Question
-from attnviz.app.ui import live
+from attnviz.app.ui import live, live_sync
 from attnviz.app.ui.common import chart, shared_value
 from attnviz.app.ui.models import get_model
 from attnviz.app.ui.settings import current_language, error_text, md_escape, presenting, tr
@@ -180,7 +180,7 @@ def question_for_student(page: str, current: live.View) -> None:
         st.markdown(f"**{md_escape(questions.prompt(question, current_language()))}**")
         if question.id not in found.answers:
             _recall_answer(found, question.id)
-        own = live.own_answer(question.id)
+        own = live_sync.own_answer(question.id)
         if question.revealed:
             _reveal_view(state.code, question, own=own, answered=question.id in found.answers)
             return

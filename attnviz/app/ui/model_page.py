@@ -15,7 +15,7 @@ from attnviz.app.budget import model_seconds
 from attnviz.app.exports import attentions_npz, model_snippet, view_csv
 from attnviz.app.model_state import NUM_HEADS, NUM_LAYERS, PARTS, ModelState, decode_model, encode_model
 from attnviz.app.state import MAX_TEXT
-from attnviz.app.ui import live
+from attnviz.app.ui import live_sync
 from attnviz.app.ui.common import below_main_chart, controls_and_results, first_paint, pending, shared_value
 from attnviz.app.ui.messages import show_warning
 from attnviz.app.ui.model_views import head_view_section, model_view_section, neuron_view_section
@@ -266,8 +266,8 @@ def _views(state: ModelState, trace: BertTrace | None) -> None:
     params = SESSION.publish(state, encode_model)
     export = None
     with right:
-        if trace is not None and live.answers_hidden():
-            live.answer_hidden_note()
+        if trace is not None and live_sync.answers_hidden():
+            live_sync.answer_hidden_note()
         elif trace is not None:
             export = _draw(state, trace)
         share_box(SESSION, params, decode_model, extra=export)

@@ -20,7 +20,7 @@ import streamlit as st
 from attnviz.app.links import ignored_link_warning, link_problem
 from attnviz.app.streamlit_patches import sent_widgets
 from attnviz.app.streamlit_patches.long_links import ignored_link
-from attnviz.app.ui import live, settings
+from attnviz.app.ui import live_sync, settings
 
 Convert = dict[str, Callable[[Any], Any]]  # state value -> the value its widget holds (e.g. numbers -> text)
 
@@ -215,7 +215,7 @@ class PageSession:
         the follower set off this rerun, the class's newer state goes into the fragment's own controls (the fields
         `owned`), as a link would put it there. A change of any other field, or a link with a problem, reruns the
         whole page, whose start applies it."""
-        newer = live.newer_in_fragment(self.page)
+        newer = live_sync.newer_in_fragment(self.page)
         if newer is None:
             return
         decoded, stored = decode(newer.params), self.state
@@ -224,7 +224,7 @@ class PageSession:
             st.rerun(scope="app")
         for name in changed:
             st.session_state[self.key(name)] = self._widget_value(name, getattr(decoded.state, name))
-        live.applied_in_fragment(newer)
+        live_sync.applied_in_fragment(newer)
 
     def publish(self, state: Any, encode: Callable[[Any], dict[str, str]]) -> dict[str, str]:
         """Store the state and write its link to the address bar if it changed; the link with the app settings."""
@@ -233,7 +233,7 @@ class PageSession:
         self.state = state
         params = encode(state)
         self.link = params
-        live.published(self.page, params)  # a teacher's page goes to the class; a student's change is exploring
+        live_sync.published(self.page, params)  # a teacher's page goes to the class; a student's change is exploring
         full = settings.with_settings(params)  # the link keeps the language, palette and presentation mode
         # A query string the browser could not bring back is not written: the share box offers a state file.
         shown = full if link_problem(full) is None else settings.with_settings({})
