@@ -39,19 +39,30 @@ from attnviz.models.bert_views import pooled_labels, thumbnails
 MAX_TABLE_ROWS = 64
 MAX_TABLE_COLUMNS = 64
 _IDS = itertools.count(1)  # element ids unique within a notebook's page, where several outputs share one document
+_library_sent = False  # whether this kernel's notebook outputs have carried Plotly's library yet
 
 # After each chart: draw it, with a second download button for SVG beside Plotly's PNG one, and without the button
 # that uploads the chart to Plotly's cloud (the file is for places without a network, and for data kept private).
+# In a notebook, Plotly's library comes once, with the kernel's first output (`_library_sent`): a later output's
+# chart waits for it (the outputs of a notebook that is opened again run in order), and says so if it never comes.
 _DRAW = """<script>(function () {{
   var gd = document.getElementById({id});
-  var svg = {{name: {svg_name}, icon: Plotly.Icons.camera, click: function (g) {{
-    Plotly.downloadImage(g, {{format: "svg", filename: {file}}}); }}}};
-  var config = {{displaylogo: false, showSendToCloud: false, responsive: true, modeBarButtonsToAdd: [svg],
-    toImageButtonOptions: {{format: "png", filename: {file}, scale: 2}}}};
-  var figure = {figure};
-  Plotly.newPlot(gd, figure.data, figure.layout, config);
   var waiting = gd.previousElementSibling;
-  if (waiting && waiting.className === "attnviz-no-script") waiting.remove();
+  var draw = function () {{
+    var svg = {{name: {svg_name}, icon: Plotly.Icons.camera, click: function (g) {{
+      Plotly.downloadImage(g, {{format: "svg", filename: {file}}}); }}}};
+    var config = {{displaylogo: false, showSendToCloud: false, responsive: true, modeBarButtonsToAdd: [svg],
+      toImageButtonOptions: {{format: "png", filename: {file}, scale: 2}}}};
+    var figure = {figure};
+    Plotly.newPlot(gd, figure.data, figure.layout, config);
+    if (waiting && waiting.className === "attnviz-no-script") waiting.remove();
+  }};
+  if (window.Plotly) {{ draw(); return; }}
+  var tries = 0;
+  var timer = setInterval(function () {{
+    if (window.Plotly) {{ clearInterval(timer); draw(); }}
+    else if (++tries >= 100 && waiting) {{ clearInterval(timer); waiting.textContent = {no_library}; }}
+  }}, 100);
 }})();</script>"""
 
 # MathML Core (Chromium, Firefox, Safari) draws \mathbf as bold only through Unicode letters, which LaTeX-to-MathML
@@ -180,7 +191,10 @@ def _chart(chart: Chart, lang: str) -> str:
     element = f"attnviz-{next(_IDS)}"
     figure = chart.spec.replace("</", "<\\/")  # never ends the <script> early
     name = json.dumps(chart.name)
-    script = _DRAW.format(id=json.dumps(element), svg_name=json.dumps("SVG"), file=name, figure=figure)
+    no_library = json.dumps(t("display.no_library", lang)).replace("</", "<\\/")
+    script = _DRAW.format(
+        id=json.dumps(element), svg_name=json.dumps("SVG"), file=name, figure=figure, no_library=no_library
+    )
     waiting = f'<p class="attnviz-no-script">{html.escape(t("display.no_script", lang))}</p>'
     return f'{waiting}<div id="{element}" style="width:100%"></div>{script}'
 
@@ -346,11 +360,13 @@ def html_document(
     link: str | None = None,
     full: bool = True,
     max_bytes: int | None = None,
+    library: bool = True,
 ) -> str:
     """One HTML document of `items` in order: each chart with its numbers as tables, each worked computation;
     under `heading` and the text `intro` when given, and `link`, the address that opens the same state in
     the app (as text: the file refers to nothing). `full=False`: the fragment a notebook output holds. Both carry
-    Plotly's JavaScript inlined, so nothing is fetched. `max_bytes`: what the items may take besides Plotly's code
+    Plotly's JavaScript inlined, so nothing is fetched; `library=False` leaves it out, for a fragment of a page
+    that has it already (a notebook's later outputs). `max_bytes`: what the items may take besides Plotly's code
     (UTF-8); an item past it is left out, and the document says which."""
     parts = [_STYLE]
     if heading:
@@ -359,7 +375,7 @@ def html_document(
         parts.append(f"<p>{html.escape(intro)}</p>")
     if link:
         parts.append(f"<p>{html.escape(t('display.link', lang))} <code>{html.escape(link)}</code></p>")
-    if any(isinstance(item, Chart) for item in items):
+    if library and any(isinstance(item, Chart) for item in items):
         parts.append(f"<script>{plotly.offline.get_plotlyjs()}</script>")
     used = 0
     for item in items:
@@ -395,7 +411,9 @@ def to_html(
 ) -> str:
     """`obj`'s figures (see `figures_for`) with their numbers as tables and, for an unbatched AttentionTrace, query
     `row` worked out (None: no worked row). A whole HTML document, or (`document=False`) the fragment a notebook
-    output holds; both carry Plotly's JavaScript inlined, so nothing is fetched."""
+    output holds. Nothing is fetched: a document carries Plotly's JavaScript inlined, and so does the first fragment
+    of a kernel; the later ones use it (Plotly's own notebook renderer does the same), so that ten charts do not
+    make a notebook of ten copies of the library."""
     figures = figures_for(obj, lang=lang, palette=palette, layer=layer, head=head)
     items: list[Chart | Worked] = [Chart.of(fig, f"{title}_{i}") for i, fig in enumerate(figures, start=1)]
     if isinstance(obj, AttentionTrace) and not obj.batched and row is not None:
@@ -405,7 +423,12 @@ def to_html(
         else:
             steps = explain_row(obj, row, f"q{row + 1}", labels, lang)
         items.append(Worked(t("display.worked_row", lang, row=row + 1), tuple(steps)))
-    return html_document(items, lang=lang, title=title, full=document)
+    if document:
+        return html_document(items, lang=lang, title=title)
+    global _library_sent
+    fragment = html_document(items, lang=lang, title=title, full=False, library=not _library_sent)
+    _library_sent = True
+    return fragment
 
 
 def show(

@@ -18,6 +18,7 @@ import pytest
 import torch
 
 import attnviz
+from attnviz import notebook
 from attnviz.core.modern import modern_attention
 from attnviz.models.bert import load_minilm
 from attnviz.notebook import figures_for, to_html
@@ -33,10 +34,18 @@ def _outside_plotly(page: str) -> str:
     return page.replace(bundle, "")
 
 
+@pytest.fixture(autouse=True)
+def _kernel_state(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whether this process's notebook outputs carried Plotly's library yet, as it was before the test."""
+    monkeypatch.setattr(notebook, "_library_sent", notebook._library_sent)
+
+
 def _shown(obj: object) -> str:
-    """The HTML an IPython shell shows for `obj` (the formatter `import attnviz` registers)."""
+    """The HTML an IPython shell shows for `obj` (the formatter `import attnviz` registers) as a new kernel's first
+    output: the one that carries Plotly's library."""
     from IPython.core.interactiveshell import InteractiveShell
 
+    notebook._library_sent = False
     shell = InteractiveShell.instance()
     assert attnviz.register_notebook_display(shell)
     data, _ = shell.display_formatter.format(obj)
@@ -195,3 +204,15 @@ def test_importing_attnviz_in_ipython_registers_the_display_and_no_trace_knows_a
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
+def test_a_kernels_later_outputs_use_the_library_its_first_output_carried():
+    """Ten traces made a 47 MB notebook, each output carrying Plotly's 4.7 MB: the first carries it, the later ones
+    draw with it (tests/browser/test_display.py draws them in Chromium, and says why when it is gone)."""
+    first = _shown(_trace())
+    later = [to_html(_trace(), document=False) for _ in range(9)]
+    bundle = plotly.offline.get_plotlyjs()
+    assert first.count(bundle) == 1 and all(bundle not in page for page in later)
+    assert all("Plotly.newPlot(" in page and "window.Plotly" in page for page in later)
+    assert sum(len(page) for page in [first, *later]) < len(bundle) + 2**20
+    assert to_html(_trace()).count(bundle) == 1  # an offline file always carries it
