@@ -234,26 +234,38 @@ def _train(task: str, out: Path) -> Path:
     return out
 
 
+@pytest.fixture(scope="module")
+def induction_made(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The induction checkpoint as the training script makes it here (trained once for the two tests that read it)."""
+    return _train("induction", tmp_path_factory.mktemp("induction") / "first.safetensors")
+
+
 @pytest.mark.parametrize("task", ["dates", "induction"])
-def test_the_training_script_reproduces_the_shipped_checkpoint(task, tmp_path):
+def test_the_training_script_reproduces_the_shipped_checkpoint(task, tmp_path, request):
     """The same settings, probes and held-out accuracy, and the same weights and recorded attention up to float32
     rounding. Not bit for bit: a CPU with other vector instructions (AVX2 against AVX-512) sums in another order, and
     600 steps of training carry that into the last digits (at most 2.7e-5 on a weight between two such machines)."""
-    made_path = _train(task, tmp_path / f"{task}.safetensors")
+    if task == "induction":
+        made_path = request.getfixturevalue("induction_made")
+    else:
+        made_path = _train(task, tmp_path / f"{task}.safetensors")
     with safe_open(str(made_path), "pt") as made, safe_open(str(checkpoint_path(task)), "pt") as shipped:
         assert made.metadata() == shipped.metadata()  # the settings, the format and the held-out accuracy
         assert set(made.keys()) == set(shipped.keys())
         for name in shipped.keys():  # noqa: SIM118 (safe_open has no iterator)
             ours, theirs = made.get_tensor(name), shipped.get_tensor(name)
             assert ours.shape == theirs.shape and ours.dtype == theirs.dtype, name
-            # A snapshot's float16 weights: float32's last digits can round a weight to the next float16 (2^-11)
-            tolerance = 2e-3 if name.startswith("snapshot.") else 2e-4
+            # A snapshot's float16 weights: float32's last digits can round a weight to the next float16 (2^-11).
+            # A recorded accuracy counts held-out tokens: one on the edge between two guesses goes either way (one of
+            # ~1,500, 6.7e-4, seen on an AMD EPYC machine against the checkpoint's)
+            tolerance = 2e-3 if name.startswith("snapshot.") or name == "history.accuracy" else 2e-4
             torch.testing.assert_close(ours.float(), theirs.float(), rtol=0, atol=tolerance, msg=name)
 
 
-def test_the_training_script_gives_the_same_numbers_bit_for_bit_on_the_same_machine(tmp_path):
-    """(Not the same bytes: safetensors writes the metadata's keys in an order of its own.)"""
-    first, second = (_train("induction", tmp_path / f"{run}.safetensors") for run in ("first", "second"))
+def test_the_training_script_gives_the_same_numbers_bit_for_bit_on_the_same_machine(induction_made, tmp_path):
+    """Two runs of the script (the first shared with the test above). (Not the same bytes: safetensors writes the
+    metadata's keys in an order of its own.)"""
+    first, second = induction_made, _train("induction", tmp_path / "second.safetensors")
     with safe_open(str(first), "pt") as one, safe_open(str(second), "pt") as two:
         assert one.metadata() == two.metadata()
         assert set(one.keys()) == set(two.keys())
