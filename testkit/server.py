@@ -15,6 +15,7 @@ never writes to the user's data folder.
 from __future__ import annotations
 
 import atexit
+import concurrent.futures
 import contextlib
 import os
 import re
@@ -23,14 +24,17 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
 import weakref
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
+
+from testkit.nginx import NginxProxy
 
 REPO_ROOT: Path = Path(__file__).resolve().parents[1]
 ARTIFACTS_DIR: Path = REPO_ROOT / "test-artifacts"
@@ -40,13 +44,15 @@ HOST = "127.0.0.1"
 _LIVE_SERVERS: weakref.WeakSet[StreamlitServer] = weakref.WeakSet()
 CLASS_STORE_VARIABLE = "ATTNVIZ_CLASS_STORE"
 _class_folder: list[Path] = []  # the temporary folder of this process's class store, made at the first start
+_class_folder_lock = threading.Lock()  # servers may start at the same time (start_together)
 
 
 def default_class_store() -> str:
     """The class store of a server whose environment names none: one SQLite file per process, deleted at exit."""
-    if not _class_folder:
-        _class_folder.append(Path(tempfile.mkdtemp(prefix="attnviz-classes-")))
-        atexit.register(shutil.rmtree, _class_folder[0], True)
+    with _class_folder_lock:
+        if not _class_folder:
+            _class_folder.append(Path(tempfile.mkdtemp(prefix="attnviz-classes-")))
+            atexit.register(shutil.rmtree, _class_folder[0], True)
     return f"sqlite:///{_class_folder[0] / 'classes.sqlite3'}"
 
 
@@ -275,6 +281,40 @@ class StreamlitServer:
     def __repr__(self) -> str:
         """Short description for test output."""
         return f"StreamlitServer(script={str(self.script)!r}, port={self.port}, running={self.running})"
+
+
+def start_together(servers: list[StreamlitServer]) -> list[StreamlitServer]:
+    """Start `servers` at the same time (each waits for its own health in a thread): two replicas come up in about
+    the time of one. If one fails, the others are stopped and its error is raised."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(servers) or 1) as pool:
+        results = [pool.submit(server.start) for server in servers]
+        errors = [result.exception() for result in results]
+    failed = next((error for error in errors if error is not None), None)
+    if failed is not None:
+        for server in servers:
+            server.stop()
+        raise failed
+    return servers
+
+
+@contextlib.contextmanager
+def replicas_behind_nginx(
+    folder: Path, env: Mapping[str, str], options: Mapping[str, object] | None = None, log_name: str = "replica"
+) -> Iterator[tuple[list[StreamlitServer], NginxProxy]]:
+    """Two replicas of app.py started together (same `env` and server options), and a real nginx in front of them."""
+    replicas = [
+        StreamlitServer("app.py", env=env, server_options=options, log_name=f"{log_name}-{i}") for i in range(2)
+    ]
+    start_together(replicas)
+    try:
+        proxy = NginxProxy([f"{HOST}:{r.port}" for r in replicas], free_port(), folder / "nginx").start()
+        try:
+            yield replicas, proxy
+        finally:
+            proxy.stop()
+    finally:
+        for replica in replicas:
+            replica.stop()
 
 
 @atexit.register

@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import concurrent.futures
+import contextlib
+import itertools
 import json
 import os
 import re
@@ -31,7 +33,7 @@ from attnviz.app.streamlit_patches.uploads import UPLOAD_BYTES
 from attnviz.i18n import t
 from testkit.browser import APP_SELECTOR, ConsoleRecorder, exceptions, goto, screenshot, wait_for_plotly
 from testkit.nginx import NginxProxy
-from testkit.server import HOST, StreamlitServer, active_sessions, free_port
+from testkit.server import HOST, StreamlitServer, active_sessions, replicas_behind_nginx
 from testkit.uploads import ISSUE_SIZE, run_flood
 
 # A preset's second batch row on the self-attention page: a link that carries state, not just a page name.
@@ -151,33 +153,50 @@ def stream_sockets(page: Page) -> list[str]:
     return urls
 
 
+@contextlib.contextmanager
+def running_cluster(folder: Path, base_path: str = "", log_name: str = "proxy") -> Iterator[Cluster]:
+    """Two replicas of app.py (started together) that share a cookie secret, and nginx in front of them."""
+    secret = {"STREAMLIT_SERVER_COOKIE_SECRET": secrets.token_hex(32)}
+    options = {"baseUrlPath": base_path} if base_path else {}
+    with replicas_behind_nginx(folder, secret, options, log_name) as (replicas, proxy):
+        yield Cluster(replicas, proxy, base_path)
+
+
+@pytest.fixture(scope="module")
+def shared_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """One cluster for the module's tests that need no replica of their own (cold, killed, or set up otherwise)."""
+    with running_cluster(tmp_path_factory.mktemp("proxy"), log_name="proxy-shared") as cluster:
+        yield cluster
+
+
 @pytest.fixture
-def start_cluster(
-    fresh_server: Callable[..., StreamlitServer], console_errors: ConsoleRecorder, tmp_path: Path
-) -> Iterator[Callable[..., Cluster]]:
-    """Factory: `start_cluster(base_path="")` starts two replicas of app.py and nginx in front of them."""
+def cluster(shared_cluster: Cluster, console_errors: ConsoleRecorder) -> Cluster:
+    """The module's cluster once every session of an earlier test has left it, both replicas running."""
     console_errors.ignore.append(BASE_PATH_PROBE)
-    proxies: list[NginxProxy] = []
+    for replica in shared_cluster.replicas:
+        replica.restart()  # (a test that killed one brings it back itself; this is the safety net)
+    wait_until(lambda: sum(shared_cluster.sessions().values()) == 0, "the earlier tests' sessions ended")
+    return shared_cluster
 
-    def start(base_path: str = "") -> Cluster:
-        secret = {"STREAMLIT_SERVER_COOKIE_SECRET": secrets.token_hex(32)}
-        options = {"baseUrlPath": base_path} if base_path else {}
-        replicas = [fresh_server(env=secret, server_options=options) for _ in range(2)]
-        proxy = NginxProxy([f"{HOST}:{r.port}" for r in replicas], free_port(), tmp_path / f"nginx{len(proxies)}")
-        proxies.append(proxy)
-        proxy.start()
-        return Cluster(replicas, proxy, base_path)
 
-    yield start
-    for proxy in proxies:
-        proxy.stop()
+@pytest.fixture
+def start_cluster(console_errors: ConsoleRecorder, tmp_path: Path) -> Iterator[Callable[..., Cluster]]:
+    """Factory: `start_cluster(base_path="")` starts a cluster of the test's own (running_cluster)."""
+    console_errors.ignore.append(BASE_PATH_PROBE)
+    with contextlib.ExitStack() as stack:
+        started = itertools.count()
+
+        def start(base_path: str = "") -> Cluster:
+            folder = tmp_path / f"cluster{next(started)}"
+            return stack.enter_context(running_cluster(folder, base_path, log_name=f"proxy-{tmp_path.name}"))
+
+        yield start
 
 
 def test_session_stays_on_one_replica(
-    start_cluster: Callable[..., Cluster], new_page: Callable[..., Page], console_errors: ConsoleRecorder
+    cluster: Cluster, new_page: Callable[..., Page], console_errors: ConsoleRecorder
 ) -> None:
     """The app loads through the proxy, its WebSocket connects, and every request of the browser hits one replica."""
-    cluster = start_cluster()
     page = new_page()
     sockets = stream_sockets(page)
     open_page(page, cluster.url_for())
@@ -209,10 +228,9 @@ def test_session_stays_on_one_replica(
     console_errors.assert_clean()
 
 
-def test_affinity_cookie_spreads_and_sticks(start_cluster: Callable[..., Cluster]) -> None:
+def test_affinity_cookie_spreads_and_sticks(cluster: Cluster) -> None:
     """New browsers spread over both replicas; one cookie always lands on one; only cookies the proxy issued are
     kept (a value the browser chose, however well-formed, is replaced)."""
-    cluster = start_cluster()
     health = cluster.url_for("_stcore/health")
     status, body, set_cookies = fetch(health)
     assert (status, body) == (200, "ok")
@@ -231,26 +249,24 @@ def test_affinity_cookie_spreads_and_sticks(start_cluster: Callable[..., Cluster
         assert fetch(health, forged)[2][0].startswith("attnviz_affinity="), f"{forged!r} was kept"
 
 
-def test_websocket_sees_the_browsers_host(start_cluster: Callable[..., Cluster]) -> None:
+def test_websocket_sees_the_browsers_host(cluster: Cluster) -> None:
     """The proxy forwards the Host the browser used, so Streamlit's same-origin check passes for any site name.
 
     The connection still goes to 127.0.0.1; only the Host and Origin headers carry the public name. Were the proxy
     to send its own upstream name instead, Streamlit would refuse the WebSocket (403).
     """
-    cluster = start_cluster()
     cookie = fetch(cluster.url_for("_stcore/health"))[2][0].split(";", 1)[0].split("=", 1)[1]
     status = websocket_handshake(cluster.proxy, "/_stcore/stream", f"attnviz.example:{cluster.proxy.port}", cookie)
     assert status.startswith("HTTP/1.1 101 "), status
 
 
 def test_a_qr_code_does_not_tell_which_replica_a_cookie_reaches(
-    start_cluster: Callable[..., Cluster], new_page: Callable[..., Page], console_errors: ConsoleRecorder
+    cluster: Cluster, new_page: Callable[..., Page], console_errors: ConsoleRecorder
 ) -> None:
     """The share box's QR code is a file on the replica that holds the session. Fetched with other browsers'
     cookies, half of which reach the other replica, it is the same image for all of them: it no longer sorts
     cookies by replica (with that, 24 of 24 sessions could be aimed at one replica). A browser's WebSocket without
     the proxy's cookie is refused."""
-    cluster = start_cluster()
     page = new_page()
     open_page(page, cluster.url_for("Self_attention"))
     page.get_by_text("Share and export").click()
@@ -279,13 +295,12 @@ def test_a_qr_code_does_not_tell_which_replica_a_cookie_reaches(
 
 
 def test_a_long_link_opens_through_the_proxy_and_an_over_long_one_gets_a_page_that_says_so(
-    start_cluster: Callable[..., Cluster], new_page: Callable[..., Page], console_errors: ConsoleRecorder
+    cluster: Cluster, new_page: Callable[..., Page], console_errors: ConsoleRecorder
 ) -> None:
     """A link of 20,000 characters (the app writes links up to 512 Ki; nginx refused any over 8 KiB) opens the page,
     which reads it: its sentence is named as too long. A link over Streamlit's limits gets the proxy's page, in every
     language, whose link opens the page without it."""
     console_errors.ignore.append(r"status of 414")  # the browser reports the proxy's answer to the over-long link
-    cluster = start_cluster()
     page = new_page()
     open_page(page, cluster.url_for("Self_attention?s=" + "x" * 20_000))
     expect(page.locator('[data-testid="stAlert"]', has_text="Link parameter 's'")).to_be_visible()
@@ -382,12 +397,11 @@ def load_state_file(page: Page, params: dict[str, str]) -> None:
 
 
 def test_a_thousand_uploads_through_the_proxy_leave_the_replica_within_its_bound(
-    start_cluster: Callable[..., Cluster], new_page: Callable[..., Page], console_errors: ConsoleRecorder
+    cluster: Cluster, new_page: Callable[..., Page], console_errors: ConsoleRecorder
 ) -> None:
     """The issue's attacker: one session uploads 1,000 files of 0.99 MB through the proxy, each under a file id of
     its own. The replica grows by less than the bound (Streamlit alone kept them all: +982 MiB), the session still
     runs, and a student then loads a state file through the share box, which the replica does not keep once read."""
-    cluster = start_cluster()
     flood = run_flood(cluster.proxy, cluster.replicas, "proxy", uploads=1000, size=ISSUE_SIZE)
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:  # Playwright holds this thread's loop
         result = pool.submit(asyncio.run, flood).result()

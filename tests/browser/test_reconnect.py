@@ -25,7 +25,7 @@ from testkit.browser import (
     wait_for_plotly,
 )
 
-from .test_proxy import Cluster, start_cluster, wait_until  # noqa: F401 (start_cluster: a fixture)
+from .test_proxy import Cluster, cluster, shared_cluster, wait_until  # noqa: F401 (cluster, shared_cluster: fixtures)
 
 LABEL = "Temperature T"
 
@@ -45,12 +45,11 @@ def set_temperature(page: Page, value: str) -> None:
 
 @pytest.mark.parametrize("moment", RECONNECT_MOMENTS)
 def test_a_change_made_around_a_replica_loss_is_kept(
-    start_cluster: Callable[..., Cluster],  # noqa: F811
+    cluster: Cluster,  # noqa: F811 (the module's two replicas, each killed and restarted in turn)
     new_page: Callable[..., Page],
     console_errors: ConsoleRecorder,
     moment: str,
 ) -> None:
-    cluster = start_cluster()
     for trial in range(2):  # the second trial kills the replica the first one restarted, or the other one
         page = new_page()
         goto(page, cluster.url_for("Self_attention"))
