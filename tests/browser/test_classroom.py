@@ -1,8 +1,8 @@
-"""Real-browser tests of the classroom features: every page in every language, and the keyboard alone."""
+"""Real-browser tests of the classroom features: the keyboard alone, the language switched, presentation mode (every
+page in every language: test_navigation.py)."""
 
 from __future__ import annotations
 
-import pytest
 from playwright.sync_api import Page, expect
 
 from attnviz.i18n import LANGUAGES, t
@@ -10,27 +10,6 @@ from testkit.browser import ConsoleRecorder, exceptions, screenshot, wait_for_fi
 from testkit.server import StreamlitServer
 
 from .test_pages import assert_clean, open_app, query_of, weights_z
-
-PAGES = [("", "home", 1), ("Self_attention", "self", 1), ("Cross_attention", "cross", 1)]
-PAGES += [("Kernel_attention", "kernel", 2), ("Pretrained_model", "model", 3)]
-
-
-@pytest.mark.parametrize("lang", list(LANGUAGES))
-@pytest.mark.parametrize(("path", "name", "charts"), PAGES)
-def test_every_page_in_every_language(
-    page: Page, server: StreamlitServer, console_errors: ConsoleRecorder, path: str, name: str, charts: int, lang: str
-) -> None:
-    """Each page opened from a link in each language: its title, translated links in the sidebar, the charts drawn,
-    no exception; a screenshot of each to look at."""
-    open_app(page, server.url_for(f"{path}?lang={lang}" if lang != "en" else path), charts)
-    expect(page.locator("h1").first).to_have_text(t(f"{name}.title", lang))
-    sidebar = page.locator('[data-testid="stSidebar"]')
-    expect(sidebar.get_by_text(t("kernel.title", lang), exact=True)).to_be_visible()
-    if lang != "en":
-        assert query_of(page).get("lang") == [lang]
-    screenshot(page, f"lang_{lang}_{name}")
-    assert exceptions(page) == []
-    assert_clean(console_errors)
 
 
 def _tab_to(page: Page, selector: str, text: str = "", limit: int = 80) -> None:

@@ -17,7 +17,6 @@ from attnviz.app.ui.navigation import PAGES as APP_PAGES
 from attnviz.i18n import t
 from attnviz.models.bert import load_minilm
 from testkit.browser import (
-    EXCEPTION_SELECTOR,
     ConsoleRecorder,
     exceptions,
     goto,
@@ -32,15 +31,6 @@ from tests.messages import message, pattern, says, text_pattern
 
 Figures = list[dict[str, Any]]
 
-# (URL path, screenshot name, Plotly charts the page draws at least)
-PAGES = [
-    ("", "home", 1),
-    ("Self_attention", "Self_attention", 1),
-    ("Cross_attention", "Cross_attention", 1),
-    ("Kernel_attention", "Kernel_attention", 2),
-    ("Pretrained_model", "Pretrained_model", 3),
-    ("Is_attention_an_explanation", "Is_attention_an_explanation", 2),  # the maps; the share of [CLS] and [SEP]
-]
 SELF_CHARTS = 1  # the weights; raw scores and outputs are only built once their expander is opened
 KERNEL_CHARTS = 2  # regression curve; weights
 CAUSAL_LABEL = message("attention.causal")
@@ -197,21 +187,7 @@ def has_mask(figures: Figures) -> bool:
         return False
 
 
-# ----- 1. every page renders -----------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(("path", "name", "charts"), PAGES, ids=[name for _, name, _ in PAGES])
-def test_page_renders(
-    page: Page, server: StreamlitServer, console_errors: ConsoleRecorder, path: str, name: str, charts: int
-) -> None:
-    """Each page opens, draws its Plotly charts, shows no exception and logs no console error."""
-    figures = open_app(page, server.url_for(path), charts)
-    assert len(figures) >= charts
-    assert any(trace["z"] or trace["y"] for figure in figures for trace in figure["data"]), "charts have no data"
-    expect(page.locator("h1").first).to_be_visible()
-    screenshot(page, name)
-    assert page.locator(EXCEPTION_SELECTOR).count() == 0
-    assert_clean(console_errors)
+# ----- 1. every page renders: test_navigation.py (every page in every language) -------------------------------
 
 
 # ----- 2./3. controls change the heatmap and the URL ----------------------------------------------------------
