@@ -1,4 +1,6 @@
-"""Fixtures for the real-browser tests: one Chromium and one app server per session, a fresh page per test."""
+"""Fixtures for the real-browser tests: one Chromium and one app server per session (per process, where the run is
+split over processes), and a clean tab per test that no other test uses at the same time (its cookies and storage
+cleared, its caches kept: testkit.browser.TabPool)."""
 
 from __future__ import annotations
 
@@ -7,14 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Page, Playwright, sync_playwright
+from playwright.sync_api import Browser, Page, Playwright, sync_playwright
 
 from testkit.browser import (
     CHROMIUM_ARGS,
     CHROMIUM_PATH,
     SCREENSHOT_DIR,
     ConsoleRecorder,
-    install_rerun_tracker,
+    TabPool,
     screenshot,
 )
 from testkit.server import LOG_DIR, StreamlitServer
@@ -22,7 +24,7 @@ from testkit.server import LOG_DIR, StreamlitServer
 BROWSER_DIR = Path(__file__).resolve().parent
 DEFAULT_TIMEOUT_MS = 30_000
 VIEWPORT = {"width": 1280, "height": 900}
-_CONTEXTS_KEY = pytest.StashKey[list[BrowserContext]]()
+_TABS_KEY = pytest.StashKey[list[Page]]()
 _collected_browser_tests: list[str] = []
 
 
@@ -39,8 +41,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     """When a test's call phase fails, screenshot its open pages before any fixture (e.g. a server) is torn down."""
     report = yield
     if report.when == "call" and report.failed:
-        for i, context in enumerate(item.stash.get(_CONTEXTS_KEY, [])):
-            for j, pg in enumerate(context.pages):
+        for i, tab in enumerate(item.stash.get(_TABS_KEY, [])):
+            for j, pg in enumerate(tab.context.pages if not tab.is_closed() else []):
                 try:
                     path = screenshot(pg, f"FAILED-{item.nodeid}-{i}-{j}")
                     report.sections.append(("browser screenshot", str(path)))
@@ -59,11 +61,16 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     terminalreporter.write_line(f"server logs: {LOG_DIR.resolve()}")
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Failure shots of an earlier run would mislead: removed once, by the run's main process."""
+    if not hasattr(session.config, "workerinput"):
+        for stale in SCREENSHOT_DIR.glob("FAILED-*.png"):
+            stale.unlink(missing_ok=True)
+
+
 @pytest.fixture(scope="session")
 def playwright_instance() -> Iterator[Playwright]:
     """The Playwright driver (sync API), started once per session."""
-    for stale in SCREENSHOT_DIR.glob("FAILED-*.png"):  # failure shots of an earlier run would mislead
-        stale.unlink()
     with sync_playwright() as pw:
         yield pw
 
@@ -76,6 +83,14 @@ def browser(playwright_instance: Playwright) -> Iterator[Browser]:
     browser = playwright_instance.chromium.launch(executable_path=CHROMIUM_PATH, args=CHROMIUM_ARGS, headless=True)
     yield browser
     browser.close()
+
+
+@pytest.fixture(scope="session")
+def tabs(browser: Browser) -> Iterator[TabPool]:
+    """The session's browser tabs, each used by one test at a time and kept with its caches (TabPool)."""
+    pool = TabPool(browser, DEFAULT_TIMEOUT_MS)
+    yield pool
+    pool.close()
 
 
 @pytest.fixture(scope="session")
@@ -111,24 +126,23 @@ def console_errors() -> ConsoleRecorder:
 
 @pytest.fixture
 def new_page(
-    browser: Browser, console_errors: ConsoleRecorder, request: pytest.FixtureRequest
+    tabs: TabPool, console_errors: ConsoleRecorder, request: pytest.FixtureRequest
 ) -> Iterator[Callable[..., Page]]:
-    """Factory: `new_page(**context_kwargs)` opens a page in its own fresh context (isolated cookies and storage)."""
-    contexts: list[BrowserContext] = []
-    request.node.stash[_CONTEXTS_KEY] = contexts
+    """Factory: `new_page(**context_kwargs)` gives this test a tab of its own: no cookies or storage of another
+    test, and two tabs of one test never share cookies (each is in a context of its own)."""
+    taken: list[Page] = []
+    request.node.stash[_TABS_KEY] = taken
 
     def open_page(**context_kwargs: Any) -> Page:
         context_kwargs.setdefault("viewport", VIEWPORT)
-        context = browser.new_context(**context_kwargs)
-        context.set_default_timeout(DEFAULT_TIMEOUT_MS)
-        context.set_default_navigation_timeout(DEFAULT_TIMEOUT_MS)
-        install_rerun_tracker(context)
-        contexts.append(context)
-        return console_errors.attach(context.new_page())
+        tab = tabs.acquire(**context_kwargs)
+        taken.append(tab)
+        return console_errors.attach(tab)
 
     yield open_page
-    for context in contexts:
-        context.close()
+    for tab in taken:
+        console_errors.detach(tab)
+        tabs.release(tab)
 
 
 @pytest.fixture

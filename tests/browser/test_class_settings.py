@@ -7,10 +7,11 @@ the same failing page under Streamlit's defaults shows both, so the check can te
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser
+from playwright.sync_api import Page
 
 from testkit.browser import goto, wait_ready
 from testkit.server import REPO_ROOT, StreamlitServer
@@ -37,20 +38,17 @@ def test_the_class_flags_are_the_images_production_settings() -> None:
 
 
 @pytest.mark.parametrize("settings", ["class", "default"])
-def test_an_error_shows_no_details_and_no_deploy_button_in_class(browser: Browser, settings: str) -> None:
+def test_an_error_shows_no_details_and_no_deploy_button_in_class(new_page: Callable[..., Page], settings: str) -> None:
     options = {"server.headless": "true", "server.fileWatcherType": "none"}
     if settings == "class":
         options = class_flags()
     with StreamlitServer(FAILING_PAGE, server_options=options, log_name=f"class-settings-{settings}") as server:
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
-        try:
-            goto(page, server.url_for(""))
-            wait_ready(page)
-            page.wait_for_selector('[data-testid="stException"], [data-testid="stAlert"]', timeout=30_000)
-            text = page.locator('[data-testid="stMain"]').inner_text()
-            deploy = page.locator('[data-testid="stAppDeployButton"]').count()
-        finally:
-            page.close()
+        page = new_page(viewport={"width": 1280, "height": 900})
+        goto(page, server.url_for(""))
+        wait_ready(page)
+        page.wait_for_selector('[data-testid="stException"], [data-testid="stAlert"]', timeout=30_000)
+        text = page.locator('[data-testid="stMain"]').inner_text()
+        deploy = page.locator('[data-testid="stAppDeployButton"]').count()
     if settings == "class":
         assert SECRET not in text and "RuntimeError" not in text and "Traceback" not in text, text
         assert "failing_page.py" not in text

@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from playwright.sync_api import Browser, expect
+from playwright.sync_api import expect
 
-from testkit.browser import finished_runs, wait_ready
+from testkit.browser import TabPool, finished_runs, wait_ready
 from tests.browser.test_live_class import (
     Room,
     join,
@@ -25,11 +25,11 @@ from tests.browser.test_live_class import (
 
 
 @pytest.fixture
-def one_server_room(browser: Browser, request: pytest.FixtureRequest) -> Iterator[Room]:
+def one_server_room(tabs: TabPool, request: pytest.FixtureRequest) -> Iterator[Room]:
     """A class of its own for each test on one server with its SQLite store, in English: a teacher and three
-    students, new browser contexts."""
+    students, each a browser of their own."""
     server, url = request.getfixturevalue("sqlite_server")
-    yield from rooms(browser, server.url_for, url, request)
+    yield from rooms(tabs, server.url_for, url, request)
 
 
 def follow(room: Room, label: str, key: str, value: str) -> list[tuple[int, int]]:
@@ -38,7 +38,7 @@ def follow(room: Room, label: str, key: str, value: str) -> list[tuple[int, int]
     before = [finished_runs(student) for student in room.students]
     set_number(room.teacher, label, value, room.lang)
     for student in room.students:
-        wait_param(student, key, value, timeout=10_000)
+        wait_param(student, key, value, timeout=30_000)
         wait_ready(student)
         expect(student.get_by_role("spinbutton", name=label, exact=True)).to_have_value(value)
     after = [finished_runs(student) for student in room.students]

@@ -46,7 +46,7 @@ def test_a_students_answer_box_shows_no_english_form_hint_over_the_number(reques
     join(room, phone)
     ask(room, "number")
     form = phone.locator(STUDENT_QUESTION)
-    expect(form).to_be_visible(timeout=10_000)
+    expect(form).to_be_visible(timeout=30_000)
     box = form.get_by_role("textbox").first
     box.click()
     box.type("45.5")
