@@ -235,6 +235,7 @@ _CHART_BOX_JS = """() => {
 # Below this, a chart's plot is too short to read: FlashAttention's scores, drawn below their controls on a projector,
 # had a plot 50 px tall whose five score ticks ran together
 MIN_PLOT_HEIGHT = 150
+LEARNED_MS = 90_000  # a first visit to "Watch attention learn" on a loaded machine (tests/browser/test_learned.py)
 # Each chart's heatmaps, its x axes' domain starts (one per column) and its y axes' scale anchors (square cells)
 _GRIDS_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')].map((gd) => {
   const keys = Object.keys(gd.layout);
@@ -264,7 +265,8 @@ def test_on_a_1280x720_projector_the_new_pages_first_chart_ends_on_the_first_scr
     title or one row, and home had no chart on the first screen. The whole chart, axis labels included, with a plot
     tall enough to read."""
     page: Page = new_page(viewport=PROJECTOR)
-    goto(page, server.url_for(path) + ("&" if "?" in path else "?") + f"pm=1&lang={lang}")
+    # The first visit to "Watch attention learn" on this server replays the shipped training (seconds on a busy machine)
+    goto(page, server.url_for(path) + ("&" if "?" in path else "?") + f"pm=1&lang={lang}", timeout=LEARNED_MS)
     wait_for_plotly(page, count=1)
     box = page.evaluate(_CHART_BOX_JS)
     screenshot(page, f"projector_first_chart_{path}_{lang}", full_page=False)
@@ -300,7 +302,7 @@ def test_on_a_phone_the_dates_models_table_per_format_fits_without_scrolling(
 ) -> None:
     """The unseen years, where the model is weak, were the column cut off at 390 px (long headers, kept on one line)."""
     page: Page = new_page(viewport=PHONE)
-    goto(page, server.url_for("Learned_attention") + f"?lang={lang}")
+    goto(page, server.url_for("Learned_attention") + f"?lang={lang}", timeout=LEARNED_MS)
     wait_for_plotly(page, count=1)
     header = t("learned.format_column", lang)  # the first column's, the same before and after
     table = page.locator('[data-testid="stMain"] [data-testid="stMarkdownContainer"] table', has_text=header)

@@ -366,7 +366,10 @@ def follow_explore_and_back(room: Room, shots: str) -> None:
     for student in room.students:
         join(room, student)
         assert urlsplit(student.url).path.endswith("/Self_attention"), student.url
-        expect(student.get_by_role("spinbutton", name=temperature, exact=True)).to_have_value("1")
+        # (on a loaded machine the joined page's control showed its minimum, 0.001, for a few seconds first)
+        expect(student.get_by_role("spinbutton", name=temperature, exact=True)).to_have_value(
+            "1", timeout=FOLLOW_TIMEOUT_S * 1000
+        )
     # the projector counts them by itself (nobody touched the teacher's page)
     shows(room.teacher, room.t("live.teacher_title", code=room.code, count=3), timeout=COUNT_TIMEOUT_S * 1000)
     screenshot(room.students[0], f"live-student-following-{shots}", full_page=False)
