@@ -56,7 +56,7 @@ class-flags:
 	@echo $(CLASS_FLAGS)
 
 # The suite runs in two processes (pytest-xdist; each with its own servers, browser and data folders), one per core:
-# whole files handed out as the processes free up, the long browser files first (tests/conftest.py). Python's byte
+# whole files handed out as the processes free up, the longest first (tests/conftest.py). Python's byte
 # code is cached, which halves the time each test process and each server takes to import the app.
 PYTEST_WORKERS ?= 2
 
@@ -68,7 +68,7 @@ test: $(VENV)/.dev-deps $(MO_FILES)
 	$(BIN)/kubernetes-validate --strict --quiet deploy/k8s/*.yaml
 	$(BIN)/shellcheck deploy/smoke.sh deploy/docker/entrypoint.sh deploy/docker/pip.sh deploy/fetch-wheels.sh \
 		deploy/debian-base.sh deploy/nginx/compose/start.sh scripts/system-deps.sh
-	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # The image built against real package indexes (a private HTTPS mirror with its own CA, a plain-HTTP mirror on a LAN
 # address, a wheel folder with no network): needs a running Docker engine and root. Not part of `make test`, since
