@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Page, Playwright, sync_playwright
+from playwright.sync_api import Browser, Page, Playwright, expect, sync_playwright
 
 from testkit.browser import (
     CHROMIUM_ARGS,
@@ -23,6 +23,9 @@ from testkit.server import LOG_DIR, StreamlitServer
 
 BROWSER_DIR = Path(__file__).resolve().parent
 DEFAULT_TIMEOUT_MS = 30_000
+# What an `expect` waits for when it names no timeout (Playwright's own is 5 s): a page's rerun on two cores shared
+# with another test process, servers and browsers can take longer. A met expectation returns at once.
+expect.set_options(timeout=DEFAULT_TIMEOUT_MS)
 VIEWPORT = {"width": 1280, "height": 900}
 _TABS_KEY = pytest.StashKey[list[Page]]()
 _collected_browser_tests: list[str] = []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 from collections.abc import Callable
@@ -12,6 +13,7 @@ from urllib.parse import parse_qs, quote, urlsplit
 import numpy as np
 import pytest
 from playwright.sync_api import Locator, Page, expect
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from attnviz.app.ui.navigation import PAGES as APP_PAGES
 from attnviz.i18n import t
@@ -483,7 +485,10 @@ def test_back_button_keeps_each_pages_settings_apart(
     wait_ready(page)
     for _ in range(3):  # the Self page may have left one more history entry of its own (its link written)
         page.go_back()
-        page.wait_for_timeout(1000)
+        with contextlib.suppress(PlaywrightTimeoutError):  # one step back may stay on the Self page
+            page.wait_for_function(
+                "(path) => window.location.pathname.endsWith(path)", arg="/Cross_attention", timeout=1000
+            )
         if urlsplit(page.url).path.endswith("/Cross_attention"):
             break
     _wait_for_path(page, "/Cross_attention")
