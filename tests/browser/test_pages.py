@@ -461,9 +461,9 @@ def test_model_page_link_on_a_cold_server_then_a_typed_sentence(
 # ----- the state layer in a real browser: Back, new tokens ---------------------------------------------------
 
 
-def _wait_for_path(page: Page, path: str) -> None:
+def _wait_for_path(page: Page, path: str, timeout: float = 30_000) -> None:
     """Streamlit switches pages in the browser (history.pushState): no load event to wait for."""
-    page.wait_for_function("(path) => window.location.pathname.endsWith(path)", arg=path, timeout=30_000)
+    page.wait_for_function("(path) => window.location.pathname.endsWith(path)", arg=path, timeout=timeout)
 
 
 def _number_value(page: Page, label: str) -> str:
@@ -486,9 +486,7 @@ def test_back_button_keeps_each_pages_settings_apart(
     for _ in range(3):  # the Self page may have left one more history entry of its own (its link written)
         page.go_back()
         with contextlib.suppress(PlaywrightTimeoutError):  # one step back may stay on the Self page
-            page.wait_for_function(
-                "(path) => window.location.pathname.endsWith(path)", arg="/Cross_attention", timeout=1000
-            )
+            _wait_for_path(page, "/Cross_attention", timeout=1000)
         if urlsplit(page.url).path.endswith("/Cross_attention"):
             break
     _wait_for_path(page, "/Cross_attention")
