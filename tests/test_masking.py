@@ -311,3 +311,16 @@ def test_check_finite_names_the_first_bad_entry(make):
             ValueError, match=rf"^keys must be finite numbers; found {shown} at index {where}$".replace("[", r"\[")
         ):
             check_finite(tensor, "keys")
+
+
+def test_check_finite_passes_large_numbers_whose_sum_overflows_and_catches_infinities_that_cancel():
+    from attnviz.core._validate import check_finite
+
+    for dtype in (torch.float16, torch.float32):
+        big = torch.full((3, 4), torch.finfo(dtype).max, dtype=dtype)  # every entry finite, their sum is not
+        check_finite(big, "values")
+        check_finite(-big, "values")
+    both = torch.zeros(2, 3)
+    both[0, 1], both[1, 2] = math.inf, -math.inf  # the sum is NaN, not infinite
+    with pytest.raises(ValueError, match=r"^keys must be finite numbers; found inf at index \[0, 1\]$"):
+        check_finite(both, "keys")

@@ -7,6 +7,7 @@ model should learn is known: the year's output characters come from the year's i
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -149,9 +150,15 @@ def sample_examples(days: list[dt.date], count: int, rng: random.Random) -> list
 
 def held_out_examples(count: int = 2000, seed: int = 12345) -> list[DateExample]:
     """A fixed evaluation set of days no training run sees, every format equally often."""
+    return list(_held_out_examples(count, seed))
+
+
+@functools.lru_cache(maxsize=8)
+def _held_out_examples(count: int, seed: int) -> tuple[DateExample, ...]:
+    """Made once per (count, seed): a training evaluates the same set at every snapshot."""
     rng = random.Random(seed)
     days = held_out_days()
-    return [example(rng.choice(days), FORMATS[index % len(FORMATS)].name) for index in range(count)]
+    return tuple(example(rng.choice(days), FORMATS[index % len(FORMATS)].name) for index in range(count))
 
 
 def unknown_characters(text: str) -> list[str]:

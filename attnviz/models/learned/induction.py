@@ -9,6 +9,7 @@ positions does not work; the model has to learn the two heads.
 
 from __future__ import annotations
 
+import functools
 import random
 import threading
 from dataclasses import dataclass, replace
@@ -57,7 +58,13 @@ def sample_examples(count: int, rng: random.Random) -> list[RepeatExample]:
 
 def held_out_examples(count: int = 2000, seed: int = 54321) -> list[RepeatExample]:
     """A fixed evaluation set (fresh random sequences: with 20 symbols there are far too many to memorise)."""
-    return sample_examples(count, random.Random(seed))
+    return list(_held_out_examples(count, seed))
+
+
+@functools.lru_cache(maxsize=8)
+def _held_out_examples(count: int, seed: int) -> tuple[RepeatExample, ...]:
+    """Made once per (count, seed): a training evaluates the same set at every snapshot."""
+    return tuple(sample_examples(count, random.Random(seed)))
 
 
 def parse_sequence(text: str) -> tuple[list[str], list[str]]:
