@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -9,6 +10,18 @@ from typing import Any
 from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def scan_installed_components_once() -> None:
+    """Every AppTest's first run scans the metadata of every installed package for Streamlit components (~1 s here,
+    of a run that takes 0.1 s): one scan per test process instead, since no test installs a package. Streamlit 1.67's
+    `BidiComponentManager.discover_and_register_components` imports `scan_component_manifests` from its module at
+    each call; tests/test_apptest.py fails when that changes."""
+    from streamlit.components.v2 import manifest_scanner
+
+    scan = manifest_scanner.scan_component_manifests
+    if not isinstance(scan, functools._lru_cache_wrapper):
+        manifest_scanner.scan_component_manifests = functools.cache(scan)
 
 
 def app_session(script: str = "app.py", after_home: Callable[[], None] | None = None, **params: str) -> AppTest:

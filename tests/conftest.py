@@ -55,6 +55,12 @@ _LONGEST = (
 )
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    from testkit.apptest import scan_installed_components_once
+
+    scan_installed_components_once()
+
+
 def _rank(item: pytest.Item) -> int:
     path = item.path.relative_to(_ROOT).as_posix() if item.path.is_relative_to(_ROOT) else str(item.path)
     return _LONGEST.index(path) if path in _LONGEST else len(_LONGEST)
