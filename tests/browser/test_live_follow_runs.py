@@ -45,28 +45,8 @@ def follow(room: Room, label: str, key: str, value: str) -> list[tuple[int, int]
     return [(a[0] - b[0], a[1] - b[1]) for a, b in zip(after, before, strict=True)]
 
 
-def test_a_change_of_the_fragments_controls_reruns_only_the_fragment(one_server_room: Room) -> None:
-    room = one_server_room
-    start_class(room, "Self_attention?pm=1")
-    for student in room.students:
-        join(room, student)
-    temperature = room.t("attention.temperature")
-    for value in ("0.5", "2", "0.25"):
-        runs = follow(room, temperature, "T", value)
-        assert all(page == 0 and fragment >= 1 for page, fragment in runs), (value, runs)
-
-    teacher_opens(room, "Kernel_attention")
-    students_on(room, "Kernel_attention")
-    bandwidth = room.t("widget.bandwidth")
-    runs = follow(room, bandwidth, "bw", "2.5")
-    assert all(page == 0 and fragment >= 1 for page, fragment in runs), runs
-
-
-def test_a_change_outside_the_fragment_reruns_the_whole_page(one_server_room: Room) -> None:
-    room = one_server_room
-    start_class(room, "Self_attention?pm=1")
-    for student in room.students:
-        join(room, student)
+def sentence_reruns_the_whole_page(room: Room) -> None:
+    """The teacher types a sentence (outside the fragment): every student's page shows it after a whole-page run."""
     before = [finished_runs(student) for student in room.students]
     box = room.teacher.get_by_role("textbox", name=room.t("attention.sentence"), exact=True)
     if not box.is_visible():  # a projector folds the inputs away
@@ -95,17 +75,28 @@ SCROLL_DOWN_JS = """(title) => {
 }"""
 
 
-def test_a_student_the_class_moves_to_another_page_lands_on_its_title(one_server_room: Room) -> None:
-    """Students scrolled down the self-attention page; the teacher opens kernel attention: each student's page opens
-    at its title. (It kept the last page's scroll: a phone showed the new page's controls, its title and the class's
-    banner above the screen.)"""
+def test_what_a_following_students_server_runs_and_where_a_new_page_opens(one_server_room: Room) -> None:
+    """One class walked once: a change of the fragment's controls (the temperature, three times) reruns only each
+    student's fragment; a sentence reruns the whole page; students scrolled down the self-attention page land on the
+    kernel page's title when the teacher opens it (it kept the last page's scroll: a phone showed the new page's
+    controls, its title and the class's banner above the screen); there σ reruns only the fragment too."""
     room = one_server_room
     start_class(room, "Self_attention?pm=1")
     for student in room.students:
         join(room, student)
+    temperature = room.t("attention.temperature")
+    for value in ("0.5", "2", "0.25"):
+        runs = follow(room, temperature, "T", value)
+        assert all(page == 0 and fragment >= 1 for page, fragment in runs), (value, runs)
+    sentence_reruns_the_whole_page(room)
+
+    for student in room.students:
         student.locator("h1").first.evaluate(SCROLL_DOWN_JS)
         expect(student.locator("h1").first).not_to_be_in_viewport()
     teacher_opens(room, "Kernel_attention")
     students_on(room, "Kernel_attention")
     for student in room.students:
         expect(student.locator("h1").first).to_be_in_viewport()
+    bandwidth = room.t("widget.bandwidth")
+    runs = follow(room, bandwidth, "bw", "2.5")
+    assert all(page == 0 and fragment >= 1 for page, fragment in runs), runs
