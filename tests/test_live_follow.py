@@ -6,6 +6,9 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import json
+import os
+import signal
+import socket
 import threading
 import time
 import urllib.error
@@ -106,3 +109,26 @@ def test_the_server_answers_a_followers_long_poll(tmp_path):
         started = time.monotonic()
         assert get(endpoint + f"?after={state.version}") == (200, {"version": state.version + 1})
         assert 0.4 < time.monotonic() - started < 2.0
+
+
+def test_a_long_poll_whose_browser_left_ends_and_does_not_hold_the_servers_shutdown(tmp_path):
+    """A student's tab closes during a long poll. The server's shutdown waits for every request in progress: the
+    poll held it for the rest of HOLD_SECONDS (a test server stopped after a class took its 10 s grace and a kill;
+    `docker stop` gives 10 s too). The poll ends when its browser leaves, and the server exits at once."""
+    url = f"sqlite:///{tmp_path / 'classes.sqlite3'}"
+    state = SQLiteStore(tmp_path / "classes.sqlite3").create(TEACHER, "self", {}, time.time())
+    server = StreamlitServer("app.py", env={"ATTNVIZ_CLASS_STORE": url}, log_name="live-follow-left").start()
+    try:
+        path = server.url_for(follow.ROUTE.format(follow_id=state.follow_id)).split(str(server.port), 1)[1]
+        with socket.create_connection(("127.0.0.1", server.port)) as browser:
+            browser.sendall(f"GET {path}?after={state.version} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+            browser.settimeout(1.0)
+            with pytest.raises(TimeoutError):
+                browser.recv(1)  # held: no answer while the class does not change
+        os.kill(server.pid, signal.SIGTERM)
+        deadline = time.monotonic() + follow.HOLD_SECONDS / 2
+        while server.running and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not server.running, "the server still waits for the poll of a browser that left"
+    finally:
+        server.stop()

@@ -122,7 +122,22 @@ def version_endpoint(watcher: VersionWatcher) -> Callable[[Any], Any]:
             return JSONResponse({"unavailable": True, "version": after}, headers=headers)
         if code is None:
             return JSONResponse({"ended": True}, status_code=404, headers=headers)
-        answer = await watcher.wait(code, after, hold=max(0.0, HOLD_SECONDS - (time.monotonic() - started)))
-        return JSONResponse(answer, headers=headers)
+        hold = max(0.0, HOLD_SECONDS - (time.monotonic() - started))
+        waiting = asyncio.ensure_future(watcher.wait(code, after, hold=hold))
+        gone = asyncio.ensure_future(_until_disconnected(request))
+        await asyncio.wait({waiting, gone}, return_when=asyncio.FIRST_COMPLETED)
+        for task in (waiting, gone):
+            task.cancel()
+        if not waiting.cancelled() and waiting.done():
+            return JSONResponse(waiting.result(), headers=headers)
+        # The browser left (a closed tab, another page): the poll ends now instead of holding the server, whose
+        # shutdown waits for every request in progress, for the rest of HOLD_SECONDS.
+        return JSONResponse({"gone": True}, status_code=499, headers=headers)
 
     return endpoint
+
+
+async def _until_disconnected(request: Any) -> None:
+    """Returns once the client of a bodiless request has closed its connection (ASGI's "http.disconnect")."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
