@@ -1,6 +1,6 @@
 """Make `import reference` and `import attnviz` work whatever pytest's import mode is; keep every test's live classes
-out of the user's data folder; and, where the run is split over processes (`pytest -n 2`, the Makefile), hand out the
-long files first."""
+out of the user's data folder; scan the installed packages for Streamlit components once per process (not once per
+AppTest); and, where the run is split over processes (`pytest -n 2`, the Makefile), hand out the long files first."""
 
 import atexit
 import os
@@ -32,26 +32,28 @@ if not os.environ.get("ATTNVIZ_DATA"):
 # Files are handed to the processes in this order (pytest-xdist's loadfile gives out whole files as the processes free
 # up; the Makefile keeps this order with --no-loadscope-reorder, which would otherwise put the files with the most tests
 # first): the longest first, so that the many short files fill in at the end instead of a long one starting last.
-# The seconds each took in a two-process run on 2 cores (2026-12-02); the files not named follow in collection order.
+# The seconds each took in a two-process run on 2 cores (2026-12-02, before the live files merged their walks); the
+# files not named follow in collection order.
 _LONGEST = (
-    "tests/browser/test_fuzz_links.py",  # 582 s
-    "tests/browser/test_live_class.py",  # 568
-    "tests/test_fuzz_links.py",  # 462
-    "tests/test_learned.py",  # 340
-    "tests/browser/test_learned.py",  # 280
-    "tests/test_learned_jobs.py",  # 241
-    "tests/browser/test_layout.py",  # 236
-    "tests/browser/test_pages.py",  # 187
-    "tests/browser/test_live_follow_runs.py",  # 177
-    "tests/browser/test_proxy.py",  # 177
-    "tests/browser/test_reconnect.py",  # 169
-    "tests/browser/test_navigation.py",  # 167
-    "bench/tests/test_class_load.py",  # 121
-    "tests/browser/test_live_projector.py",  # 117
-    "tests/test_learned_page.py",  # 94
-    "tests/test_training_process.py",  # 78
-    "tests/browser/test_modern.py",  # 68
-    "tests/deploy/test_build_pip.py",  # 51
+    "tests/browser/test_live_class.py",  # 408 s
+    "tests/browser/test_fuzz_links.py",  # 245
+    "tests/test_fuzz_links.py",  # 238
+    "tests/test_learned.py",  # 234
+    "tests/browser/test_pages.py",  # 220
+    "tests/browser/test_layout.py",  # 184
+    "tests/test_learned_jobs.py",  # 173
+    "tests/browser/test_proxy.py",  # 154
+    "tests/browser/test_reconnect.py",  # 131
+    "tests/browser/test_navigation.py",  # 115
+    "bench/tests/test_class_load.py",  # 102
+    "tests/browser/test_live_follow_runs.py",  # 123 (three classes then, one now)
+    "tests/browser/test_live_projector.py",  # 77 (three classes then, two now)
+    "tests/browser/test_learned.py",  # 67
+    "tests/test_training_process.py",  # 49
+    "tests/test_learned_page.py",  # 45
+    "tests/browser/test_modern.py",  # 43
+    "tests/browser/test_first_paint.py",  # 38
+    "tests/deploy/test_build_pip.py",  # 35
 )
 
 
