@@ -24,6 +24,16 @@ def _tensors_equal(first, second) -> bool:
     return a.keys() == b.keys() and all(torch.equal(a[name], b[name]) for name in a)
 
 
+def kill_training(job, timeout: float = 60) -> None:
+    """SIGKILL a job's training process (as the kernel's out-of-memory killer would), once it has one: a job is
+    "running" before its process starts, with pid 0, and os.kill(0, ...) would kill this test's own process group."""
+    deadline = time.monotonic() + timeout
+    while not job.pid and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert job.pid > 0, f"no training process after {timeout} s"
+    os.kill(job.pid, signal.SIGKILL)
+
+
 def test_a_queued_training_runs_the_script_and_gives_the_same_numbers_as_training_here():
     queue = TrainingQueue()
     settings = TrainSettings("induction", seed=3, steps=40, probes=("A B C D A B C D",))
@@ -75,15 +85,13 @@ def test_a_failed_training_says_why_and_can_be_asked_again():
     deadline = time.monotonic() + 60
     while not job.snapshots and time.monotonic() < deadline:  # training now
         time.sleep(0.05)
-    os.kill(job.pid, signal.SIGKILL)  # as the kernel's out-of-memory killer would
+    kill_training(job)
     assert queue.wait(job, timeout=60)
     assert job.status == "failed"
     assert job.error.code == "training_signal" and job.error.params == {"signal": "SIGKILL"}
     again = queue.submit(settings)
     assert again is not job and again.status in ("queued", "running")
-    while not again.pid and time.monotonic() < deadline + 60:
-        time.sleep(0.05)
-    os.kill(again.pid, signal.SIGKILL)
+    kill_training(again)
     assert queue.wait(again, timeout=60)
 
 
@@ -130,7 +138,7 @@ def test_a_full_queue_refuses_more(monkeypatch):
         queue.submit(TrainSettings("induction", seed=30, steps=5))
     assert refused.value.waiting == 2
     assert queue.submit(TrainSettings("induction", seed=21, steps=5)) is waiting[0]  # asking again is not more
-    os.kill(running.pid, signal.SIGKILL)  # it has shown what it was there for; the waiting ones run
+    kill_training(running)  # it has shown what it was there for; the waiting ones run
     for job in (running, *waiting):
         queue.wait(job, timeout=120)
 
@@ -214,10 +222,7 @@ def test_one_training_in_line_for_each_session_and_each_client_and_joining_is_fr
     assert same_client.value.by == "client" and same_client.value.job is first
     other = queue.submit(TrainSettings("induction", seed=63, steps=5), Requester("tab-3", "client-c"))
     assert queue.submit(TrainSettings("induction", seed=63, steps=5), Requester("tab-1", "client-a")) is other
-    deadline = time.monotonic() + 60
-    while not first.pid and time.monotonic() < deadline:
-        time.sleep(0.05)
-    os.kill(first.pid, signal.SIGKILL)  # over: this tab may ask again
+    kill_training(first)  # over: this tab may ask again
     assert queue.wait(first, timeout=60) and queue.wait(other, timeout=120)
     again = queue.submit(TrainSettings("induction", seed=61, steps=5), Requester("tab-1", "client-a"))
     assert queue.wait(again, timeout=120) and again.status == "done", again.error
@@ -239,5 +244,5 @@ def test_the_estimate_follows_what_this_server_took():
     _, left = queue.estimate(running.settings)
     starts, _ = queue.estimate(TrainSettings("induction", seed=73, steps=300))
     assert left > 0 and abs(starts - left) < 1  # a new one waits for what the running one has left
-    os.kill(running.pid, signal.SIGKILL)
+    kill_training(running)
     queue.wait(running, timeout=60)
