@@ -466,10 +466,6 @@ def _wait_for_path(page: Page, path: str, timeout: float = 30_000) -> None:
     page.wait_for_function("(path) => window.location.pathname.endsWith(path)", arg=path, timeout=timeout)
 
 
-def _number_value(page: Page, label: str) -> str:
-    return page.locator(f'input[aria-label="{label}"]').first.input_value()
-
-
 def test_back_button_keeps_each_pages_settings_apart(
     page: Page, server: StreamlitServer, console_errors: ConsoleRecorder
 ) -> None:
@@ -492,7 +488,9 @@ def test_back_button_keeps_each_pages_settings_apart(
     _wait_for_path(page, "/Cross_attention")
     wait_ready(page)
     page.wait_for_function("() => !new URLSearchParams(window.location.search).has('T')")
-    assert _number_value(page, TEMPERATURE) == "1"
+    # Waited for, not read once: on a loaded machine the box showed its minimum (0.001) for a moment after the page's
+    # run had finished, before it showed 1 (a glitch of the page, left to issue 50; the link had no T)
+    expect(page.locator(f'input[aria-label="{TEMPERATURE}"]').first).to_have_value("1")
     assert exceptions(page) == []
     assert_clean(console_errors)
 
