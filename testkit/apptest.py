@@ -16,11 +16,11 @@ def scan_installed_components_once() -> None:
     """Every AppTest's first run scans the metadata of every installed package for Streamlit components (~1 s here,
     of a run that takes 0.1 s): one scan per test process instead, since no test installs a package. Streamlit 1.67's
     `BidiComponentManager.discover_and_register_components` imports `scan_component_manifests` from its module at
-    each call; tests/test_apptest.py fails when that changes."""
+    each call; tests/test_testkit.py fails when that changes."""
     from streamlit.components.v2 import manifest_scanner
 
     scan = manifest_scanner.scan_component_manifests
-    if not isinstance(scan, functools._lru_cache_wrapper):
+    if not hasattr(scan, "cache_info"):  # not cached yet
         manifest_scanner.scan_component_manifests = functools.cache(scan)
 
 

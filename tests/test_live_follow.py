@@ -13,6 +13,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -119,7 +120,7 @@ def test_a_long_poll_whose_browser_left_ends_and_does_not_hold_the_servers_shutd
     state = SQLiteStore(tmp_path / "classes.sqlite3").create(TEACHER, "self", {}, time.time())
     server = StreamlitServer("app.py", env={"ATTNVIZ_CLASS_STORE": url}, log_name="live-follow-left").start()
     try:
-        path = server.url_for(follow.ROUTE.format(follow_id=state.follow_id)).split(str(server.port), 1)[1]
+        path = urlsplit(server.url_for(follow.ROUTE.format(follow_id=state.follow_id))).path
         with socket.create_connection(("127.0.0.1", server.port)) as browser:
             browser.sendall(f"GET {path}?after={state.version} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
             browser.settimeout(1.0)

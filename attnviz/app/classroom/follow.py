@@ -125,11 +125,11 @@ def version_endpoint(watcher: VersionWatcher) -> Callable[[Any], Any]:
         hold = max(0.0, HOLD_SECONDS - (time.monotonic() - started))
         waiting = asyncio.ensure_future(watcher.wait(code, after, hold=hold))
         gone = asyncio.ensure_future(_until_disconnected(request))
-        await asyncio.wait({waiting, gone}, return_when=asyncio.FIRST_COMPLETED)
-        for task in (waiting, gone):
-            task.cancel()
-        if not waiting.cancelled() and waiting.done():
+        done, _ = await asyncio.wait({waiting, gone}, return_when=asyncio.FIRST_COMPLETED)
+        gone.cancel()
+        if waiting in done:
             return JSONResponse(waiting.result(), headers=headers)
+        waiting.cancel()
         # The browser left (a closed tab, another page): the poll ends now instead of holding the server, whose
         # shutdown waits for every request in progress, for the rest of HOLD_SECONDS.
         return JSONResponse({"gone": True}, status_code=499, headers=headers)
