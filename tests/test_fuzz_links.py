@@ -1,28 +1,25 @@
 """Hostile links: generated cases over every page find no uncaught exception and no rendered markup.
 
-Each page keeps one AppTest session and is sent one generated link after another (a new link is read like a shared
-link opened in a tab that had another). The cases mix wrong types, huge values, injection text, mismatched lengths,
-broken packed matrices and other pages' presets, from a fixed seed so that a failure can be replayed.
+Each page keeps one session on a real server (over its websocket, as a browser talks to it) and is sent one generated
+link after another (a new link is read like a shared link opened in a tab that had another). The cases mix wrong
+types, huge values, injection text, mismatched lengths, broken packed matrices and other pages' presets, from a fixed
+seed so that a failure can be replayed. (The browser's own checks of such links: tests/browser/test_fuzz_links.py.)
 """
 
 from __future__ import annotations
 
 import random
 import re
-from pathlib import Path
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
 from attnviz.app.explanation_state import EXPLANATION_FIELDS, decode_explanation
-from attnviz.app.gate import GATE
 from attnviz.app.learned_state import LEARNED_FIELDS, decode_learned
 from attnviz.app.model_state import MODEL_FIELDS
 from attnviz.app.modern_state import MODERN_FIELDS, decode_modern
 from attnviz.app.state import KERNEL_FIELDS, attention_fields, decode_attention, decode_kernel
 from attnviz.lessons.presets import PRESET_PAGES
 
-ROOT = Path(__file__).resolve().parent.parent
 PAGES = {
     "self": ("app_pages/self_attention.py", attention_fields("self")),
     "cross": ("app_pages/cross_attention.py", attention_fields("cross")),
@@ -32,7 +29,6 @@ PAGES = {
     "learned": ("app_pages/learned_attention.py", LEARNED_FIELDS),
     "modern": ("app_pages/modern_attention.py", MODERN_FIELDS),
 }
-CASES_PER_PAGE = 130  # 780 in all
 
 INJECTIONS = [
     "[Log in again](http://attacker/p)",
@@ -99,14 +95,9 @@ def generated_links(page: str, fields, seed: int, count: int) -> list[dict[str, 
     return links
 
 
-def _shown(at: AppTest) -> list[str]:
-    kinds = ("warning", "error", "info", "caption", "markdown", "success")
-    return [str(element.value) for kind in kinds for element in at.get(kind)]
-
-
 def test_the_generated_links_are_hostile_enough():
     """The generator covers what the issue lists: injection, huge values, other pages' presets, broken matrices."""
-    links = [link for page, (_, fields) in PAGES.items() for link in generated_links(page, fields, 0, CASES_PER_PAGE)]
+    links = [link for page, (_, fields) in PAGES.items() for link in generated_links(page, fields, 2, _cases(page))]
     values = [v for link in links for v in link.values()]
     assert len(links) >= 500
     assert sum(v in INJECTIONS for v in values) >= 100
@@ -130,28 +121,6 @@ def test_decoding_hostile_links_never_raises(page):
         decoded = decode(params)
         for warning in decoded.warnings:
             str(warning)  # every warning renders
-
-
-@pytest.mark.parametrize("page", list(PAGES))
-def test_hostile_links_on_a_live_page(page, monkeypatch):
-    path, fields = PAGES[page]
-    # A new sentence's explanation maps take seconds and then shut the gate for a while (attnviz/app/gate.py): the
-    # first link computes them, a later new sentence gets the busy note at once instead of waiting 15 s for it
-    monkeypatch.setattr(GATE, "max_wait", 0.2)
-    at = AppTest.from_file(str(ROOT / path), default_timeout=120)
-    at.run()
-    warned = 0
-    for number, params in enumerate(generated_links(page, fields, 0, CASES_PER_PAGE)):
-        at.query_params.clear()
-        for key, value in params.items():
-            at.query_params[key] = value
-        at.run()
-        assert not at.exception, (number, params, [e.value for e in at.exception])
-        for text in _shown(at):
-            assert not RAW_MARKUP.search(CODE_SPAN.sub("", text)), (number, params, text)
-            assert not linkable(text), (number, params, text)
-        warned += bool(at.warning)
-    assert warned >= CASES_PER_PAGE // 2, warned  # most generated links are bad, and each bad one is reported
 
 
 def test_the_markup_detector_finds_unescaped_markup():
@@ -182,21 +151,31 @@ URL_PATHS = {
 }
 
 
-def _shown_over_the_wire(messages) -> list[str]:
-    """The Markdown of every alert and markdown element (captions included) a run sent."""
-    texts = []
+WARNING = 2  # streamlit.proto.Alert_pb2.Alert.Format.WARNING
+
+
+def _cases(page: str) -> int:
+    return FAITHFUL_CASES if page == "faithful" else WEBSOCKET_CASES
+
+
+def _shown_over_the_wire(messages) -> tuple[list[str], bool]:
+    """The Markdown of every alert and markdown element (captions included) a run sent, and whether one was a
+    warning."""
+    texts, warned = [], False
     for msg in messages:
         element = msg.delta.new_element if msg.WhichOneof("type") == "delta" else None
         kind = element.WhichOneof("type") if element is not None else None
         if kind == "alert":
             texts.append(element.alert.body)
+            warned = warned or element.alert.format == WARNING
         elif kind == "markdown":
             texts.append(element.markdown.body)
-    return texts
+    return texts, warned
 
 
-async def _fuzz_over_the_websocket(url: str, page: str, cases: int) -> list[tuple[int, dict[str, str], str]]:
-    """Send `cases` hostile links to one session of `page`, as a tab whose address changes; the problems."""
+async def _fuzz_over_the_websocket(url: str, page: str, cases: int) -> tuple[list[tuple[int, dict, str]], int]:
+    """Send `cases` hostile links to one session of `page`, as a tab whose address changes; the problems, and how
+    many runs warned."""
     from urllib.parse import urlencode
 
     from testkit.wire import Control, ScriptError, SimulatedUser
@@ -205,7 +184,7 @@ async def _fuzz_over_the_websocket(url: str, page: str, cases: int) -> list[tupl
     user = SimulatedUser(url, URL_PATHS[page], "", Control("-", "double", (1.0,)), random.Random(0))
     user.keep_messages = True
     await user.open()
-    problems = []
+    problems, warned = [], 0
     try:
         for number, params in enumerate(generated_links(page, fields, 2, cases)):
             user.query, user.widget_states = urlencode(params), {}
@@ -214,12 +193,14 @@ async def _fuzz_over_the_websocket(url: str, page: str, cases: int) -> list[tupl
             except ScriptError as error:
                 problems.append((number, params, str(error)))
                 continue
-            for text in _shown_over_the_wire(user.messages):
+            texts, warning = _shown_over_the_wire(user.messages)
+            warned += warning
+            for text in texts:
                 if RAW_MARKUP.search(CODE_SPAN.sub("", text)) or linkable(text):
                     problems.append((number, params, text))
     finally:
         await user.close()
-    return problems
+    return problems, warned
 
 
 @pytest.fixture(scope="module")
@@ -236,9 +217,11 @@ def app_server():
 @pytest.mark.parametrize("page", list(URL_PATHS))
 def test_hostile_links_over_a_real_servers_websocket(app_server, page):
     """Issue 36: 300 hostile links a page, sent as a browser sends them to a real server (`make run`'s launcher):
-    no exception, and no text that Markdown would render as markup, a link or an image."""
+    no exception, no text that Markdown would render as markup, a link or an image, and a warning on the page for
+    most of them (most generated links are bad, and each bad one is reported)."""
     from tests.loop import run_in_own_loop
 
-    cases = FAITHFUL_CASES if page == "faithful" else WEBSOCKET_CASES
-    problems = run_in_own_loop(_fuzz_over_the_websocket(app_server.url, page, cases))
+    cases = _cases(page)
+    problems, warned = run_in_own_loop(_fuzz_over_the_websocket(app_server.url, page, cases))
     assert problems == [], problems[:3]
+    assert warned >= cases // 2, warned
