@@ -19,6 +19,7 @@ from attnviz.models.learned import dates, induction
 from attnviz.models.learned.seq2seq import translate_texts
 from attnviz.models.learned.train import (
     CHECKPOINTS,
+    TrainingRun,
     TrainSettings,
     checkpoint_path,
     held_out_accuracy,
@@ -172,8 +173,15 @@ def test_a_short_run_is_deterministic_and_depends_on_the_seed():
     assert not torch.equal(first["model.token_embedding.weight"], other["model.token_embedding.weight"])
 
 
-def test_a_few_hundred_steps_of_dates_lower_the_loss_and_the_year_looks_at_the_year():
-    run = train(TrainSettings("dates", seed=1, steps=120))
+@pytest.fixture(scope="module")
+def shipped() -> dict[str, TrainingRun]:
+    """The shipped runs, read once: what the training script makes (test_the_training_script_reproduces_...)."""
+    return {task: load_run(checkpoint_path(task)) for task in ("dates", "induction")}
+
+
+def test_training_the_dates_lowers_the_loss_and_the_year_looks_at_the_year(shipped):
+    """The shipped run (300 steps, reproduced by the script in a test below), from its recorded snapshots."""
+    run = shipped["dates"]
     first, last = run.snapshots[0], run.snapshots[-1]
     assert last.loss < first.loss / 3
     assert last.accuracy > first.accuracy
@@ -184,8 +192,8 @@ def test_a_few_hundred_steps_of_dates_lower_the_loss_and_the_year_looks_at_the_y
     assert bool((untrained_year_weight < 0.5).all())  # at step 0 it is spread over all 16 characters
 
 
-def test_a_short_induction_run_grows_the_induction_stripe():
-    run = train(TrainSettings("induction", seed=2, steps=300))
+def test_training_the_induction_model_grows_the_induction_stripe(shipped):
+    run = shipped["induction"]
     half = 8  # the default probe
     before = induction.induction_score(run.snapshots[0].attention[1], half)  # layer 2, (heads,)
     after = induction.induction_score(run.snapshots[-1].attention[1], half)
