@@ -3,7 +3,7 @@
 Two real replicas behind the real nginx with the project's site file; 8 simulated students on every page, going
 through the proxy as browsers do; each adversary of the full test twice (the crafted link, 254-WordPiece model
 sentences left mid-run, oversized and junk links); one replica SIGKILLed while the students work and restarted
-20 s later. Only behaviour is asserted, never a time: no student sees an error, no input is lost, every student
+12 s later. Only behaviour is asserted, never a time: no student sees an error, no input is lost, every student
 whose replica died works again on a page restored from its link, and no replica's memory reaches the pod's limit.
 The 5-minute run with 30 students, and its figures, is `python -m bench.classload` (bench/README.md).
 """
@@ -30,9 +30,9 @@ def _show(items: list[Any]) -> str:
 def test_a_class_survives_adversaries_and_a_lost_replica(tmp_path: Path) -> None:
     config = ClassConfig(
         students=8,
-        seconds=50.0,
-        kill_at=15.0,
-        restart_after=20.0,
+        seconds=38.0,
+        kill_at=10.0,
+        restart_after=12.0,
         arrival=3.0,
         adversary_rounds=2,
         settle=3.0,
