@@ -36,22 +36,32 @@ _WIDTHS_JS = """() => {
 }"""
 
 
-@pytest.mark.parametrize(("path", "query"), PAGES)
-@pytest.mark.parametrize("size", ["desk", "phone"])
+def assert_fits(page: Page, desk: bool, tables: bool = True) -> None:
+    """No sideways scroll of the page or its main column, no text cut off, and (`tables`) show-your-work's table on
+    the page, every column of it visible without scrolling inside its box at a desk's width."""
+    widths = page.evaluate(_WIDTHS_JS)
+    assert widths["page"][0] <= widths["page"][1], widths  # no horizontal page scroll
+    assert widths["main"][0] <= widths["main"][1], widths
+    assert widths["cut"] == [], widths["cut"]  # e.g. the learned score's worked vectors on a phone
+    if tables:
+        assert widths["tables"], "show-your-work's table is on the page"
+    if desk:
+        assert all(scroll <= client for scroll, client in widths["tables"]), widths
+
+
+# At 1400 px the pages at their defaults are checked as each is opened in each language
+# (tests/browser/test_navigation.py); here the self page with heads, projections and the comparison
+@pytest.mark.parametrize(
+    ("path", "query", "size"), [(path, query, "phone") for path, query in PAGES] + [(*PAGES[1], "desk")]
+)
 def test_no_page_scrolls_sideways_and_the_work_table_fits_at_1400(
     new_page, server: StreamlitServer, path: str, query: str, size: str
 ) -> None:
     page: Page = new_page(viewport=DESK if size == "desk" else PHONE)
     goto(page, server.url_for(path) + (f"?{query}" if query else ""))
     wait_for_plotly(page, count=1)
-    widths = page.evaluate(_WIDTHS_JS)
     screenshot(page, f"layout_{path}_{query}_{size}")
-    assert widths["page"][0] <= widths["page"][1], widths  # no horizontal page scroll
-    assert widths["main"][0] <= widths["main"][1], widths
-    assert widths["tables"], "show-your-work's table is on the page"
-    assert widths["cut"] == [], widths["cut"]  # e.g. the learned score's worked vectors on a phone
-    if size == "desk":  # every column of the work table visible, no scrolling inside its box
-        assert all(scroll <= client for scroll, client in widths["tables"]), widths
+    assert_fits(page, desk=size == "desk")
     assert exceptions(page) == []
 
 

@@ -14,6 +14,7 @@ from attnviz.i18n import LANGUAGES, t
 from testkit.browser import ConsoleRecorder, exceptions, goto, screenshot, wait_for_plotly, wait_ready
 from testkit.server import StreamlitServer
 
+from .test_layout import DESK, assert_fits
 from .test_pages import assert_clean, query_of, wait_for_params, weights_z
 
 # (URL path, English title, Simplified Chinese title), as a reader sees them: the paths are those of the pages/ folder
@@ -40,6 +41,8 @@ def menu_titles(page: Page) -> list[str]:
 
 # Plotly charts each page draws at least on its first screen (the self and cross pages' other charts sit in a folded
 # expander until opened; the explanation page: its maps and the share of [CLS] and [SEP])
+# Pages whose show-your-work table is open at their defaults
+WORK_TABLES = ("Self_attention", "Cross_attention", "Kernel_attention")
 CHARTS = {"": 1, "Pretrained_model": 3, "Kernel_attention": 2, "Is_attention_an_explanation": 2}
 
 
@@ -56,8 +59,10 @@ def test_every_page_path_opens_its_page_in_every_language(
 ) -> None:
     """`/<path>` (and `?lang=`) opens that page: its heading, the browser tab's title and the menu in the language,
     the menu marking this page, every link of the sidebar translated; its charts drawn with data; the address keeps
-    its path and language; no exception and no console error. A screenshot of each to look at."""
-    page = new_page()
+    its path and language; at 1400 × 1000 nothing scrolls sideways or is cut off, and on the pages with
+    show-your-work's table it fits (tests/browser/test_layout.py); no exception and no console error. A screenshot of
+    each to look at."""
+    page = new_page(viewport=DESK)
     name = next(p.name for p in APP_PAGES if p.url_path == path)
     title = t(f"{name}.title", lang)
     assert title == {"en": en, "zh-Hans": zh}.get(lang, title)  # the menu's titles are the catalogue's
@@ -74,6 +79,7 @@ def test_every_page_path_opens_its_page_in_every_language(
     if lang != "en":
         assert query_of(page).get("lang") == [lang]
     screenshot(page, f"lang_{lang}_{name}")
+    assert_fits(page, desk=path in WORK_TABLES, tables=path in WORK_TABLES)
     assert exceptions(page) == []
     assert_clean(console_errors)
 
