@@ -38,6 +38,9 @@ from attnviz.i18n import N_
 MEMBER_KEY = settings.CLASS_KEY  # this session's Membership
 VIEW_KEY = "attnviz_live_view"  # the class as the last full run saw it (a fragment's rerun reads it)
 FOLLOWED_KEY = "attnviz_live_followed"  # set by the follower's trigger: a new class version set off this rerun
+# The page whose link a follower's run has just set to the class's state: that page reads it whole, defaults included
+# (an empty link is the page's defaults, not "keep what the student had")
+CLASS_LINK_KEY = "attnviz_live_class_link"
 NOTICE_KEY = "attnviz_live_notice"  # a message for the next run (the class ended, a join failed)
 COOKIE_PREFIX = "attnviz_class_"  # + code: "t:<secret>" (teacher) or "s:<student id>" (student)
 COOKIE_SECONDS = 12 * 3600
@@ -60,6 +63,7 @@ class Membership:
     started_on: str = ""  # the page the teacher started the class on (its join box stays open there only)
     cookie: str = ""  # the cookie still to be set in the browser ("" once set)
     follow_id: str = ""  # the class's follow id as last read (a page keeps asking while the store is away)
+    by_teacher_link: bool = False  # a teacher's device that came in by the teacher link: it takes the class's page
 
     @property
     def teacher(self) -> bool:
@@ -242,6 +246,6 @@ def _teach(code_text: str, secret: str) -> None:
         store.failed_join(client, now)
         notice(AttnvizError("class_teacher_link"))
         return
-    found = Membership(code=code, role="teacher", secret=secret)
+    found = Membership(code=code, role="teacher", secret=secret, by_teacher_link=True)
     found.cookie = _cookie(code, "t:" + secret)
     st.session_state[MEMBER_KEY] = found

@@ -14,13 +14,14 @@ from urllib.parse import urlencode
 import segno
 import streamlit as st
 
+from attnviz.app.classroom import questions
 from attnviz.app.classroom.store import IDLE_SECONDS, MAX_NICKNAME, MAX_STUDENTS
 from attnviz.app.ui import live, settings
 from attnviz.app.ui.common import lazy_expander
 from attnviz.app.ui.live_follow import follow_class
-from attnviz.app.ui.live_questions import class_answers_csv, question_for_student, question_for_teacher
+from attnviz.app.ui.live_questions import question_for_student, question_for_teacher
 from attnviz.app.ui.navigation import app_page
-from attnviz.app.ui.settings import error_text, md_escape, presenting, tr
+from attnviz.app.ui.settings import current_language, error_text, md_escape, presenting, tr
 from attnviz.core.errors import AttnvizError
 
 FOLLOWED_IN_FRAGMENT = frozenset({"self", "cross", "kernel"})  # pages that hold the follower in their fragment
@@ -203,3 +204,16 @@ def _student_sidebar(found: live.Membership) -> None:
     if found.nickname:
         st.caption(tr("live.your_nickname", name=md_escape(found.nickname)))
     st.button(tr("live.leave"), on_click=live.leave, key="live:leave")
+
+
+def class_answers_csv(found: live.Membership) -> bytes | None:
+    """Every answer of the class as CSV (anonymous: nicknames only where given), None if nothing was asked."""
+    try:
+        store = live.shared_store()
+        asked = store.questions(found.code)
+        if not asked:
+            return None
+        by_question = {q.id: store.answers(found.code, q.id) for q in asked}
+        return questions.answers_csv(asked, by_question, store.students(found.code), lang=current_language())
+    except AttnvizError:
+        return None

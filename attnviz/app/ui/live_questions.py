@@ -9,7 +9,9 @@ question's truth is worked out when it is asked, from the state the teacher's pa
 from __future__ import annotations
 
 import functools
+import json
 import time
+import zlib
 from typing import Any
 
 import streamlit as st
@@ -96,11 +98,18 @@ def _ask(page: str, current: live.View) -> None:
                 tr("live.question_about"),
                 [index for index, _ in choices],
                 format_func=lambda i: str(labels.get(i, i)),
-                key=f"live:about:{kind}",
+                key=about_key(kind, choices),
             )
         button_col.button(
             tr("live.ask"), key="live:ask", type="primary", on_click=_open, args=(page, kind, about), width="stretch"
         )
+
+
+def about_key(kind: str, choices: list[tuple[int, str]]) -> str:
+    """The "About" box's key for a kind and its choices: a new box when the tokens change (a keyed box kept showing the
+    old sentence's token in the browser, "brown", while the class was asked about "w3")."""
+    labels = json.dumps([label for _, label in choices], ensure_ascii=False)
+    return f"live:about:{kind}:{zlib.crc32(labels.encode()):08x}"
 
 
 def _open(page: str, kind: str, about: int) -> None:
@@ -112,14 +121,15 @@ def _open(page: str, kind: str, about: int) -> None:
     found, current = live.member(), live.view()
     if found is None or not found.teacher or current is None or current.state is None:
         return
-    chosen = st.session_state.get("live:kind", kind)
-    if chosen != kind:
-        kind, about = chosen, st.session_state.get(f"live:about:{chosen}", 0)
     store = live.shared_store()
     try:
         state = store.get(found.code)
         if state is None:
             return
+        chosen = st.session_state.get("live:kind", kind)
+        if chosen != kind:
+            offer = next((o for o in _offers(state.page, state.params) if o.kind == chosen), None)
+            kind, about = chosen, st.session_state.get(about_key(chosen, offer.choices), 0) if offer else 0
         question = questions.make_question(
             state.page, state.params, kind, int(about), state.questions_asked + 1, model=_model()
         )
@@ -282,16 +292,3 @@ def _aggregate_figure(question: Question, summary: questions.Aggregate, labels: 
     return figures.number_distribution(
         summary.values, summary.truth, title, right=right, tolerance=tolerance, lang=lang
     )
-
-
-def class_answers_csv(found: live.Membership) -> bytes | None:
-    """Every answer of the class as CSV (anonymous: nicknames only where given), None if nothing was asked."""
-    try:
-        store = live.shared_store()
-        asked = store.questions(found.code)
-        if not asked:
-            return None
-        by_question = {q.id: store.answers(found.code, q.id) for q in asked}
-        return questions.answers_csv(asked, by_question, store.students(found.code), lang=current_language())
-    except AttnvizError:
-        return None

@@ -13,7 +13,17 @@ import streamlit as st
 
 from attnviz.app.classroom.store import ClassState, shared_store
 from attnviz.app.ui import live, settings
-from attnviz.app.ui.live import FOLLOWED_KEY, VIEW_KEY, Membership, View, leave, member, notice, view
+from attnviz.app.ui.live import (
+    CLASS_LINK_KEY,
+    FOLLOWED_KEY,
+    VIEW_KEY,
+    Membership,
+    View,
+    leave,
+    member,
+    notice,
+    view,
+)
 from attnviz.app.ui.navigation import app_page
 from attnviz.app.ui.settings import tr
 from attnviz.core.errors import AttnvizError
@@ -41,6 +51,8 @@ def begin(page: str) -> View | None:
         return None
     if not found.teacher and found.following and state.version != found.applied:
         _apply(found, state, page)
+    if found.teacher and (found.by_teacher_link or found.sent not in (None, (state.page, state.params))):
+        _take_over(found, state, page)  # (a teacher's second device, or one whose class another device moved)
     if found.teacher and page == "home":
         published(page, {})
     current = View(found, state)
@@ -52,10 +64,31 @@ def _apply(found: Membership, state: ClassState, page: str) -> None:
     """Bring the class's page and state into this student's session, as a link would."""
     found.applied, found.baseline = state.version, None
     params = settings.with_settings(state.params)
+    st.session_state[CLASS_LINK_KEY] = state.page  # that page loads the class's state whole (class_link_applied)
     if state.page != page:
         st.switch_page(app_page(state.page).script, query_params=params)
     if st.query_params.to_dict() != params:
         st.query_params.from_dict(params)
+
+
+def class_link_applied(page: str) -> bool:
+    """True once, on the run of `page` whose link a follower's run has just set to the class's state: the page loads
+    the link whole, an empty one as its defaults, over what the student had (the class's state is the whole state,
+    the projector's numbers, not the changes from a student's own)."""
+    if st.session_state.get(CLASS_LINK_KEY) != page:
+        return False
+    del st.session_state[CLASS_LINK_KEY]
+    return True
+
+
+def _take_over(found: Membership, state: ClassState, page: str) -> None:
+    """A teacher's device whose page is not the class's: one that just came in by the teacher link (a second
+    device) or one whose class another of the teacher's devices moved. It takes the class's page
+    and state instead of publishing its own: opening the teacher link moves nobody, and the class's page is one
+    thing, whichever device drives it. (A teacher's own reload, by the cookie, publishes the page it opens.)"""
+    found.by_teacher_link = False
+    found.sent = (state.page, dict(state.params))
+    _apply(found, state, page)
 
 
 def followed() -> None:
@@ -109,6 +142,12 @@ def published(page: str, params: dict[str, str]) -> None:
                 found.sent = (page, dict(params))
             except AttnvizError as error:
                 notice(error)
+                return
+            shown = view()
+            if shown is not None and shown.state is not None and (shown.state.page, shown.state.params) != found.sent:
+                # The question panel at the top was drawn from the class's previous state (or, in a fragment's rerun,
+                # not drawn again): the choices must be the chart's, so the whole page runs again with the new one
+                st.rerun(scope="app")
         return
     if not found.following:
         return

@@ -172,8 +172,9 @@ class PageSession:
         # The link's bad settings join its own warnings: shown until the user changes something (the first run writes
         # the address without them, and a first paint is followed by another run)
         bad_settings = st.session_state.get(settings.SETTING_WARNINGS, [])
-        if self.link != params or stored is None or bad_settings:
-            if not params and stored is not None:
+        from_class = live_sync.class_link_applied(self.page)  # a follower takes the class's whole state
+        if self.link != params or stored is None or bad_settings or from_class:
+            if not params and stored is not None and not from_class:
                 state, warnings = stored, []  # came back to the page: keep what the user had
             elif not params:
                 state, warnings = default(), []
@@ -233,12 +234,14 @@ class PageSession:
         self.state = state
         params = encode(state)
         self.link = params
-        live_sync.published(self.page, params)  # a teacher's page goes to the class; a student's change is exploring
         full = settings.with_settings(params)  # the link keeps the language, palette and presentation mode
         # A query string the browser could not bring back is not written: the share box offers a state file.
         shown = full if link_problem(full) is None else settings.with_settings({})
         if st.query_params.to_dict() != shown:
             st.query_params.from_dict(shown)
+        # A teacher's page goes to the class; a student's change is exploring. After the address: a teacher's page
+        # may run again from here (live_sync.published), and that run reads the address as this one left it
+        live_sync.published(self.page, params)
         return full
 
     def reset(self, default: Any) -> None:
