@@ -24,8 +24,8 @@ from playwright.sync_api import Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 
+from attnviz.app.classroom import address, questions
 from attnviz.app.classroom import answers as class_answers
-from attnviz.app.classroom import questions
 from attnviz.app.classroom.store import ClassStore, Question, open_store
 from attnviz.app.ui.navigation import app_page
 from attnviz.i18n import t
@@ -64,6 +64,7 @@ class Room:
     teacher_runs: list[float] = field(default_factory=list)  # the teacher's Enter -> the store has the change
     pool: TabPool | None = None  # where the room's browsers come from (a newcomer's too)
     devices: list[Page] = field(default_factory=list)  # the teacher's other devices
+    network: bool = False  # the server listens on the network (else on this computer only: the projector says so)
 
     def t(self, key: str, **params: object) -> str:
         """A message as the class reads it."""
@@ -146,6 +147,9 @@ def start_class(room: Room, path: str) -> str:
     wait_ready(teacher)
     room.code = params_of(teacher)["class"]
     shows(teacher, room.t("live.teacher_title", code=room.code, count=0))
+    # Issue 50: a link that names this computer says that phones cannot open it (the message up to its code span)
+    local_only = teacher.get_by_text(room.t("live.link_local_only", setting="§").split("`")[0], exact=False)
+    expect(local_only).to_have_count(0 if room.network else 1)
     return room.code
 
 
@@ -685,7 +689,11 @@ def test_the_class_store_unreachable_then_back(room: Room, cluster: Cluster) -> 
 def sqlite_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[StreamlitServer, str]]:
     """One server as `make run` serves it, its classes in a SQLite file."""
     url = f"sqlite:///{tmp_path_factory.mktemp('live-sqlite') / 'classes.sqlite3'}"
-    with StreamlitServer("app.py", env={"ATTNVIZ_CLASS_STORE": url}, log_name="live-class-sqlite") as server:
+    # On every interface, as `make run` serves a class (Streamlit's default): the teacher at localhost then gives the
+    # machine's network address in the join link
+    with StreamlitServer(
+        "app.py", env={"ATTNVIZ_CLASS_STORE": url}, server_options={"address": "0.0.0.0"}, log_name="live-class-sqlite"
+    ) as server:
         yield server, url
 
 
@@ -695,8 +703,8 @@ def sqlite_room(
 ) -> Iterator[Room]:
     """A class on the SQLite server that reads Chinese."""
     server, url = sqlite_server
-    for found in rooms(tabs, server.url_for, url, request):
-        found.lang = "zh-Hans"
+    for found in rooms(tabs, lambda path: server.url_for(path).replace(f"//{HOST}:", "//localhost:", 1), url, request):
+        found.lang, found.network = "zh-Hans", True
         yield found
 
 
@@ -705,3 +713,23 @@ def test_one_server_with_the_sqlite_store(sqlite_room: Room) -> None:
     and revealed. (Exploring and coming back is the page's, whatever the store: the walk above, through nginx.)"""
     follow_explore_and_back(sqlite_room, "zh", explore=False)
     question_round(sqlite_room, "number", [False, True, False], shots="zh")
+    join_by_the_projectors_link(sqlite_room)
+
+
+def join_by_the_projectors_link(room: Room) -> None:
+    """Issue 50: the teacher opened the app at localhost; the join link on the projector carries this machine's
+    address on its network instead (a phone that scanned localhost opened its own), and a student joins by it."""
+    network = address.network_address()
+    assert network is not None
+    teacher = room.teacher
+    teacher.get_by_text(room.t("live.teacher_title", code=room.code, count=len(room.students)), exact=True).click()
+    link = teacher.locator('[data-testid="stMain"] [data-testid="stCode"]').first.inner_text().strip()
+    port = urlsplit(teacher.url).port
+    assert link == f"http://{network}:{port}/?class={room.code}", link
+    assert room.pool is not None
+    newcomer = room.pool.acquire(PHONE)
+    room.students.append(newcomer)
+    newcomer.goto(link)
+    wait_ready(newcomer)
+    shows(newcomer, t("live.following", "en", code=room.code))  # (the link carries no language: the app's default)
+    shows(teacher, room.t("live.teacher_title", code=room.code, count=len(room.students)))

@@ -9,12 +9,13 @@ class code alone. Nicknames and codes typed by students are shown literally.
 from __future__ import annotations
 
 import io
+import os
 from urllib.parse import urlencode
 
 import segno
 import streamlit as st
 
-from attnviz.app.classroom import questions
+from attnviz.app.classroom import address, questions
 from attnviz.app.classroom.store import IDLE_SECONDS, MAX_NICKNAME, MAX_STUDENTS
 from attnviz.app.ui import live, settings
 from attnviz.app.ui.common import lazy_expander
@@ -78,13 +79,21 @@ def _follower(page: str, current: live.View) -> None:
     found.cookie = ""
 
 
-def join_link(code: str, page: str) -> str:
-    """The link students open: this server's page, with the class code only."""
+def join_base(page: str) -> address.JoinBase:
+    """Where students reach this server: the app's root as the teacher reached it, or, when that names the teacher's
+    computer (localhost), its address on the class's network or the operator's public URL (classroom/address.py)."""
     url = st.context.url or ""
     path = app_page(page).url_path
     if path and url.rstrip("/").endswith("/" + path):
         url = url.rstrip("/")[: -len(path)]
-    return url + "?" + urlencode({settings.CLASS_PARAM: code})
+    listening = st.get_option("server.address")
+    public = os.environ.get(address.PUBLIC_URL_ENV)
+    return address.join_base(url, listening, public, address.network_address())
+
+
+def join_link(code: str, page: str) -> str:
+    """The link students open: this server's root, with the class code only."""
+    return join_base(page).url + "?" + urlencode({settings.CLASS_PARAM: code})
 
 
 @st.fragment(run_every=JOINED_EVERY_S)
@@ -98,7 +107,8 @@ def _teacher_box(page: str, code: str, expanded: bool) -> None:
         return
     title = tr("live.teacher_title", code=code, count=count)
     with st.expander(title, expanded=expanded):
-        link = join_link(code, page)
+        base = join_base(page)
+        link = base.url + "?" + urlencode({settings.CLASS_PARAM: code})
         qr, words = st.columns([2, 3] if presenting() else [1, 2], gap="medium")
         buffer = io.BytesIO()
         segno.make(link, error="m").save(buffer, kind="png", scale=10, border=2)
@@ -106,6 +116,8 @@ def _teacher_box(page: str, code: str, expanded: bool) -> None:
         words.markdown(tr("live.join_how"))
         words.markdown(f"## {code}")
         words.code(link, language=None, wrap_lines=True)
+        if base.local_only:
+            words.warning(tr("live.link_local_only", setting=address.PUBLIC_URL_ENV), icon="🏠")
         words.caption(tr("live.limits", students=MAX_STUDENTS, hours=IDLE_SECONDS // 3600))
 
 
