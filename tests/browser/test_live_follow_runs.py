@@ -29,7 +29,9 @@ def one_server_room(tabs: TabPool, request: pytest.FixtureRequest) -> Iterator[R
     """A class of its own for each test on one server with its SQLite store, in English: a teacher and three
     students, each a browser of their own."""
     server, url = request.getfixturevalue("sqlite_server")
-    yield from rooms(tabs, server.url_for, url, request)
+    for found in rooms(tabs, server.url_for, url, request):
+        found.network = True  # (the server listens on every interface: the join link carries the network address)
+        yield found
 
 
 def follow(room: Room, label: str, key: str, value: str) -> list[tuple[int, int]]:
